@@ -1,0 +1,1 @@
+//! The runtime guard of fenced.

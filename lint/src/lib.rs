@@ -1,0 +1,4 @@
+//! The analysis behind `fenced-lint`.
+
+pub mod diagnostic;
+pub mod rules;

@@ -1,0 +1,1 @@
+//! `#[fenced_write]`.

@@ -1,0 +1,3 @@
+//! fenced.
+pub use fenced_guard::*;
+pub use fenced_macros::*;
