@@ -2,3 +2,5 @@
 
 pub mod diagnostic;
 pub mod rules;
+#[cfg(feature = "cli")]
+pub mod report;

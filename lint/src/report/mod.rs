@@ -1,0 +1,1 @@
+//! Reporters: one emitter per output format behind one trait.
