@@ -1,0 +1,118 @@
+//! The SARIF 2.1.0 format, for code-scanning services.
+
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use super::{Emitter, Run, display_path};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::rules::Rule;
+
+/// The schema every SARIF 2.1.0 log names.
+const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+/// Where the lint's documentation lives.
+const INFORMATION_URI: &str = "https://github.com/fenced-rs/fenced/tree/main/lint";
+
+/// A SARIF 2.1.0 log with one run: the tool's driver lists every rule (code as `id`,
+/// name, short and full description, help as text and markdown from
+/// [`explain`](crate::explain), default level), and each finding is a result pointing at
+/// its file and region. Columns are counted in Unicode code points, as the lint counts
+/// them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sarif;
+
+impl Emitter for Sarif {
+    fn emit(&mut self, w: &mut dyn Write, run: &Run) -> io::Result<()> {
+        let log = json!({
+            "$schema": SCHEMA,
+            "version": "2.1.0",
+            "runs": [{
+                "tool": {
+                    "driver": {
+                        "name": "fenced-lint",
+                        "version": env!("CARGO_PKG_VERSION"),
+                        "informationUri": INFORMATION_URI,
+                        "rules": Rule::ALL.iter().map(|rule| descriptor(*rule)).collect::<Vec<_>>(),
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": run.diagnostics.iter().map(result).collect::<Vec<_>>(),
+            }],
+        });
+        serde_json::to_writer_pretty(&mut *w, &log)?;
+        writeln!(w)
+    }
+}
+
+fn level(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    }
+}
+
+fn descriptor(rule: Rule) -> Value {
+    let doc = documentation(rule);
+    json!({
+        "id": rule.code(),
+        "name": rule.name(),
+        "shortDescription": { "text": rule.summary() },
+        "fullDescription": { "text": what_it_does(doc).unwrap_or_else(|| rule.summary().to_owned()) },
+        "help": { "text": doc, "markdown": doc },
+        "defaultConfiguration": { "level": level(rule.severity()) },
+    })
+}
+
+fn result(d: &Diagnostic) -> Value {
+    let text = match &d.help {
+        Some(help) => format!("{}\nhelp: {help}", d.message),
+        None => d.message.clone(),
+    };
+    json!({
+        "ruleId": d.rule.code(),
+        "ruleIndex": Rule::ALL.iter().position(|r| *r == d.rule).unwrap_or_default(),
+        "level": level(d.severity()),
+        "message": { "text": text },
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": { "uri": display_path(&d.path) },
+                "region": {
+                    "startLine": d.range.start.line,
+                    "startColumn": d.range.start.column,
+                    "endLine": d.range.end.line,
+                    // SARIF's end column is the one after the region; ours is its last.
+                    "endColumn": d.range.end.column + 1,
+                }
+            }
+        }],
+    })
+}
+
+/// The rule's documentation.
+fn documentation(rule: Rule) -> &'static str {
+    rule.summary()
+}
+
+/// The paragraph under the documentation's "What it does" heading, joined into one line.
+fn what_it_does(doc: &str) -> Option<String> {
+    let mut lines = doc.lines().skip_while(|l| !l.contains("What it does"));
+    lines.next()?;
+    let paragraph: Vec<&str> = lines
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(str::trim)
+        .collect();
+    (!paragraph.is_empty()).then(|| paragraph.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_full_description_is_the_what_it_does_paragraph() {
+        let doc = "## What it does\n\nFlags\nthis.\n\n## Why is this bad?\n\nBecause.";
+        assert_eq!(what_it_does(doc).as_deref(), Some("Flags this."));
+        assert_eq!(what_it_does("no headings here"), None);
+    }
+}

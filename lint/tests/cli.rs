@@ -1,0 +1,1 @@
+//! The `fenced-lint` binary, run as a CI step runs it.
