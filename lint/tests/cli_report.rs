@@ -7,9 +7,9 @@ use fenced_lint::diagnostic::{Diagnostic, Position, Range};
 use fenced_lint::report::{Format, Run};
 use fenced_lint::rules::Rule;
 
-const SQL: &str = "-- publish the report\nUPDATE dbo.Jobs\nSET Payload = @payload\nWHERE JobId = @id\n  AND Generation = @generation;\n\n-- fenced-lint: allow(fenced-row-delete) nothing to suppress here\nSELECT 1;\n";
+const SQL: &str = "-- publish the report\nUPDATE dbo.FixtureLease\nSET Payload = @payload\nWHERE FixtureId = @id\n  AND Generation = @generation;\n\n-- fenced-lint: allow(fenced-row-delete) nothing to suppress here\nSELECT 1;\n";
 
-const RUST: &str = "pub async fn publish(c: &Client) {\n\tc.execute(\"UPDATE Jobs SET Payload = $1 WHERE JobId = $2\", &[]).await;\n}\n";
+const RUST: &str = "pub async fn publish(c: &Client) {\n\tc.execute(\"UPDATE FixtureLease SET Payload = $1 WHERE FixtureId = $2\", &[]).await;\n}\n";
 
 fn at(path: &str, start: (u32, u32), end: (u32, u32)) -> (PathBuf, Range) {
     (
@@ -50,8 +50,8 @@ fn run() -> Run {
         diagnostic(
             at("src/store.rs", (2, 13), (2, 55)),
             Rule::UnfencedWrite,
-            Some("Jobs"),
-            "update of fenced table `Jobs` lacks the generation, owner and expiry predicates",
+            Some("FixtureLease"),
+            "update of fenced table `FixtureLease` lacks the generation, owner and expiry predicates",
             Some(
                 "add `AND Generation = $3 AND LeaseOwner = $4 AND LeaseUntilUtc > clock_timestamp()` to the WHERE clause",
             ),
@@ -66,8 +66,8 @@ fn run() -> Run {
         diagnostic(
             at("sql/publish.sql", (2, 1), (5, 30)),
             Rule::UnfencedWrite,
-            Some("dbo.Jobs"),
-            "update of fenced table `dbo.Jobs` lacks the owner and expiry predicates",
+            Some("dbo.FixtureLease"),
+            "update of fenced table `dbo.FixtureLease` lacks the owner and expiry predicates",
             Some(
                 "add `AND LeaseOwner = @owner AND LeaseUntilUtc > SYSUTCDATETIME()` to the WHERE clause",
             ),
