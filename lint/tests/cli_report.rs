@@ -48,7 +48,7 @@ fn diagnostic(
 fn run() -> Run {
     let mut run = Run::new(vec![
         diagnostic(
-            at("src/store.rs", (2, 13), (2, 55)),
+            at("src/store.rs", (2, 13), (2, 69)),
             Rule::UnfencedWrite,
             Some("FixtureLease"),
             "update of fenced table `FixtureLease` lacks the generation, owner and expiry predicates",
@@ -57,7 +57,7 @@ fn run() -> Run {
             ),
         ),
         diagnostic(
-            at("sql/publish.sql", (7, 1), (7, 63)),
+            at("sql/publish.sql", (7, 1), (7, 65)),
             Rule::UnusedSuppression,
             None,
             "suppression of `fenced-row-delete` suppresses nothing",
