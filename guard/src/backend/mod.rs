@@ -1,0 +1,68 @@
+//! The executor contract, and one executor per database behind its feature.
+//!
+//! A [`Backend`] runs single autocommitted statements with bound parameters. The
+//! protocol ([`Store`](crate::Store)) is written once over it.
+
+#[cfg(feature = "mssql")]
+mod mssql;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::future::Future;
+
+#[cfg(feature = "mssql")]
+pub use mssql::Mssql;
+#[cfg(feature = "postgres")]
+pub use postgres::Postgres;
+#[cfg(feature = "sqlite")]
+pub use sqlite::{Sqlite, SqliteOptions};
+
+use crate::dialect::Dialect;
+use crate::error::{Error, Result};
+use crate::value::Value;
+
+/// A database connection pool that runs single statements.
+///
+/// Each call is one autocommitted statement on a pooled connection. Every driver,
+/// network or SQL error is returned as an [`Error`]; nothing is folded into "no rows".
+pub trait Backend: Send + Sync + 'static {
+    /// The SQL dialect this backend speaks.
+    fn dialect(&self) -> Dialect;
+
+    /// Runs a statement and returns the number of rows it affected.
+    fn execute(&self, sql: &str, params: &[Value]) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Runs a statement and returns its first row, if any, decoded into [`Value`]s.
+    /// Integers of every width decode to [`Value::I64`].
+    fn query_row(
+        &self,
+        sql: &str,
+        params: &[Value],
+    ) -> impl Future<Output = Result<Option<Vec<Value>>>> + Send;
+
+    /// Runs one or more statements without parameters, such as schema DDL.
+    fn execute_batch(&self, sql: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Runs a statement that returns at most one row holding one integer, such as
+    /// acquire's new generation.
+    fn query_i64(
+        &self,
+        sql: &str,
+        params: &[Value],
+    ) -> impl Future<Output = Result<Option<i64>>> + Send {
+        let row = self.query_row(sql, params);
+        async move {
+            match row.await? {
+                None => Ok(None),
+                Some(row) => match row.first() {
+                    Some(Value::I64(v)) => Ok(Some(*v)),
+                    other => Err(Error::UnexpectedResult(format!(
+                        "expected one integer column, got {other:?}"
+                    ))),
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! SQL Server through tiberius (TDS 7.3, rustls) over tokio, with a small pool that
+//! never reuses a connection that saw an error or a cancellation.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tiberius::{Client, ColumnData, Config};
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
+
+use crate::backend::Backend;
+use crate::dialect::Dialect;
+use crate::error::{Error, Result};
+use crate::value::{Key, Value};
+
+type Connection = Client<Compat<TcpStream>>;
+
+/// The default number of pooled connections of [`Mssql::connect`].
+const DEFAULT_MAX_CONNECTIONS: usize = 8;
+
+struct Inner {
+    config: Config,
+    idle: Mutex<Vec<Connection>>,
+    permits: Arc<Semaphore>,
+}
+
+/// The SQL Server backend: a small pool of tiberius connections.
+///
+/// A connection goes back to the pool only after a statement completed without error.
+/// A connection whose statement failed, or whose future was dropped mid-statement
+/// (cancellation, timeout), is closed and never reused, since its protocol state is
+/// unknown. Cheap to clone (clones share the pool).
+///
+/// The expiry column is `datetime2(7)`, written and compared with `SYSUTCDATETIME()`.
+/// [`Value::Null`] is sent as a null `nvarchar`, which SQL Server converts implicitly to
+/// every column type this crate declares except `varbinary`.
+#[derive(Clone)]
+pub struct Mssql {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Mssql {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mssql")
+            .field("addr", &self.inner.config.get_addr())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection taken from the pool. Dropped without [`Checkout::give_back`], it closes
+/// the connection instead of returning it.
+struct Checkout {
+    conn: Option<Connection>,
+    inner: Arc<Inner>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Checkout {
+    fn conn(&mut self) -> &mut Connection {
+        self.conn
+            .as_mut()
+            .expect("a checkout holds its connection until given back")
+    }
+
+    fn give_back(mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.inner
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(conn);
+        }
+    }
+}
+
+impl Drop for Checkout {
+    fn drop(&mut self) {
+        if self.conn.take().is_some() {
+            tracing::debug!("closing a sql server connection after an error or cancellation");
+        }
+    }
+}
+
+impl Mssql {
+    /// Connects with an ADO.NET-style connection string (`server=tcp:host,1433;
+    /// user=sa;password=...;TrustServerCertificate=true`), with a pool of up to 8
+    /// connections. One connection is opened at once, so that an unreachable server is
+    /// reported here.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Mssql`] for a bad connection string or a failed login,
+    /// [`Error::MssqlConnect`] if the server cannot be reached.
+    pub async fn connect(ado: &str) -> Result<Self> {
+        Self::connect_with(ado, DEFAULT_MAX_CONNECTIONS).await
+    }
+
+    /// As [`connect`](Mssql::connect), with a pool of up to `max_connections`
+    /// connections (at least 1).
+    ///
+    /// # Errors
+    ///
+    /// As for [`connect`](Mssql::connect).
+    pub async fn connect_with(ado: &str, max_connections: usize) -> Result<Self> {
+        let config = Config::from_ado_string(ado)?;
+        let inner = Arc::new(Inner {
+            config,
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(max_connections.max(1))),
+        });
+        let mssql = Mssql { inner };
+        mssql.checkout().await?.give_back();
+        Ok(mssql)
+    }
+
+    async fn open(config: &Config) -> Result<Connection> {
+        let tcp = TcpStream::connect(config.get_addr())
+            .await
+            .map_err(Error::MssqlConnect)?;
+        tcp.set_nodelay(true).map_err(Error::MssqlConnect)?;
+        Ok(Client::connect(config.clone(), tcp.compat_write()).await?)
+    }
+
+    async fn checkout(&self) -> Result<Checkout> {
+        let permit = Arc::clone(&self.inner.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Config("the sql server pool is closed".into()))?;
+        let idle = self
+            .inner
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => Self::open(&self.inner.config).await?,
+        };
+        Ok(Checkout {
+            conn: Some(conn),
+            inner: Arc::clone(&self.inner),
+            _permit: permit,
+        })
+    }
+}
+
+impl tiberius::ToSql for Value {
+    fn to_sql(&self) -> ColumnData<'_> {
+        match self {
+            Value::Null => ColumnData::String(None),
+            Value::Bool(v) => ColumnData::Bit(Some(*v)),
+            Value::I64(v) => ColumnData::I64(Some(*v)),
+            Value::F64(v) => ColumnData::F64(Some(*v)),
+            Value::Text(v) => ColumnData::String(Some(Cow::Borrowed(v))),
+            Value::Bytes(v) => ColumnData::Binary(Some(Cow::Borrowed(v))),
+            Value::Uuid(v) => ColumnData::Guid(Some(*v)),
+        }
+    }
+}
+
+impl tiberius::ToSql for Key {
+    fn to_sql(&self) -> ColumnData<'_> {
+        match self {
+            Key::Uuid(v) => ColumnData::Guid(Some(*v)),
+            Key::BigInt(v) => ColumnData::I64(Some(*v)),
+            Key::Text(v) => ColumnData::String(Some(Cow::Borrowed(v))),
+        }
+    }
+}
+
+impl<'a> tiberius::IntoSql<'a> for Value {
+    fn into_sql(self) -> ColumnData<'a> {
+        match self {
+            Value::Null => ColumnData::String(None),
+            Value::Bool(v) => ColumnData::Bit(Some(v)),
+            Value::I64(v) => ColumnData::I64(Some(v)),
+            Value::F64(v) => ColumnData::F64(Some(v)),
+            Value::Text(v) => ColumnData::String(Some(Cow::Owned(v))),
+            Value::Bytes(v) => ColumnData::Binary(Some(Cow::Owned(v))),
+            Value::Uuid(v) => ColumnData::Guid(Some(v)),
+        }
+    }
+}
+
+fn decode(row: tiberius::Row) -> Result<Vec<Value>> {
+    row.into_iter()
+        .map(|cell| {
+            Ok(match cell {
+                ColumnData::U8(v) => v.map(|v| Value::I64(v.into())),
+                ColumnData::I16(v) => v.map(|v| Value::I64(v.into())),
+                ColumnData::I32(v) => v.map(|v| Value::I64(v.into())),
+                ColumnData::I64(v) => v.map(Value::I64),
+                ColumnData::F32(v) => v.map(|v| Value::F64(v.into())),
+                ColumnData::F64(v) => v.map(Value::F64),
+                ColumnData::Bit(v) => v.map(Value::Bool),
+                ColumnData::String(v) => v.map(|v| Value::Text(v.into_owned())),
+                ColumnData::Guid(v) => v.map(Value::Uuid),
+                ColumnData::Binary(v) => v.map(|v| Value::Bytes(v.into_owned())),
+                other => {
+                    return Err(Error::UnexpectedResult(format!(
+                        "a column of a type that is not decoded ({other:?}); cast it in the query"
+                    )));
+                }
+            }
+            .unwrap_or(Value::Null))
+        })
+        .collect()
+}
+
+fn refs(params: &[Value]) -> Vec<&dyn tiberius::ToSql> {
+    params.iter().map(|p| p as &dyn tiberius::ToSql).collect()
+}
+
+impl Backend for Mssql {
+    fn dialect(&self) -> Dialect {
+        Dialect::Mssql
+    }
+
+    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        let mut checkout = self.checkout().await?;
+        let result = checkout.conn().execute(sql, &refs(params)).await?;
+        let rows = result.rows_affected().iter().sum();
+        checkout.give_back();
+        Ok(rows)
+    }
+
+    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        let mut checkout = self.checkout().await?;
+        let params = refs(params);
+        let rows = checkout
+            .conn()
+            .query(sql, &params)
+            .await?
+            .into_first_result()
+            .await?;
+        checkout.give_back();
+        rows.into_iter().next().map(decode).transpose()
+    }
+
+    async fn execute_batch(&self, sql: &str) -> Result<()> {
+        let mut checkout = self.checkout().await?;
+        checkout
+            .conn()
+            .simple_query(sql)
+            .await?
+            .into_results()
+            .await?;
+        checkout.give_back();
+        Ok(())
+    }
+}

@@ -1,0 +1,242 @@
+//! SQLite through rusqlite (bundled): WAL, a busy timeout, a small pool of connections
+//! used off the async runtime's threads.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, params_from_iter};
+use tokio::sync::Semaphore;
+
+use crate::backend::Backend;
+use crate::dialect::Dialect;
+use crate::error::{Error, Result};
+use crate::value::Value;
+
+/// Options for [`Sqlite::open_with`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqliteOptions {
+    max_connections: usize,
+    busy_timeout: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            max_connections: 4,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl SqliteOptions {
+    /// How many connections the pool may open. Default 4; at least 1.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// How long a statement waits for another connection's write lock before failing
+    /// with `SQLITE_BUSY` (an error, never a refusal). Default 5 s.
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+}
+
+struct Inner {
+    path: PathBuf,
+    options: SqliteOptions,
+    idle: Mutex<Vec<Connection>>,
+    permits: Arc<Semaphore>,
+}
+
+impl Inner {
+    fn connect(&self) -> rusqlite::Result<Connection> {
+        let conn = Connection::open(&self.path)?;
+        conn.busy_timeout(self.options.busy_timeout)?;
+        Ok(conn)
+    }
+
+    fn take(&self) -> rusqlite::Result<Connection> {
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        match idle {
+            Some(conn) => Ok(conn),
+            None => self.connect(),
+        }
+    }
+
+    fn put(&self, conn: Connection) {
+        self.idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(conn);
+    }
+}
+
+/// The SQLite backend: a database file, opened in WAL mode, with a small pool of
+/// connections. Every statement runs on tokio's blocking pool, never on the async
+/// runtime's threads. Cheap to clone (clones share the pool).
+///
+/// The expiry column holds integer milliseconds since the Unix epoch from SQLite's own
+/// clock; owners are stored as hyphenated lowercase text.
+#[derive(Clone)]
+pub struct Sqlite {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Sqlite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sqlite")
+            .field("path", &self.inner.path)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sqlite {
+    /// Opens (creating if needed) the database file at `path` with default options, and
+    /// switches it to WAL mode.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Sqlite`] if the file cannot be opened or WAL mode cannot be set.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, SqliteOptions::default()).await
+    }
+
+    /// Opens the database file at `path` with `options`, and switches it to WAL mode.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Sqlite`] if the file cannot be opened or WAL mode cannot be set.
+    pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
+        let inner = Arc::new(Inner {
+            path: path.as_ref().to_path_buf(),
+            options,
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(options.max_connections)),
+        });
+        let sqlite = Sqlite { inner };
+        sqlite
+            .run(|conn| {
+                let mode: String =
+                    conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+                if mode.eq_ignore_ascii_case("wal") {
+                    Ok(Ok(()))
+                } else {
+                    Ok(Err(Error::Config(format!(
+                        "sqlite refused WAL mode (journal mode is {mode})"
+                    ))))
+                }
+            })
+            .await??;
+        Ok(sqlite)
+    }
+
+    /// The database file's path.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    async fn run<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let permit = Arc::clone(&self.inner.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Config("the sqlite pool is closed".into()))?;
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let conn = inner.take()?;
+            let result = f(&conn);
+            inner.put(conn);
+            result
+        })
+        .await
+        .map_err(Error::Task)?
+        .map_err(Error::Sqlite)
+    }
+}
+
+impl rusqlite::ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Bool(v) => ToSqlOutput::Borrowed(ValueRef::Integer(i64::from(*v))),
+            Value::I64(v) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
+            Value::F64(v) => ToSqlOutput::Borrowed(ValueRef::Real(*v)),
+            Value::Text(v) => ToSqlOutput::Borrowed(ValueRef::Text(v.as_bytes())),
+            Value::Bytes(v) => ToSqlOutput::Borrowed(ValueRef::Blob(v)),
+            Value::Uuid(v) => {
+                ToSqlOutput::Owned(rusqlite::types::Value::Text(v.hyphenated().to_string()))
+            }
+        })
+    }
+}
+
+fn decode(value: ValueRef<'_>) -> rusqlite::Result<Value> {
+    Ok(match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(v) => Value::I64(v),
+        ValueRef::Real(v) => Value::F64(v),
+        ValueRef::Text(v) => Value::Text(
+            std::str::from_utf8(v)
+                .map_err(|e| rusqlite::Error::Utf8Error(0, e))?
+                .to_owned(),
+        ),
+        ValueRef::Blob(v) => Value::Bytes(v.to_vec()),
+    })
+}
+
+impl Backend for Sqlite {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        let sql = sql.to_owned();
+        let params = params.to_vec();
+        self.run(move |conn| {
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.execute(params_from_iter(params.iter()))?;
+            Ok(u64::try_from(rows).unwrap_or(u64::MAX))
+        })
+        .await
+    }
+
+    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        let sql = sql.to_owned();
+        let params = params.to_vec();
+        self.run(move |conn| {
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let width = stmt.column_count();
+            let mut rows = stmt.query(params_from_iter(params.iter()))?;
+            let first = match rows.next()? {
+                Some(row) => Some(
+                    (0..width)
+                        .map(|i| decode(row.get_ref(i)?))
+                        .collect::<rusqlite::Result<Vec<_>>>()?,
+                ),
+                None => None,
+            };
+            // Step to the end so that a RETURNING statement completes its changes.
+            while rows.next()?.is_some() {}
+            Ok(first)
+        })
+        .await
+    }
+
+    async fn execute_batch(&self, sql: &str) -> Result<()> {
+        let sql = sql.to_owned();
+        self.run(move |conn| conn.execute_batch(&sql)).await
+    }
+}

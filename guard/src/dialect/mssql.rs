@@ -1,0 +1,119 @@
+//! SQL Server text: `SYSUTCDATETIME()`, `datetime2(7)` expiry, `@Pn` placeholders,
+//! `OUTPUT inserted.…`.
+
+use crate::dialect::Dialect;
+use crate::table::{ColumnType, FencedTable, KeyType};
+
+/// The database's clock, in UTC.
+pub(super) const CLOCK: &str = "SYSUTCDATETIME()";
+
+pub(super) fn expiry_after(ttl: usize) -> String {
+    format!("DATEADD(millisecond, CAST(@P{ttl} AS int), {CLOCK})")
+}
+
+fn column_type(t: ColumnType) -> &'static str {
+    match t {
+        ColumnType::Bool => "bit",
+        ColumnType::BigInt => "bigint",
+        ColumnType::Double => "float",
+        ColumnType::Text => "nvarchar(max)",
+        ColumnType::Bytes => "varbinary(max)",
+        ColumnType::Uuid => "uniqueidentifier",
+    }
+}
+
+pub(super) fn create_table(table: &FencedTable) -> String {
+    let d = Dialect::Mssql;
+    let key_type = match table.key_type() {
+        KeyType::Uuid => "uniqueidentifier",
+        KeyType::BigInt => "bigint",
+        KeyType::Text => "nvarchar(450)",
+    };
+    let mut columns = vec![
+        format!(
+            "{} {key_type} NOT NULL PRIMARY KEY",
+            table.key_column().quoted(d)
+        ),
+        format!(
+            "{} bigint NOT NULL DEFAULT 0",
+            table.generation_column().quoted(d)
+        ),
+        format!("{} uniqueidentifier NULL", table.owner_column().quoted(d)),
+        format!("{} datetime2(7) NULL", table.expiry_column().quoted(d)),
+        format!(
+            "{} bigint NOT NULL DEFAULT 0",
+            table.published_column().quoted(d)
+        ),
+    ];
+    columns.extend(table.columns().iter().map(|c| {
+        format!(
+            "{} {} NULL",
+            c.name().quoted(d),
+            column_type(c.column_type())
+        )
+    }));
+    let name = table.name().quoted(d);
+    // The name inside the string literal is a validated identifier: no quotes possible.
+    format!(
+        "IF OBJECT_ID(N'{name}', N'U') IS NULL CREATE TABLE {name} ({})",
+        columns.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dialect::{self, Dialect};
+    use crate::table::{ColumnType, FencedTable, Identifier, KeyType};
+
+    const D: Dialect = Dialect::Mssql;
+
+    fn table() -> FencedTable {
+        FencedTable::builder()
+            .table("dbo.ReportPublication")
+            .column("Payload", ColumnType::Text)
+            .build()
+            .unwrap()
+    }
+
+    fn payload() -> Identifier {
+        Identifier::new("Payload").unwrap()
+    }
+
+    macro_rules! renders {
+        ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
+            #[test]
+            fn $name() {
+                assert_eq!($actual, $expected);
+            }
+        )*};
+    }
+
+    renders! {
+        placeholder: D.placeholder(7) => "@P7",
+        clock: D.clock() => "SYSUTCDATETIME()",
+        fence: dialect::fence_predicate(D, &table(), 3) =>
+            "[ReportId] = @P3 AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseUntilUtc] > SYSUTCDATETIME()",
+        publish_once_predicate: dialect::publish_once_predicate(D, &table(), 4) =>
+            "[PublishedGeneration] < @P4",
+        publish_once_assignment: dialect::publish_once_assignment(D, &table(), 4) =>
+            "[PublishedGeneration] = @P4",
+        create_schema: dialect::create_schema(D, &table()) =>
+            "IF OBJECT_ID(N'[dbo].[ReportPublication]', N'U') IS NULL CREATE TABLE [dbo].[ReportPublication] ([ReportId] uniqueidentifier NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0, [Payload] nvarchar(max) NULL)",
+        create_schema_text_key: dialect::create_schema(D, &FencedTable::builder().key_type(KeyType::Text).build().unwrap()) =>
+            "IF OBJECT_ID(N'[ReportPublication]', N'U') IS NULL CREATE TABLE [ReportPublication] ([ReportId] nvarchar(450) NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0)",
+        provision: dialect::provision(D, &table()) =>
+            "INSERT INTO [dbo].[ReportPublication] ([ReportId], [Generation], [PublishedGeneration]) SELECT @P1, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM [dbo].[ReportPublication] WITH (UPDLOCK, HOLDLOCK) WHERE [ReportId] = @P1)",
+        acquire: dialect::acquire(D, &table()) =>
+            "UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()) OUTPUT inserted.[Generation] WHERE [ReportId] = @P1 AND ([LeaseUntilUtc] IS NULL OR [LeaseUntilUtc] <= SYSUTCDATETIME())",
+        renew: dialect::renew(D, &table()) =>
+            "UPDATE [dbo].[ReportPublication] SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P4 AS int), SYSUTCDATETIME()) WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME()",
+        release: dialect::release(D, &table()) =>
+            "UPDATE [dbo].[ReportPublication] SET [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3",
+        update: dialect::update(D, &table(), &[&payload()]) =>
+            "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME()",
+        publish: dialect::publish(D, &table(), &[&payload()], false) =>
+            "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [PublishedGeneration] < @P3",
+        publish_and_release: dialect::publish(D, &table(), &[&payload()], true) =>
+            "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [PublishedGeneration] < @P3",
+    }
+}

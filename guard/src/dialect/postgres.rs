@@ -1,0 +1,132 @@
+//! PostgreSQL text: `clock_timestamp()`, `timestamptz` expiry, `$n` placeholders.
+
+use crate::dialect::Dialect;
+use crate::table::{ColumnType, FencedTable, KeyType};
+
+/// The database's clock: the statement's current time, not the transaction's start.
+pub(super) const CLOCK: &str = "clock_timestamp()";
+
+pub(super) fn expiry_after(ttl: usize) -> String {
+    format!("{CLOCK} + ${ttl}::bigint * interval '1 millisecond'")
+}
+
+fn column_type(t: ColumnType) -> &'static str {
+    match t {
+        ColumnType::Bool => "boolean",
+        ColumnType::BigInt => "bigint",
+        ColumnType::Double => "double precision",
+        ColumnType::Text => "text",
+        ColumnType::Bytes => "bytea",
+        ColumnType::Uuid => "uuid",
+    }
+}
+
+pub(super) fn create_table(table: &FencedTable) -> String {
+    let d = Dialect::Postgres;
+    let key_type = match table.key_type() {
+        KeyType::Uuid => "uuid",
+        KeyType::BigInt => "bigint",
+        KeyType::Text => "text",
+    };
+    let mut columns = vec![
+        format!(
+            "{} {key_type} NOT NULL PRIMARY KEY",
+            table.key_column().quoted(d)
+        ),
+        format!(
+            "{} bigint NOT NULL DEFAULT 0",
+            table.generation_column().quoted(d)
+        ),
+        format!("{} uuid NULL", table.owner_column().quoted(d)),
+        format!("{} timestamptz NULL", table.expiry_column().quoted(d)),
+        format!(
+            "{} bigint NOT NULL DEFAULT 0",
+            table.published_column().quoted(d)
+        ),
+    ];
+    columns.extend(table.columns().iter().map(|c| {
+        format!(
+            "{} {} NULL",
+            c.name().quoted(d),
+            column_type(c.column_type())
+        )
+    }));
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} ({})",
+        table.name().quoted(d),
+        columns.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dialect::{self, Dialect};
+    use crate::table::{ColumnType, FencedTable, Identifier, KeyType};
+
+    const D: Dialect = Dialect::Postgres;
+
+    fn table() -> FencedTable {
+        FencedTable::builder()
+            .table("app.ReportPublication")
+            .column("Payload", ColumnType::Text)
+            .build()
+            .unwrap()
+    }
+
+    fn payload() -> Identifier {
+        Identifier::new("Payload").unwrap()
+    }
+
+    macro_rules! renders {
+        ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
+            #[test]
+            fn $name() {
+                assert_eq!($actual, $expected);
+            }
+        )*};
+    }
+
+    renders! {
+        placeholder: D.placeholder(7) => "$7",
+        clock_is_not_now: D.clock() => "clock_timestamp()",
+        fence: dialect::fence_predicate(D, &table(), 3) =>
+            r#""ReportId" = $3 AND "Generation" = $4 AND "LeaseOwner" = $5 AND "LeaseUntilUtc" > clock_timestamp()"#,
+        publish_once_predicate: dialect::publish_once_predicate(D, &table(), 4) =>
+            r#""PublishedGeneration" < $4"#,
+        publish_once_assignment: dialect::publish_once_assignment(D, &table(), 4) =>
+            r#""PublishedGeneration" = $4"#,
+        create_schema: dialect::create_schema(D, &table()) =>
+            r#"CREATE TABLE IF NOT EXISTS "app"."ReportPublication" ("ReportId" uuid NOT NULL PRIMARY KEY, "Generation" bigint NOT NULL DEFAULT 0, "LeaseOwner" uuid NULL, "LeaseUntilUtc" timestamptz NULL, "PublishedGeneration" bigint NOT NULL DEFAULT 0, "Payload" text NULL)"#,
+        create_schema_text_key: dialect::create_schema(D, &FencedTable::builder().key_type(KeyType::Text).build().unwrap()) =>
+            r#"CREATE TABLE IF NOT EXISTS "ReportPublication" ("ReportId" text NOT NULL PRIMARY KEY, "Generation" bigint NOT NULL DEFAULT 0, "LeaseOwner" uuid NULL, "LeaseUntilUtc" timestamptz NULL, "PublishedGeneration" bigint NOT NULL DEFAULT 0)"#,
+        provision: dialect::provision(D, &table()) =>
+            r#"INSERT INTO "app"."ReportPublication" ("ReportId", "Generation", "PublishedGeneration") VALUES ($1, 0, 0) ON CONFLICT DO NOTHING"#,
+        acquire: dialect::acquire(D, &table()) =>
+            r#"UPDATE "app"."ReportPublication" SET "Generation" = "Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond' WHERE "ReportId" = $1 AND ("LeaseUntilUtc" IS NULL OR "LeaseUntilUtc" <= clock_timestamp()) RETURNING "Generation""#,
+        renew: dialect::renew(D, &table()) =>
+            r#"UPDATE "app"."ReportPublication" SET "LeaseUntilUtc" = clock_timestamp() + $4::bigint * interval '1 millisecond' WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp()"#,
+        release: dialect::release(D, &table()) =>
+            r#"UPDATE "app"."ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3"#,
+        update: dialect::update(D, &table(), &[&payload()]) =>
+            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp()"#,
+        publish: dialect::publish(D, &table(), &[&payload()], false) =>
+            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "PublishedGeneration" < $3"#,
+        publish_and_release: dialect::publish(D, &table(), &[&payload()], true) =>
+            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3, "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "PublishedGeneration" < $3"#,
+        publish_without_columns: dialect::publish(D, &table(), &[], false) =>
+            r#"UPDATE "app"."ReportPublication" SET "PublishedGeneration" = $2 WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp() AND "PublishedGeneration" < $2"#,
+    }
+
+    #[test]
+    fn no_statement_uses_now() {
+        let t = table();
+        for sql in [
+            dialect::acquire(D, &t),
+            dialect::renew(D, &t),
+            dialect::update(D, &t, &[&payload()]),
+            dialect::publish(D, &t, &[&payload()], true),
+        ] {
+            assert!(!sql.contains("now()"), "{sql}");
+        }
+    }
+}

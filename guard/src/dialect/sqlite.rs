@@ -1,0 +1,114 @@
+//! SQLite text: expiry as `INTEGER` milliseconds since the Unix epoch, `?n` placeholders.
+
+use crate::dialect::Dialect;
+use crate::table::{ColumnType, FencedTable, KeyType};
+
+/// The database's clock in integer milliseconds since the Unix epoch.
+pub(super) const CLOCK: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+
+pub(super) fn expiry_after(ttl: usize) -> String {
+    format!("{CLOCK} + ?{ttl}")
+}
+
+fn column_type(t: ColumnType) -> &'static str {
+    match t {
+        ColumnType::Bool | ColumnType::BigInt => "INTEGER",
+        ColumnType::Double => "REAL",
+        ColumnType::Text | ColumnType::Uuid => "TEXT",
+        ColumnType::Bytes => "BLOB",
+    }
+}
+
+pub(super) fn create_table(table: &FencedTable) -> String {
+    let d = Dialect::Sqlite;
+    let key_type = match table.key_type() {
+        KeyType::Uuid | KeyType::Text => "TEXT",
+        KeyType::BigInt => "INTEGER",
+    };
+    let mut columns = vec![
+        format!(
+            "{} {key_type} NOT NULL PRIMARY KEY",
+            table.key_column().quoted(d)
+        ),
+        format!(
+            "{} INTEGER NOT NULL DEFAULT 0",
+            table.generation_column().quoted(d)
+        ),
+        format!("{} TEXT NULL", table.owner_column().quoted(d)),
+        format!("{} INTEGER NULL", table.expiry_column().quoted(d)),
+        format!(
+            "{} INTEGER NOT NULL DEFAULT 0",
+            table.published_column().quoted(d)
+        ),
+    ];
+    columns.extend(table.columns().iter().map(|c| {
+        format!(
+            "{} {} NULL",
+            c.name().quoted(d),
+            column_type(c.column_type())
+        )
+    }));
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} ({})",
+        table.name().quoted(d),
+        columns.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dialect::{self, Dialect};
+    use crate::table::{ColumnType, FencedTable, Identifier, KeyType};
+
+    const D: Dialect = Dialect::Sqlite;
+    const NOW: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+
+    fn table() -> FencedTable {
+        FencedTable::builder()
+            .column("Payload", ColumnType::Text)
+            .build()
+            .unwrap()
+    }
+
+    fn payload() -> Identifier {
+        Identifier::new("Payload").unwrap()
+    }
+
+    macro_rules! renders {
+        ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
+            #[test]
+            fn $name() {
+                assert_eq!($actual, $expected.replace("NOW", NOW));
+            }
+        )*};
+    }
+
+    renders! {
+        placeholder: D.placeholder(7) => "?7",
+        clock: D.clock() => "NOW",
+        fence: dialect::fence_predicate(D, &table(), 3) =>
+            r#""ReportId" = ?3 AND "Generation" = ?4 AND "LeaseOwner" = ?5 AND "LeaseUntilUtc" > NOW"#,
+        publish_once_predicate: dialect::publish_once_predicate(D, &table(), 4) =>
+            r#""PublishedGeneration" < ?4"#,
+        publish_once_assignment: dialect::publish_once_assignment(D, &table(), 4) =>
+            r#""PublishedGeneration" = ?4"#,
+        create_schema: dialect::create_schema(D, &table()) =>
+            r#"CREATE TABLE IF NOT EXISTS "ReportPublication" ("ReportId" TEXT NOT NULL PRIMARY KEY, "Generation" INTEGER NOT NULL DEFAULT 0, "LeaseOwner" TEXT NULL, "LeaseUntilUtc" INTEGER NULL, "PublishedGeneration" INTEGER NOT NULL DEFAULT 0, "Payload" TEXT NULL)"#,
+        create_schema_bigint_key: dialect::create_schema(D, &FencedTable::builder().key_type(KeyType::BigInt).table("main.Jobs").build().unwrap()) =>
+            r#"CREATE TABLE IF NOT EXISTS "main"."Jobs" ("ReportId" INTEGER NOT NULL PRIMARY KEY, "Generation" INTEGER NOT NULL DEFAULT 0, "LeaseOwner" TEXT NULL, "LeaseUntilUtc" INTEGER NULL, "PublishedGeneration" INTEGER NOT NULL DEFAULT 0)"#,
+        provision: dialect::provision(D, &table()) =>
+            r#"INSERT INTO "ReportPublication" ("ReportId", "Generation", "PublishedGeneration") VALUES (?1, 0, 0) ON CONFLICT DO NOTHING"#,
+        acquire: dialect::acquire(D, &table()) =>
+            r#"UPDATE "ReportPublication" SET "Generation" = "Generation" + 1, "LeaseOwner" = ?2, "LeaseUntilUtc" = NOW + ?3 WHERE "ReportId" = ?1 AND ("LeaseUntilUtc" IS NULL OR "LeaseUntilUtc" <= NOW) RETURNING "Generation""#,
+        renew: dialect::renew(D, &table()) =>
+            r#"UPDATE "ReportPublication" SET "LeaseUntilUtc" = NOW + ?4 WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3 AND "LeaseUntilUtc" > NOW"#,
+        release: dialect::release(D, &table()) =>
+            r#"UPDATE "ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3"#,
+        update: dialect::update(D, &table(), &[&payload()]) =>
+            r#"UPDATE "ReportPublication" SET "Payload" = ?1 WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > NOW"#,
+        publish: dialect::publish(D, &table(), &[&payload()], false) =>
+            r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3 WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > NOW AND "PublishedGeneration" < ?3"#,
+        publish_and_release: dialect::publish(D, &table(), &[&payload()], true) =>
+            r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3, "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > NOW AND "PublishedGeneration" < ?3"#,
+    }
+}

@@ -1,0 +1,99 @@
+//! The crate's error type.
+//!
+//! An [`Error`] is an operational failure: bad input, bad configuration, or a driver,
+//! network or SQL error. A write refused by the fence is *not* an error; it is
+//! [`Outcome::Refused`](crate::Outcome::Refused).
+
+use crate::table::KeyType;
+
+/// Everything that can go wrong in the guard, apart from a refusal by the fence.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An identifier does not follow the grammar: ASCII letters, digits and `_`, not
+    /// starting with a digit, at most 128 characters, with at most one `schema.` part.
+    #[error("invalid identifier {identifier:?}: {reason}")]
+    InvalidIdentifier {
+        /// The identifier as given.
+        identifier: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A column the caller asked to write is one of the protocol's own columns.
+    #[error(
+        "column {column:?} belongs to the fencing protocol and cannot be assigned by the caller"
+    )]
+    ProtectedColumn {
+        /// The column as given.
+        column: String,
+    },
+    /// A configuration value or an argument is not acceptable.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A key of one type was used with a table whose key column has another type.
+    #[error("key type mismatch: the table's key is {expected}, the key given is {found}")]
+    KeyType {
+        /// The table's key type.
+        expected: KeyType,
+        /// The type of the key that was given.
+        found: KeyType,
+    },
+    /// Waiting for a lease was cancelled through its `CancellationToken`.
+    #[error("waiting for the lease was cancelled")]
+    Cancelled,
+    /// The database answered with something the protocol does not expect, such as a
+    /// column type this crate does not decode.
+    #[error("unexpected result from the database: {0}")]
+    UnexpectedResult(String),
+    /// A blocking database task could not complete.
+    #[error("database task failed")]
+    Task(#[source] tokio::task::JoinError),
+    /// An error reported by PostgreSQL or by the `tokio-postgres` driver.
+    #[cfg(feature = "postgres")]
+    #[error("postgresql error")]
+    Postgres(#[source] tokio_postgres::Error),
+    /// No PostgreSQL connection could be taken from the pool.
+    #[cfg(feature = "postgres")]
+    #[error("postgresql connection pool error")]
+    PostgresPool(#[source] deadpool_postgres::PoolError),
+    /// The PostgreSQL connection pool could not be built.
+    #[cfg(feature = "postgres")]
+    #[error("postgresql connection pool could not be built")]
+    PostgresPoolBuild(#[source] deadpool_postgres::BuildError),
+    /// An error reported by SQLite or by the `rusqlite` driver.
+    #[cfg(feature = "sqlite")]
+    #[error("sqlite error")]
+    Sqlite(#[source] rusqlite::Error),
+    /// An error reported by SQL Server or by the `tiberius` driver.
+    #[cfg(feature = "mssql")]
+    #[error("sql server error")]
+    Mssql(#[source] tiberius::error::Error),
+    /// A network error while connecting to SQL Server.
+    #[cfg(feature = "mssql")]
+    #[error("sql server connection failed")]
+    MssqlConnect(#[source] std::io::Error),
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(feature = "postgres")]
+impl From<tokio_postgres::Error> for Error {
+    fn from(error: tokio_postgres::Error) -> Self {
+        Error::Postgres(error)
+    }
+}
+
+#[cfg(feature = "sqlite")]
+impl From<rusqlite::Error> for Error {
+    fn from(error: rusqlite::Error) -> Self {
+        Error::Sqlite(error)
+    }
+}
+
+#[cfg(feature = "mssql")]
+impl From<tiberius::error::Error> for Error {
+    fn from(error: tiberius::error::Error) -> Self {
+        Error::Mssql(error)
+    }
+}

@@ -1,0 +1,178 @@
+//! The lease: one acquisition of a fenced row.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use uuid::Uuid;
+
+use crate::value::Key;
+
+/// One acquisition of a fenced row: its key, the generation the acquisition installed,
+/// and the random owner that identifies this acquisition.
+///
+/// A `Lease` is a claim, not a permission: every write made with it is judged by the
+/// database against the row's current generation, owner and expiry. Clones share the
+/// revocation flag and the local deadline.
+#[derive(Clone, Debug)]
+pub struct Lease {
+    key: Key,
+    owner: Uuid,
+    generation: i64,
+    ttl: Duration,
+    acquired_at: Instant,
+    local_deadline: Arc<Mutex<Instant>>,
+    revoked: Arc<AtomicBool>,
+}
+
+impl Lease {
+    /// Assembles a lease from its parts, for example one that was persisted. The fence
+    /// still decides whether it is valid. `acquired_at` should be taken *before* the
+    /// acquiring statement was sent.
+    pub fn from_parts(
+        key: Key,
+        owner: Uuid,
+        generation: i64,
+        ttl: Duration,
+        acquired_at: Instant,
+    ) -> Self {
+        Lease {
+            key,
+            owner,
+            generation,
+            ttl,
+            acquired_at,
+            local_deadline: Arc::new(Mutex::new(acquired_at + ttl)),
+            revoked: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The key of the fenced row.
+    pub fn key(&self) -> &Key {
+        &self.key
+    }
+
+    /// The random owner of this acquisition.
+    pub fn owner(&self) -> Uuid {
+        self.owner
+    }
+
+    /// The generation this acquisition installed.
+    pub fn generation(&self) -> i64 {
+        self.generation
+    }
+
+    /// The time to live asked for at acquisition and at each renewal.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The local instant taken just before the acquiring statement was sent.
+    pub fn acquired_at(&self) -> Instant {
+        self.acquired_at
+    }
+
+    /// A conservative local deadline: `acquired_at + ttl`, moved forward by each
+    /// successful renewal (from an instant taken before the renewal was sent). The
+    /// database's clock, not this one, decides; this is for scheduling renewals and
+    /// giving up early.
+    pub fn local_deadline(&self) -> Instant {
+        *self
+            .local_deadline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn extend_local_deadline(&self, deadline: Instant) {
+        let mut current = self
+            .local_deadline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if deadline > *current {
+            *current = deadline;
+        }
+    }
+
+    /// Revokes the lease locally, for this value and all its clones: every later fenced
+    /// write, publication and renewal through it returns
+    /// [`Outcome::Refused`](crate::Outcome::Refused) without a round trip. Release still
+    /// reaches the database, so that a revoked lease can give the row back.
+    pub fn revoke(&self) {
+        self.revoked.store(true, Ordering::SeqCst);
+    }
+
+    /// `true` once [`revoke`](Lease::revoke) was called on this lease or a clone.
+    pub fn is_revoked(&self) -> bool {
+        self.revoked.load(Ordering::SeqCst)
+    }
+}
+
+/// Anything that carries a [`Lease`]: the lease itself, references and smart pointers
+/// to one, and an application's own newtype (`struct ReportLease(Lease)`).
+pub trait AsLease {
+    /// The lease carried.
+    fn as_lease(&self) -> &Lease;
+}
+
+impl AsLease for Lease {
+    fn as_lease(&self) -> &Lease {
+        self
+    }
+}
+
+impl<T: AsLease + ?Sized> AsLease for &T {
+    fn as_lease(&self) -> &Lease {
+        (**self).as_lease()
+    }
+}
+
+impl<T: AsLease + ?Sized> AsLease for Box<T> {
+    fn as_lease(&self) -> &Lease {
+        (**self).as_lease()
+    }
+}
+
+impl<T: AsLease + ?Sized> AsLease for Arc<T> {
+    fn as_lease(&self) -> &Lease {
+        (**self).as_lease()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clones_share_revocation() {
+        let lease = Lease::from_parts(
+            Key::BigInt(1),
+            Uuid::new_v4(),
+            1,
+            Duration::from_secs(1),
+            Instant::now(),
+        );
+        let clone = lease.clone();
+        assert!(!clone.is_revoked());
+        lease.revoke();
+        assert!(clone.is_revoked());
+    }
+
+    #[test]
+    fn local_deadline_only_moves_forward() {
+        let start = Instant::now();
+        let lease = Lease::from_parts(
+            Key::BigInt(1),
+            Uuid::new_v4(),
+            1,
+            Duration::from_secs(10),
+            start,
+        );
+        assert_eq!(lease.local_deadline(), start + Duration::from_secs(10));
+        lease.extend_local_deadline(start + Duration::from_secs(5));
+        assert_eq!(lease.local_deadline(), start + Duration::from_secs(10));
+        lease
+            .clone()
+            .extend_local_deadline(start + Duration::from_secs(20));
+        assert_eq!(lease.local_deadline(), start + Duration::from_secs(20));
+    }
+}

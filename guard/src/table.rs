@@ -1,0 +1,507 @@
+//! The fenced table: its name, its protocol columns, its key type, and identifiers.
+//!
+//! Every table and column name passes through [`Identifier`], which accepts only plain
+//! identifiers (ASCII letters, digits and `_`, not starting with a digit, at most 128
+//! characters), and is always quoted per dialect when rendered (`"x"` for PostgreSQL and
+//! SQLite, `[x]` for SQL Server). Nothing is spliced raw into SQL.
+
+use std::fmt;
+
+use crate::dialect::Dialect;
+use crate::error::{Error, Result};
+
+/// The longest identifier accepted, in characters (SQL Server's `sysname` limit).
+pub const MAX_IDENTIFIER_LEN: usize = 128;
+
+/// A validated plain identifier (one part, no schema).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Identifier(String);
+
+impl Identifier {
+    /// Validates `name` against the grammar: ASCII letters, digits and `_`, not starting
+    /// with a digit, 1 to 128 characters.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidIdentifier`] naming what is wrong.
+    pub fn new(name: &str) -> Result<Self> {
+        let reason = if name.is_empty() {
+            Some("it is empty")
+        } else if name.chars().count() > MAX_IDENTIFIER_LEN {
+            Some("it is longer than 128 characters")
+        } else if name.starts_with(|c: char| c.is_ascii_digit()) {
+            Some("it starts with a digit")
+        } else if name.contains('.') {
+            Some("a schema-qualified name is not allowed here")
+        } else if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            Some("only ASCII letters, digits and '_' are allowed")
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => Err(Error::InvalidIdentifier {
+                identifier: name.to_owned(),
+                reason,
+            }),
+            None => Ok(Identifier(name.to_owned())),
+        }
+    }
+
+    /// The identifier as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The identifier quoted for `dialect`: `"x"` or `[x]`.
+    pub fn quoted(&self, dialect: Dialect) -> String {
+        match dialect {
+            Dialect::Postgres | Dialect::Sqlite => format!("\"{}\"", self.0),
+            Dialect::Mssql => format!("[{}]", self.0),
+        }
+    }
+
+    /// `true` if both name the same column, ignoring ASCII case (the way SQL Server and
+    /// SQLite compare names, and the safe way for PostgreSQL).
+    pub fn same_as(&self, other: &str) -> bool {
+        self.0.eq_ignore_ascii_case(other)
+    }
+}
+
+impl fmt::Display for Identifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A validated table name, optionally schema-qualified (`schema.table`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct QualifiedName {
+    schema: Option<Identifier>,
+    name: Identifier,
+}
+
+impl QualifiedName {
+    /// Parses `name` or `schema.name`; each part must be a valid [`Identifier`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidIdentifier`] for a bad part or more than one `.`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let invalid = |reason| Error::InvalidIdentifier {
+            identifier: text.to_owned(),
+            reason,
+        };
+        let mut parts = text.split('.');
+        let first = parts.next().unwrap_or_default();
+        let second = parts.next();
+        if parts.next().is_some() {
+            return Err(invalid("at most one schema part is allowed"));
+        }
+        let part = |p: &str| {
+            Identifier::new(p).map_err(|e| match e {
+                Error::InvalidIdentifier { reason, .. } => invalid(reason),
+                other => other,
+            })
+        };
+        Ok(match second {
+            None => QualifiedName {
+                schema: None,
+                name: part(first)?,
+            },
+            Some(name) => QualifiedName {
+                schema: Some(part(first)?),
+                name: part(name)?,
+            },
+        })
+    }
+
+    /// The schema part, if any.
+    pub fn schema(&self) -> Option<&Identifier> {
+        self.schema.as_ref()
+    }
+
+    /// The table part.
+    pub fn name(&self) -> &Identifier {
+        &self.name
+    }
+
+    /// The name quoted for `dialect`, e.g. `"s"."t"` or `[s].[t]`.
+    pub fn quoted(&self, dialect: Dialect) -> String {
+        match &self.schema {
+            Some(schema) => format!("{}.{}", schema.quoted(dialect), self.name.quoted(dialect)),
+            None => self.name.quoted(dialect),
+        }
+    }
+}
+
+impl fmt::Display for QualifiedName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.schema {
+            Some(schema) => write!(f, "{schema}.{}", self.name),
+            None => write!(f, "{}", self.name),
+        }
+    }
+}
+
+/// The type of the fenced table's key column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum KeyType {
+    /// `uuid` / `uniqueidentifier` / SQLite `TEXT` (hyphenated lowercase). The default,
+    /// as in the article.
+    #[default]
+    Uuid,
+    /// `bigint` / SQLite `INTEGER`.
+    BigInt,
+    /// `text` / `nvarchar(450)` / SQLite `TEXT`.
+    Text,
+}
+
+impl fmt::Display for KeyType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KeyType::Uuid => "uuid",
+            KeyType::BigInt => "bigint",
+            KeyType::Text => "text",
+        })
+    }
+}
+
+/// A portable column type for the application's own columns, used only by schema
+/// creation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ColumnType {
+    /// `boolean` / `bit` / SQLite `INTEGER`.
+    Bool,
+    /// `bigint` / SQLite `INTEGER`.
+    BigInt,
+    /// `double precision` / `float` / SQLite `REAL`.
+    Double,
+    /// `text` / `nvarchar(max)` / SQLite `TEXT`.
+    Text,
+    /// `bytea` / `varbinary(max)` / SQLite `BLOB`.
+    Bytes,
+    /// `uuid` / `uniqueidentifier` / SQLite `TEXT`.
+    Uuid,
+}
+
+/// An application column of the fenced table, declared for schema creation. Always
+/// nullable, so that provisioning a row needs only its key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Column {
+    name: Identifier,
+    column_type: ColumnType,
+}
+
+impl Column {
+    /// The column's name.
+    pub fn name(&self) -> &Identifier {
+        &self.name
+    }
+
+    /// The column's portable type.
+    pub fn column_type(&self) -> ColumnType {
+        self.column_type
+    }
+}
+
+/// The fenced table: where the generation, owner and expiry live beside the
+/// application's data.
+///
+/// Built with [`FencedTable::builder`]; [`FencedTable::default`] is the article's table
+/// `ReportPublication(ReportId uuid, Generation, LeaseOwner, LeaseUntilUtc,
+/// PublishedGeneration)` without application columns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FencedTable {
+    name: QualifiedName,
+    key: Identifier,
+    generation: Identifier,
+    owner: Identifier,
+    expiry: Identifier,
+    published: Identifier,
+    key_type: KeyType,
+    columns: Vec<Column>,
+}
+
+impl Default for FencedTable {
+    fn default() -> Self {
+        FencedTable::builder()
+            .build()
+            .expect("the default names are valid identifiers")
+    }
+}
+
+impl FencedTable {
+    /// A builder with the article's defaults.
+    pub fn builder() -> FencedTableBuilder {
+        FencedTableBuilder::default()
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &QualifiedName {
+        &self.name
+    }
+
+    /// The key column.
+    pub fn key_column(&self) -> &Identifier {
+        &self.key
+    }
+
+    /// The generation column (`bigint`, never reset, never decremented).
+    pub fn generation_column(&self) -> &Identifier {
+        &self.generation
+    }
+
+    /// The owner column (`uuid` / `uniqueidentifier` / SQLite `TEXT`).
+    pub fn owner_column(&self) -> &Identifier {
+        &self.owner
+    }
+
+    /// The expiry column (`timestamptz` / `datetime2(7)` in UTC / SQLite `INTEGER`
+    /// milliseconds since the Unix epoch), always written by the database's clock.
+    pub fn expiry_column(&self) -> &Identifier {
+        &self.expiry
+    }
+
+    /// The published-generation column (`bigint`).
+    pub fn published_column(&self) -> &Identifier {
+        &self.published
+    }
+
+    /// The key column's type.
+    pub fn key_type(&self) -> KeyType {
+        self.key_type
+    }
+
+    /// The application columns declared for schema creation.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    /// `true` if `column` is one of the protocol's columns, which callers may not assign.
+    pub fn is_protocol_column(&self, column: &str) -> bool {
+        [
+            &self.key,
+            &self.generation,
+            &self.owner,
+            &self.expiry,
+            &self.published,
+        ]
+        .iter()
+        .any(|c| c.same_as(column))
+    }
+}
+
+/// Builds a [`FencedTable`]; [`build`](FencedTableBuilder::build) validates every name.
+#[derive(Clone, Debug)]
+pub struct FencedTableBuilder {
+    name: String,
+    key: String,
+    generation: String,
+    owner: String,
+    expiry: String,
+    published: String,
+    key_type: KeyType,
+    columns: Vec<(String, ColumnType)>,
+}
+
+impl Default for FencedTableBuilder {
+    fn default() -> Self {
+        FencedTableBuilder {
+            name: "ReportPublication".into(),
+            key: "ReportId".into(),
+            generation: "Generation".into(),
+            owner: "LeaseOwner".into(),
+            expiry: "LeaseUntilUtc".into(),
+            published: "PublishedGeneration".into(),
+            key_type: KeyType::Uuid,
+            columns: Vec::new(),
+        }
+    }
+}
+
+impl FencedTableBuilder {
+    /// The table name, `name` or `schema.name`. Default `ReportPublication`.
+    pub fn table(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The key column. Default `ReportId`.
+    pub fn key_column(mut self, name: impl Into<String>) -> Self {
+        self.key = name.into();
+        self
+    }
+
+    /// The key column's type. Default [`KeyType::Uuid`].
+    pub fn key_type(mut self, key_type: KeyType) -> Self {
+        self.key_type = key_type;
+        self
+    }
+
+    /// The generation column. Default `Generation`.
+    pub fn generation_column(mut self, name: impl Into<String>) -> Self {
+        self.generation = name.into();
+        self
+    }
+
+    /// The owner column. Default `LeaseOwner`.
+    pub fn owner_column(mut self, name: impl Into<String>) -> Self {
+        self.owner = name.into();
+        self
+    }
+
+    /// The expiry column. Default `LeaseUntilUtc`.
+    pub fn expiry_column(mut self, name: impl Into<String>) -> Self {
+        self.expiry = name.into();
+        self
+    }
+
+    /// The published-generation column. Default `PublishedGeneration`.
+    pub fn published_column(mut self, name: impl Into<String>) -> Self {
+        self.published = name.into();
+        self
+    }
+
+    /// Declares an application column for schema creation. Default: none.
+    pub fn column(mut self, name: impl Into<String>, column_type: ColumnType) -> Self {
+        self.columns.push((name.into(), column_type));
+        self
+    }
+
+    /// Validates every name and builds the table.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidIdentifier`] for a name outside the grammar, and
+    /// [`Error::Config`] when two columns share a name.
+    pub fn build(self) -> Result<FencedTable> {
+        let table = FencedTable {
+            name: QualifiedName::parse(&self.name)?,
+            key: Identifier::new(&self.key)?,
+            generation: Identifier::new(&self.generation)?,
+            owner: Identifier::new(&self.owner)?,
+            expiry: Identifier::new(&self.expiry)?,
+            published: Identifier::new(&self.published)?,
+            key_type: self.key_type,
+            columns: self
+                .columns
+                .iter()
+                .map(|(name, column_type)| {
+                    Ok(Column {
+                        name: Identifier::new(name)?,
+                        column_type: *column_type,
+                    })
+                })
+                .collect::<Result<_>>()?,
+        };
+        let mut names: Vec<&Identifier> = vec![
+            &table.key,
+            &table.generation,
+            &table.owner,
+            &table.expiry,
+            &table.published,
+        ];
+        names.extend(table.columns.iter().map(|c| &c.name));
+        for (i, a) in names.iter().enumerate() {
+            if names[..i].iter().any(|b| b.same_as(a.as_str())) {
+                return Err(Error::Config(format!(
+                    "column {a} is declared more than once in table {}",
+                    table.name
+                )));
+            }
+        }
+        Ok(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    macro_rules! identifiers {
+        ($($name:ident: $input:expr => $ok:expr,)*) => {$(
+            #[test]
+            fn $name() {
+                let result = QualifiedName::parse($input);
+                assert_eq!(result.is_ok(), $ok, "{:?} -> {:?}", $input, result);
+            }
+        )*};
+    }
+
+    identifiers! {
+        accepts_plain: "ReportPublication" => true,
+        accepts_underscore_start: "_t1" => true,
+        accepts_schema: "dbo.ReportPublication" => true,
+        accepts_128: &"a".repeat(128) => true,
+        rejects_129: &"a".repeat(129) => false,
+        rejects_empty: "" => false,
+        rejects_digit_start: "1t" => false,
+        rejects_space: "a b" => false,
+        rejects_quote: "a\"b" => false,
+        rejects_bracket: "[a]" => false,
+        rejects_semicolon: "a;DROP TABLE x" => false,
+        rejects_dash: "a-b" => false,
+        rejects_two_schemas: "db.dbo.t" => false,
+        rejects_empty_schema: ".t" => false,
+        rejects_empty_name: "dbo." => false,
+        rejects_non_ascii: "tëst" => false,
+        rejects_comment: "a--" => false,
+    }
+
+    #[test]
+    fn column_identifier_rejects_qualified_names() {
+        assert!(Identifier::new("a.b").is_err());
+        assert!(Identifier::new("a_b").is_ok());
+    }
+
+    #[test]
+    fn error_names_the_identifier_and_the_reason() {
+        let err = QualifiedName::parse("1abc").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid identifier \"1abc\": it starts with a digit"
+        );
+    }
+
+    #[test]
+    fn quotes_per_dialect() {
+        let name = QualifiedName::parse("s.t").unwrap();
+        assert_eq!(name.quoted(Dialect::Postgres), "\"s\".\"t\"");
+        assert_eq!(name.quoted(Dialect::Sqlite), "\"s\".\"t\"");
+        assert_eq!(name.quoted(Dialect::Mssql), "[s].[t]");
+    }
+
+    #[test]
+    fn defaults_are_the_articles() {
+        let t = FencedTable::default();
+        assert_eq!(t.name().to_string(), "ReportPublication");
+        assert_eq!(t.key_column().as_str(), "ReportId");
+        assert_eq!(t.generation_column().as_str(), "Generation");
+        assert_eq!(t.owner_column().as_str(), "LeaseOwner");
+        assert_eq!(t.expiry_column().as_str(), "LeaseUntilUtc");
+        assert_eq!(t.published_column().as_str(), "PublishedGeneration");
+        assert_eq!(t.key_type(), KeyType::Uuid);
+    }
+
+    #[test]
+    fn builder_rejects_bad_column_and_duplicates() {
+        assert!(matches!(
+            FencedTable::builder().owner_column("x y").build(),
+            Err(Error::InvalidIdentifier { .. })
+        ));
+        assert!(matches!(
+            FencedTable::builder()
+                .column("generation", ColumnType::Text)
+                .build(),
+            Err(Error::Config(_))
+        ));
+    }
+
+    #[test]
+    fn protocol_columns_are_recognised_ignoring_case() {
+        let t = FencedTable::default();
+        assert!(t.is_protocol_column("generation"));
+        assert!(t.is_protocol_column("LeaseOwner"));
+        assert!(!t.is_protocol_column("Payload"));
+    }
+}
