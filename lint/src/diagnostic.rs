@@ -70,3 +70,20 @@ impl Diagnostic {
         self.rule.severity()
     }
 }
+
+impl Diagnostic {
+    /// The finding for a file that could not be read, decoded, or is too large to be
+    /// source: rule `unreadable-file`, at line 1, column 1. The walker builds it for
+    /// reading errors; [`Linter::check_file`](crate::Linter::check_file) for the rest.
+    pub fn unreadable(path: impl Into<PathBuf>, reason: impl fmt::Display) -> Diagnostic {
+        let origin = Position { line: 1, column: 1 };
+        Diagnostic {
+            path: path.into(),
+            range: Range { start: origin, end: origin },
+            rule: Rule::UnreadableFile,
+            table: None,
+            message: format!("file not checked: {reason}"),
+            help: Some("make the file readable UTF-8 or UTF-16 with a byte order mark, or exclude it in .gitignore".to_owned()),
+        }
+    }
+}

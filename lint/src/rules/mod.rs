@@ -3,6 +3,27 @@
 //! A code is never reused and never renumbered: other tools, suppressions and CI
 //! configurations refer to rules by name and by code.
 
+mod fence;
+
+mod client_clock_expiry;
+mod fence_in_disjunction;
+mod fenced_row_delete;
+mod fenced_table_grant;
+mod generation_rewind;
+mod malformed_suppression;
+mod reviving_renewal;
+mod suppression_without_reason;
+mod unanalysed_write;
+mod unchecked_acquire;
+mod unfenced_write;
+mod unreadable_file;
+mod unused_suppression;
+
+use std::ops::Range;
+
+use crate::config::TableSpec;
+use crate::sql::Statement;
+
 use std::fmt;
 use std::str::FromStr;
 
@@ -97,6 +118,189 @@ impl FromStr for Rule {
             .copied()
             .find(|rule| rule.name().eq_ignore_ascii_case(s) || rule.code().eq_ignore_ascii_case(s))
             .ok_or_else(|| UnknownRule(s.to_owned()))
+    }
+}
+
+
+impl Rule {
+    /// The rule's documentation: What it does / Why is this bad? / Example / Use instead.
+    pub fn documentation(self) -> &'static str {
+        match self {
+            Rule::UnfencedWrite => unfenced_write::DOC,
+            Rule::FenceInDisjunction => fence_in_disjunction::DOC,
+            Rule::ClientClockExpiry => client_clock_expiry::DOC,
+            Rule::UncheckedAcquire => unchecked_acquire::DOC,
+            Rule::GenerationRewind => generation_rewind::DOC,
+            Rule::RevivingRenewal => reviving_renewal::DOC,
+            Rule::FencedRowDelete => fenced_row_delete::DOC,
+            Rule::FencedTableGrant => fenced_table_grant::DOC,
+            Rule::UnanalysedWrite => unanalysed_write::DOC,
+            Rule::SuppressionWithoutReason => suppression_without_reason::DOC,
+            Rule::UnusedSuppression => unused_suppression::DOC,
+            Rule::UnreadableFile => unreadable_file::DOC,
+            Rule::MalformedSuppression => malformed_suppression::DOC,
+        }
+    }
+}
+
+/// A finding of a statement rule, before it is placed in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    pub(crate) rule: Rule,
+    /// Byte range in the SQL text; the statement's range unless the rule points closer.
+    pub(crate) range: Range<usize>,
+    pub(crate) table: Option<String>,
+    pub(crate) message: String,
+    pub(crate) help: Option<String>,
+}
+
+/// What a statement rule looks at.
+pub(crate) struct Context<'a> {
+    pub(crate) statement: &'a Statement,
+    /// The fenced table the statement writes, if it writes one.
+    pub(crate) table: Option<&'a TableSpec>,
+    /// Facts about each update arm, when `table` is set.
+    pub(crate) arms: Vec<fence::ArmFacts>,
+    /// Every fenced table (for grants, which may name several).
+    pub(crate) tables: &'a [TableSpec],
+}
+
+impl<'a> Context<'a> {
+    pub(crate) fn new(statement: &'a Statement, tables: &'a [TableSpec]) -> Context<'a> {
+        let table = statement
+            .target
+            .as_ref()
+            .and_then(|t| tables.iter().find(|spec| spec.matches(t.schema.as_deref(), &t.name)));
+        let arms = table
+            .map(|table| statement.updates.iter().map(|arm| fence::facts(statement, table, arm)).collect())
+            .unwrap_or_default();
+        Context { statement, table, arms, tables }
+    }
+
+    fn finding(&self, rule: Rule, message: String, help: Option<String>) -> Finding {
+        Finding {
+            rule,
+            range: self.statement.range.clone(),
+            table: self.table.map(TableSpec::display_name),
+            message,
+            help,
+        }
+    }
+}
+
+/// Runs every statement rule.
+pub(crate) fn check_statement(statement: &Statement, tables: &[TableSpec]) -> Vec<Finding> {
+    let context = Context::new(statement, tables);
+    let mut out = Vec::new();
+    unfenced_write::check(&context, &mut out);
+    fence_in_disjunction::check(&context, &mut out);
+    client_clock_expiry::check(&context, &mut out);
+    unchecked_acquire::check(&context, &mut out);
+    generation_rewind::check(&context, &mut out);
+    reviving_renewal::check(&context, &mut out);
+    fenced_row_delete::check(&context, &mut out);
+    fenced_table_grant::check(&context, &mut out);
+    out
+}
+
+/// The fence columns an operation must constrain, as `(name, presence, predicate)`.
+fn required(context: &Context<'_>, facts: &fence::ArmFacts) -> Vec<(&'static str, fence::Presence, String)> {
+    let Some(table) = context.table else { return Vec::new() };
+    let key = ("key", facts.key, format!("{} = @key", table.key));
+    let generation = ("generation", facts.generation, format!("{} = @generation", table.generation));
+    let owner = ("owner", facts.owner, format!("{} = @owner", table.owner));
+    let unexpired = ("unexpired lease", facts.unexpired, format!("{} > <database clock>", table.expiry));
+    match facts.operation {
+        fence::Operation::Acquire => vec![key],
+        fence::Operation::Release => vec![key, generation, owner],
+        fence::Operation::Renew | fence::Operation::Write => vec![key, generation, owner, unexpired],
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! The article's statements and a one-call checker for rule tests.
+
+    use super::Rule;
+    use crate::config::{Config, TableSpec};
+    use crate::linter::Linter;
+
+    pub(crate) const ACQUIRE: &str = "UPDATE dbo.ReportPublication
+SET Generation = Generation + 1,
+    LeaseOwner = @owner,
+    LeaseUntilUtc = DATEADD(second, @leaseSeconds, SYSUTCDATETIME())
+OUTPUT inserted.Generation
+WHERE ReportId = @reportId
+  AND (
+      LeaseUntilUtc IS NULL
+      OR LeaseUntilUtc <= SYSUTCDATETIME()
+  );";
+
+    pub(crate) const PUBLISH: &str = "UPDATE dbo.ReportPublication
+SET Payload = @payload,
+    PublishedGeneration = @generation,
+    PublishedAtUtc = SYSUTCDATETIME()
+WHERE ReportId = @reportId
+  AND Generation = @generation
+  AND LeaseOwner = @owner
+  AND LeaseUntilUtc > SYSUTCDATETIME()
+  AND PublishedGeneration < @generation;";
+
+    pub(crate) const RELEASE: &str = "UPDATE dbo.ReportPublication
+SET LeaseOwner = NULL,
+    LeaseUntilUtc = NULL
+WHERE ReportId = @reportId
+  AND Generation = @generation
+  AND LeaseOwner = @owner;";
+
+    pub(crate) const RENEW: &str = "UPDATE dbo.ReportPublication
+SET LeaseUntilUtc = DATEADD(second, @leaseSeconds, SYSUTCDATETIME())
+WHERE ReportId = @reportId
+  AND Generation = @generation
+  AND LeaseOwner = @owner
+  AND LeaseUntilUtc > SYSUTCDATETIME();";
+
+    pub(crate) const PROVISION: &str =
+        "INSERT INTO dbo.ReportPublication (ReportId, Generation, PublishedGeneration) VALUES (@reportId, 0, 0);";
+
+    pub(crate) fn linter() -> Linter {
+        let mut config = Config::default();
+        config.tables.push(TableSpec::new("dbo.ReportPublication", "ReportId"));
+        config.tables.push(TableSpec { expiry: "lease_until".into(), owner: "lease_owner".into(), generation: "generation".into(), ..TableSpec::new("report_publication", "report_id") });
+        Linter::new(&config)
+    }
+
+    /// The rules raised on a SQL text, in order.
+    pub(crate) fn rules(sql: &str) -> Vec<Rule> {
+        linter()
+            .check_file(std::path::Path::new("t.sql"), sql.as_bytes())
+            .diagnostics
+            .into_iter()
+            .map(|d| d.rule)
+            .collect()
+    }
+
+    /// `cases! { RULE; name: "sql" => flagged?; ... }`: one test per case, asserting whether
+    /// RULE is raised.
+    macro_rules! cases {
+        ($rule:expr; $( $name:ident: $sql:expr => $flagged:expr; )*) => {
+            $(
+                #[test]
+                fn $name() {
+                    let raised = $crate::rules::test_support::rules($sql);
+                    assert_eq!(raised.contains(&$rule), $flagged, "{:?} on {}", raised, $sql);
+                }
+            )*
+        };
+    }
+    pub(crate) use cases;
+
+    /// Asserts the article's statements raise nothing.
+    #[test]
+    fn article_statements_are_silent() {
+        for sql in [ACQUIRE, PUBLISH, RELEASE, RENEW, PROVISION] {
+            assert_eq!(rules(sql), [], "{sql}");
+        }
     }
 }
 

@@ -1,0 +1,293 @@
+//! The configuration: which tables are fenced, and the names of their fence columns.
+//!
+//! ```toml
+//! [[table]]
+//! name = "dbo.ReportPublication"   # optionally schema-qualified
+//! key = "ReportId"
+//! generation = "Generation"        # default
+//! owner = "LeaseOwner"             # default
+//! expiry = "LeaseUntilUtc"         # default
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::Error;
+
+/// The name of the configuration file looked for by [`Config::discover`].
+pub const CONFIG_FILE_NAME: &str = "fenced-lint.toml";
+
+/// The lint's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    /// The fenced tables. Tables declared by `CREATE TABLE` in the scanned files are
+    /// added to these by [`Linter::with_discovered`](crate::Linter::with_discovered).
+    pub tables: Vec<TableSpec>,
+}
+
+/// One fenced table and the names of its fence columns.
+///
+/// Names are stored as written, without `[brackets]` or `"quotes"`; matching ignores
+/// ASCII case.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableSpec {
+    /// The schema, when the configured name is qualified (`dbo.ReportPublication`).
+    /// An unqualified entry matches the table in any schema.
+    pub schema: Option<String>,
+    /// The table name.
+    pub name: String,
+    /// The key column that identifies the protected row. Default `ReportId` (the article's).
+    pub key: String,
+    /// The ownership generation column. Default `Generation`.
+    pub generation: String,
+    /// The owner column. Default `LeaseOwner`.
+    pub owner: String,
+    /// The lease expiry column, compared with the database clock. Default `LeaseUntilUtc`.
+    pub expiry: String,
+}
+
+/// The default key column name.
+pub const DEFAULT_KEY: &str = "ReportId";
+/// The default generation column name (the article's).
+pub const DEFAULT_GENERATION: &str = "Generation";
+/// The default owner column name (the article's).
+pub const DEFAULT_OWNER: &str = "LeaseOwner";
+/// The default expiry column name (the article's).
+pub const DEFAULT_EXPIRY: &str = "LeaseUntilUtc";
+
+impl TableSpec {
+    /// A table with the article's column names and the given key column. `name` may be
+    /// schema-qualified and may carry brackets or quotes.
+    pub fn new(name: &str, key: &str) -> TableSpec {
+        let (schema, name) = split_qualified(name);
+        TableSpec {
+            schema,
+            name,
+            key: unquote(key),
+            generation: DEFAULT_GENERATION.to_owned(),
+            owner: DEFAULT_OWNER.to_owned(),
+            expiry: DEFAULT_EXPIRY.to_owned(),
+        }
+    }
+
+    /// The name as shown in findings: `schema.name` or `name`.
+    pub fn display_name(&self) -> String {
+        match &self.schema {
+            Some(schema) => format!("{schema}.{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// Whether a table reference written in code (`schema` optional) denotes this table.
+    ///
+    /// An unqualified reference matches by name in any schema; a qualified one matches
+    /// only this schema, or an unqualified configuration entry.
+    pub fn matches(&self, schema: Option<&str>, name: &str) -> bool {
+        if !self.name.eq_ignore_ascii_case(name) {
+            return false;
+        }
+        match (&self.schema, schema) {
+            (Some(mine), Some(theirs)) => mine.eq_ignore_ascii_case(theirs),
+            _ => true,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    table: Vec<RawTable>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    name: String,
+    key: Option<String>,
+    generation: Option<String>,
+    owner: Option<String>,
+    expiry: Option<String>,
+}
+
+impl Config {
+    /// Parses the TOML text of a configuration: `[[table]]` entries with `name`
+    /// (required, optionally schema-qualified), `key`, `generation`, `owner`, `expiry`.
+    pub fn from_toml(text: &str) -> Result<Config, Error> {
+        Self::from_toml_at(text, None)
+    }
+
+    fn from_toml_at(text: &str, path: Option<&Path>) -> Result<Config, Error> {
+        let raw: RawConfig = toml::from_str(text).map_err(|source| Error::ParseConfig {
+            path: path.map(Path::to_path_buf),
+            source,
+        })?;
+        let mut tables = Vec::with_capacity(raw.table.len());
+        for entry in raw.table {
+            let (schema, name) = split_qualified(&entry.name);
+            let column = |value: Option<String>, default: &str, what: &str| {
+                let value = value.map(|v| unquote(&v)).unwrap_or_else(|| default.to_owned());
+                if valid_identifier(&value) {
+                    Ok(value)
+                } else {
+                    Err(Error::InvalidConfig(format!(
+                        "table `{}`: `{what}` column name `{value}` is not an identifier",
+                        entry.name
+                    )))
+                }
+            };
+            if !valid_identifier(&name) || schema.as_deref().is_some_and(|s| !valid_identifier(s)) {
+                return Err(Error::InvalidConfig(format!(
+                    "table name `{}` is not an identifier or schema.identifier",
+                    entry.name
+                )));
+            }
+            let spec = TableSpec {
+                key: column(entry.key, DEFAULT_KEY, "key")?,
+                generation: column(entry.generation, DEFAULT_GENERATION, "generation")?,
+                owner: column(entry.owner, DEFAULT_OWNER, "owner")?,
+                expiry: column(entry.expiry, DEFAULT_EXPIRY, "expiry")?,
+                schema,
+                name,
+            };
+            tables.push(spec);
+        }
+        Ok(Config { tables })
+    }
+
+    /// Reads and parses a configuration file.
+    pub fn load(path: &Path) -> Result<Config, Error> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::ReadConfig {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml_at(&text, Some(path))
+    }
+
+    /// Looks for `fenced-lint.toml` in `start_dir` and its ancestors; the first found is
+    /// loaded. `Ok(None)` when there is none.
+    pub fn discover(start_dir: &Path) -> Result<Option<(PathBuf, Config)>, Error> {
+        for dir in start_dir.ancestors() {
+            let candidate = dir.join(CONFIG_FILE_NAME);
+            if candidate.is_file() {
+                let config = Self::load(&candidate)?;
+                return Ok(Some((candidate, config)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Strips one level of `[brackets]`, `"quotes"` or `` `backticks` `` and surrounding
+/// whitespace.
+pub(crate) fn unquote(part: &str) -> String {
+    let part = part.trim();
+    let inner = if part.len() >= 2
+        && ((part.starts_with('[') && part.ends_with(']'))
+            || (part.starts_with('"') && part.ends_with('"'))
+            || (part.starts_with('`') && part.ends_with('`')))
+    {
+        &part[1..part.len() - 1]
+    } else {
+        part
+    };
+    inner.to_owned()
+}
+
+/// Splits `schema.name` (each part possibly quoted) into its parts; a name with more
+/// than two parts keeps the last two.
+pub(crate) fn split_qualified(name: &str) -> (Option<String>, String) {
+    let parts = split_dotted(name);
+    match parts.len() {
+        0 => (None, String::new()),
+        1 => (None, parts[0].clone()),
+        n => (Some(parts[n - 2].clone()), parts[n - 1].clone()),
+    }
+}
+
+fn split_dotted(name: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut close: Option<char> = None;
+    for c in name.chars() {
+        match close {
+            Some(end) if c == end => {
+                close = None;
+                current.push(c);
+            }
+            Some(_) => current.push(c),
+            None if c == '[' => {
+                close = Some(']');
+                current.push(c);
+            }
+            None if c == '"' || c == '`' => {
+                close = Some(c);
+                current.push(c);
+            }
+            None if c == '.' => parts.push(unquote(&std::mem::take(&mut current))),
+            None => current.push(c),
+        }
+    }
+    parts.push(unquote(&current));
+    parts
+}
+
+fn valid_identifier(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= 128
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == ' ' || c == '#')
+        && !name.starts_with(' ')
+        && !name.ends_with(' ')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tables_with_defaults() {
+        let config = Config::from_toml(
+            "[[table]]\nname = \"[dbo].[ReportPublication]\"\nkey = \"ReportId\"\n\n[[table]]\nname = \"leases\"\nkey = \"id\"\nexpiry = \"until\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.tables.len(), 2);
+        assert_eq!(config.tables[0].schema.as_deref(), Some("dbo"));
+        assert_eq!(config.tables[0].name, "ReportPublication");
+        assert_eq!(config.tables[0].generation, "Generation");
+        assert_eq!(config.tables[1].expiry, "until");
+        assert_eq!(config.tables[1].owner, "LeaseOwner");
+    }
+
+    #[test]
+    fn rejects_bad_config() {
+        assert!(matches!(Config::from_toml("[[table]]\nkey = \"x\""), Err(Error::ParseConfig { .. })));
+        assert!(matches!(Config::from_toml("[[tables]]\nname = \"x\""), Err(Error::ParseConfig { .. })));
+        assert!(matches!(
+            Config::from_toml("[[table]]\nname = \"x\"\nkey = \"a;drop\""),
+            Err(Error::InvalidConfig(_))
+        ));
+    }
+
+    #[test]
+    fn matching_respects_schema() {
+        let qualified = TableSpec::new("dbo.T", "Id");
+        assert!(qualified.matches(None, "t"));
+        assert!(qualified.matches(Some("DBO"), "T"));
+        assert!(!qualified.matches(Some("audit"), "T"));
+        let bare = TableSpec::new("\"T\"", "Id");
+        assert!(bare.matches(Some("audit"), "T"));
+        assert!(!bare.matches(None, "U"));
+    }
+
+    #[test]
+    fn discovers_upwards() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(CONFIG_FILE_NAME), "[[table]]\nname = \"T\"\n").unwrap();
+        let nested = dir.path().join("a/b");
+        std::fs::create_dir_all(&nested).unwrap();
+        let (path, config) = Config::discover(&nested).unwrap().unwrap();
+        assert_eq!(path, dir.path().join(CONFIG_FILE_NAME));
+        assert_eq!(config.tables[0].key, DEFAULT_KEY);
+    }
+}

@@ -1,0 +1,431 @@
+//! The linter: configuration compiled into a prefilter, and the per-file check.
+
+use std::ops::Range;
+use std::path::Path;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+use crate::config::{self, Config, TableSpec};
+use crate::diagnostic::{Diagnostic, Range as TextRange};
+use crate::rules::{self, Finding, Rule};
+use crate::source::{self, LineIndex, rust};
+use crate::sql::{self, lexer};
+use crate::suppress::{self, Parsed, Suppression};
+
+/// The result of checking one file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileReport {
+    /// The findings, sorted, suppressions applied.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Writes and grants found and examined (parsed or not).
+    pub statements_checked: usize,
+    /// Of those that write a fenced table or could not be parsed: how each was analysed.
+    pub coverage: Coverage,
+}
+
+/// How far the parser got with the statements that matter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Writes and grants fully parsed.
+    pub parsed: usize,
+    /// Writes and grants that could not be parsed; those that mention a fenced table
+    /// were reported as `unanalysed-write`.
+    pub unparsed: usize,
+    /// Of the unparsed, those that mention a fenced table.
+    pub unanalysed_fenced: usize,
+}
+
+/// A compiled configuration: fenced tables and the prefilter that lets files mentioning
+/// none of them through at the cost of one search.
+#[derive(Debug, Clone)]
+pub struct Linter {
+    tables: Vec<TableSpec>,
+    /// Table names and the suppression marker, case-insensitive.
+    prefilter: Option<AhoCorasick>,
+    /// Generation column names, to find `CREATE TABLE` candidates for discovery.
+    discovery: AhoCorasick,
+}
+
+impl Linter {
+    /// Compiles a configuration.
+    pub fn new(config: &Config) -> Linter {
+        Self::from_tables(config.tables.clone())
+    }
+
+    fn from_tables(tables: Vec<TableSpec>) -> Linter {
+        let mut patterns: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
+        patterns.push(suppress::MARKER.to_owned());
+        patterns.sort();
+        patterns.dedup();
+        let prefilter = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(&patterns)
+            .ok();
+        let mut generation_names: Vec<String> = tables.iter().map(|t| t.generation.clone()).collect();
+        generation_names.push(config::DEFAULT_GENERATION.to_owned());
+        generation_names.sort();
+        generation_names.dedup();
+        let discovery = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .build(&generation_names)
+            .unwrap_or_else(|_| AhoCorasick::new(["generation"]).expect("a one-word automaton builds"));
+        Linter { tables, prefilter, discovery }
+    }
+
+    /// The fenced tables: configured, then discovered.
+    pub fn tables(&self) -> &[TableSpec] {
+        &self.tables
+    }
+
+    /// Pass 1 over every file: the tables declared by `CREATE TABLE` that carry a
+    /// generation, an owner and an expiry column (with the configured names or the
+    /// article's). The key is the primary-key column, or the first column.
+    pub fn discover_tables(&self, path: &Path, bytes: &[u8]) -> Vec<TableSpec> {
+        let Ok(text) = source::decode(bytes) else { return Vec::new() };
+        if !self.discovery.is_match(text.as_ref()) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if is_rust(path) {
+            let scanned = rust::scan(&text);
+            for literal in &scanned.literals {
+                if self.discovery.is_match(&text[literal.contents.clone()]) {
+                    let (value, _) = rust::literal_value(&text, literal);
+                    out.extend(self.discover_in_sql(&value));
+                }
+            }
+        } else {
+            out.extend(self.discover_in_sql(&text));
+        }
+        out
+    }
+
+    fn discover_in_sql(&self, text: &str) -> Vec<TableSpec> {
+        let lexed = lexer::lex(text);
+        let tokens = &lexed.tokens;
+        let mut out = Vec::new();
+        let mut column_sets: Vec<(String, String, String)> =
+            self.tables.iter().map(|t| (t.generation.clone(), t.owner.clone(), t.expiry.clone())).collect();
+        column_sets.push((config::DEFAULT_GENERATION.into(), config::DEFAULT_OWNER.into(), config::DEFAULT_EXPIRY.into()));
+        column_sets.push(("generation".into(), "lease_owner".into(), "lease_until".into()));
+        for i in 0..tokens.len() {
+            if !(sql::parse::is_word(text, &tokens[i], "CREATE")) {
+                continue;
+            }
+            let mut j = i + 1;
+            while tokens.get(j).is_some_and(|t| ["TEMP", "TEMPORARY", "UNLOGGED", "OR", "REPLACE", "GLOBAL", "LOCAL"].iter().any(|w| sql::parse::is_word(text, t, w))) {
+                j += 1;
+            }
+            if !tokens.get(j).is_some_and(|t| sql::parse::is_word(text, t, "TABLE")) {
+                continue;
+            }
+            j += 1;
+            if tokens.get(j).is_some_and(|t| sql::parse::is_word(text, t, "IF")) {
+                j += 3;
+            }
+            let name_start = j;
+            while tokens.get(j).is_some_and(|t| !matches!(t.kind, lexer::TokenKind::LParen | lexer::TokenKind::Semicolon)) {
+                j += 1;
+            }
+            if !tokens.get(j).is_some_and(|t| t.kind == lexer::TokenKind::LParen) || j == name_start {
+                continue;
+            }
+            let name_text = &text[tokens[name_start].range.start..tokens[j - 1].range.end];
+            let (schema, name) = config::split_qualified(name_text);
+            // Column definitions at depth 1: the first name after `(` or `,`.
+            let mut columns = Vec::new();
+            let mut primary = None;
+            let mut depth = 0usize;
+            let mut expect_column = true;
+            let mut last_column: Option<String> = None;
+            let mut k = j;
+            while let Some(t) = tokens.get(k) {
+                match t.kind {
+                    lexer::TokenKind::LParen => {
+                        depth += 1;
+                        if depth == 1 {
+                            expect_column = true;
+                        }
+                    }
+                    lexer::TokenKind::RParen => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    lexer::TokenKind::Comma if depth == 1 => expect_column = true,
+                    lexer::TokenKind::Word | lexer::TokenKind::QuotedIdent if depth == 1 => {
+                        let word = lexer::ident_text(text, t);
+                        if expect_column {
+                            expect_column = false;
+                            let constraint = t.kind == lexer::TokenKind::Word
+                                && ["CONSTRAINT", "PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "INDEX", "KEY", "EXCLUDE", "PERIOD"].iter().any(|w| word.eq_ignore_ascii_case(w));
+                            if constraint {
+                                last_column = None;
+                                if word.eq_ignore_ascii_case("PRIMARY") && primary.is_none() {
+                                    // `PRIMARY KEY [CLUSTERED] (col, ...)`: the first column.
+                                    let mut m = k + 1;
+                                    while tokens.get(m).is_some_and(|t| t.kind != lexer::TokenKind::LParen && t.kind != lexer::TokenKind::Comma) {
+                                        m += 1;
+                                    }
+                                    if let Some(col) = tokens.get(m + 1).filter(|_| tokens.get(m).is_some_and(|t| t.kind == lexer::TokenKind::LParen)) {
+                                        primary = Some(lexer::ident_text(text, col).to_owned());
+                                    }
+                                }
+                            } else {
+                                columns.push(word.to_owned());
+                                last_column = Some(word.to_owned());
+                            }
+                        } else if word.eq_ignore_ascii_case("PRIMARY") && primary.is_none() {
+                            if let Some(col) = &last_column {
+                                if tokens.get(k + 1).is_some_and(|n| sql::parse::is_word(text, n, "KEY")) && !tokens.get(k + 2).is_some_and(|n| n.kind == lexer::TokenKind::LParen) {
+                                    primary = Some(col.clone());
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                k += 1;
+            }
+            let has = |c: &str| columns.iter().any(|x| x.eq_ignore_ascii_case(c));
+            if let Some((generation, owner, expiry)) = column_sets.iter().find(|(g, o, e)| has(g) && has(o) && has(e)) {
+                let Some(key) = primary.or_else(|| columns.first().cloned()) else { continue };
+                out.push(TableSpec {
+                    schema,
+                    name,
+                    key,
+                    generation: generation.clone(),
+                    owner: owner.clone(),
+                    expiry: expiry.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Adds discovered tables to the configured ones. A configured entry for the same
+    /// table wins (its column names are authoritative).
+    pub fn with_discovered(self, tables: Vec<TableSpec>) -> Linter {
+        let mut all = self.tables;
+        let mut discovered = tables;
+        discovered.sort();
+        discovered.dedup();
+        for table in discovered {
+            let known = all.iter().any(|t| {
+                t.name.eq_ignore_ascii_case(&table.name)
+                    && match (&t.schema, &table.schema) {
+                        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                        _ => true,
+                    }
+            });
+            if !known {
+                all.push(table);
+            }
+        }
+        Self::from_tables(all)
+    }
+
+    /// Whether the walk should check a path: `.sql` and `.rs` files.
+    pub fn is_candidate(path: &Path) -> bool {
+        path.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("sql") || e.eq_ignore_ascii_case("rs"))
+    }
+
+    /// Pass 2: checks one file's bytes. Decodes them (UTF-8, UTF-8 with BOM, UTF-16 LE/BE
+    /// with BOM), reads `.rs` files as Rust (SQL in string literals) and anything else as
+    /// SQL, skips files that mention no fenced table and no suppression, then finds and
+    /// parses the statements, runs the rules and applies suppressions.
+    pub fn check_file(&self, path: &Path, bytes: &[u8]) -> FileReport {
+        let text = match source::decode(bytes) {
+            Ok(text) => text,
+            Err(reason) => {
+                return FileReport { diagnostics: vec![Diagnostic::unreadable(path, reason)], ..FileReport::default() };
+            }
+        };
+        let Some(prefilter) = &self.prefilter else { return FileReport::default() };
+        if !prefilter.is_match(text.as_ref()) {
+            return FileReport::default();
+        }
+        let mut report = FileReport::default();
+        let index = LineIndex::new(&text);
+        let mut findings: Vec<(Range<usize>, Vec<usize>, Finding)> = Vec::new();
+        let mut suppressions: Vec<(Suppression, Option<u32>)> = Vec::new();
+        let mut malformed: Vec<(Range<usize>, String)> = Vec::new();
+        let mut collect = |parsed: Option<Parsed>, suppressions: &mut Vec<(Suppression, Option<u32>)>| match parsed {
+            Some(Parsed::Suppression(s)) => suppressions.push((s, None)),
+            Some(Parsed::Malformed(range, why)) => malformed.push((range, why)),
+            None => {}
+        };
+        // Each finding's anchors: the file offsets whose preceding line may hold its suppression.
+        if is_rust(path) {
+            let scanned = rust::scan(&text);
+            for comment in &scanned.comments {
+                let body = &text[comment.range.clone()];
+                if body.contains(suppress::MARKER) {
+                    collect(suppress::parse_comment(body, comment.range.clone(), index.line(comment.range.start)), &mut suppressions);
+                }
+            }
+            for literal in scanned.literals.iter().filter(|l| !l.skipped) {
+                if !prefilter.is_match(&text[literal.contents.clone()]) {
+                    continue;
+                }
+                let (value, offsets) = rust::literal_value(&text, literal);
+                let (found, checked, coverage) = self.check_sql(&value);
+                report.statements_checked += checked;
+                add_coverage(&mut report.coverage, coverage);
+                for finding in found {
+                    let start = offsets[finding.range.start.min(offsets.len() - 1)];
+                    let end = offsets[finding.range.end.min(offsets.len() - 1)];
+                    findings.push((start..end, vec![start, literal.statement_start], finding));
+                }
+            }
+        } else {
+            let lexed = lexer::lex(&text);
+            for comment in lexed.comments.iter().filter(|c| c.line) {
+                let body = &text[comment.range.clone()];
+                if body.contains(suppress::MARKER) {
+                    collect(suppress::parse_comment(body, comment.range.clone(), index.line(comment.range.start)), &mut suppressions);
+                }
+            }
+            let (found, checked, coverage) = self.check_tokens(&text, &lexed.tokens);
+            report.statements_checked += checked;
+            add_coverage(&mut report.coverage, coverage);
+            for finding in found {
+                let start = finding.range.start;
+                findings.push((finding.range.clone(), vec![start], finding));
+            }
+        }
+
+        let mut diagnostics = Vec::new();
+        for (range, anchors, finding) in findings {
+            let anchor_lines: Vec<u32> = anchors.iter().map(|a| index.line(*a)).collect();
+            let suppressed = suppressions.iter_mut().find(|(s, _)| {
+                s.rules.contains(&finding.rule) && anchor_lines.iter().any(|line| s.line + 1 == *line)
+            });
+            if let Some((_, used)) = suppressed {
+                *used = Some(anchor_lines[0]);
+                continue;
+            }
+            diagnostics.push(Diagnostic {
+                path: path.to_path_buf(),
+                range: text_range(&text, &index, range),
+                rule: finding.rule,
+                table: finding.table,
+                message: finding.message,
+                help: finding.help,
+            });
+        }
+        for (suppression, used) in &suppressions {
+            let range = text_range(&text, &index, suppression.range.clone());
+            let names: Vec<&str> = suppression.rules.iter().map(|r| r.name()).collect();
+            if suppression.reason.is_none() {
+                diagnostics.push(Diagnostic {
+                    path: path.to_path_buf(),
+                    range,
+                    rule: Rule::SuppressionWithoutReason,
+                    table: None,
+                    message: format!("suppression of {} gives no reason", names.join(", ")),
+                    help: Some("say why after the parenthesis: `allow(RULE) reason`".to_owned()),
+                });
+            }
+            if used.is_none() {
+                diagnostics.push(Diagnostic {
+                    path: path.to_path_buf(),
+                    range,
+                    rule: Rule::UnusedSuppression,
+                    table: None,
+                    message: format!("suppression of {} suppresses nothing on the next line", names.join(", ")),
+                    help: Some("remove the comment, or move it to the line before the statement's first keyword".to_owned()),
+                });
+            }
+        }
+        for (range, why) in malformed {
+            diagnostics.push(Diagnostic {
+                path: path.to_path_buf(),
+                range: text_range(&text, &index, range),
+                rule: Rule::MalformedSuppression,
+                table: None,
+                message: format!("malformed suppression: {why}"),
+                help: Some("write `fenced-lint: allow(RULE) reason`".to_owned()),
+            });
+        }
+        diagnostics.sort();
+        diagnostics.dedup();
+        report.diagnostics = diagnostics;
+        report
+    }
+
+    fn check_sql(&self, text: &str) -> (Vec<Finding>, usize, Coverage) {
+        let lexed = lexer::lex(text);
+        self.check_tokens(text, &lexed.tokens)
+    }
+
+    fn check_tokens(&self, text: &str, tokens: &[lexer::Token]) -> (Vec<Finding>, usize, Coverage) {
+        let analysed = sql::analyse_tokens(text, tokens);
+        let mut findings = Vec::new();
+        let mut coverage = Coverage::default();
+        for statement in &analysed {
+            match &statement.result {
+                Ok(parsed) => {
+                    coverage.parsed += 1;
+                    findings.extend(rules::check_statement(parsed, &self.tables));
+                }
+                Err((error, range, mentioned)) => {
+                    coverage.unparsed += 1;
+                    let table = mentioned
+                        .iter()
+                        .find_map(|m| self.tables.iter().find(|t| t.matches(m.schema.as_deref(), &m.name)));
+                    if let Some(table) = table {
+                        coverage.unanalysed_fenced += 1;
+                        findings.push(Finding {
+                            rule: Rule::UnanalysedWrite,
+                            range: range.clone(),
+                            table: Some(table.display_name()),
+                            message: format!("this statement mentions fenced table `{}` but could not be analysed: {error}", table.display_name()),
+                            help: Some("rewrite it as a plain UPDATE ... SET ... WHERE, or suppress with a reason if it is fenced".to_owned()),
+                        });
+                    }
+                }
+            }
+        }
+        (findings, analysed.len(), coverage)
+    }
+}
+
+fn add_coverage(total: &mut Coverage, more: Coverage) {
+    total.parsed += more.parsed;
+    total.unparsed += more.unparsed;
+    total.unanalysed_fenced += more.unanalysed_fenced;
+}
+
+fn is_rust(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("rs"))
+}
+
+/// From the first character of `range` to its last character (inclusive).
+fn text_range(text: &str, index: &LineIndex, range: Range<usize>) -> TextRange {
+    let start = floor_boundary(text, range.start);
+    let last = if range.end > range.start {
+        floor_boundary(text, range.end - 1)
+    } else {
+        start
+    };
+    TextRange { start: index.position(text, start), end: index.position(text, last.max(start)) }
+}
+
+fn floor_boundary(text: &str, mut offset: usize) -> usize {
+    offset = offset.min(text.len());
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// The documentation of a rule: What it does / Why is this bad? / Example / Use instead.
+pub fn explain(rule: Rule) -> &'static str {
+    rule.documentation()
+}
+

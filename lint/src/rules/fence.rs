@@ -1,0 +1,206 @@
+//! What an update arm does to, and requires of, the fence columns of its table: the
+//! facts every fence rule reads.
+
+use std::ops::Range;
+
+use crate::config::TableSpec;
+use crate::sql::{ColumnRef, CompareOp, Operand, Predicate, Statement, UpdateArm};
+
+/// Where a required predicate was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Presence {
+    /// In the top-level `AND` chain: it constrains the write.
+    Required,
+    /// Only under `OR` or `NOT`: it does not.
+    OnlyGuarded,
+    /// Nowhere.
+    Absent,
+}
+
+impl Presence {
+    fn add(self, guarded: bool) -> Presence {
+        match (self, guarded) {
+            (Presence::Required, _) | (_, false) => Presence::Required,
+            _ => Presence::OnlyGuarded,
+        }
+    }
+}
+
+/// What the update does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// Increments the generation: takes the lease.
+    Acquire,
+    /// Only clears the owner and/or expiry.
+    Release,
+    /// Sets the expiry (not to `NULL`) without touching the generation.
+    Renew,
+    /// Anything else.
+    Write,
+}
+
+/// The facts about one update arm.
+#[derive(Debug, Clone)]
+pub(crate) struct ArmFacts {
+    pub(crate) operation: Operation,
+    pub(crate) key: Presence,
+    pub(crate) generation: Presence,
+    pub(crate) owner: Presence,
+    /// `expiry > <database clock>`.
+    pub(crate) unexpired: Presence,
+    /// `expiry IS NULL OR expiry <= <clock>` (or one of its parts) as a top-level conjunct.
+    pub(crate) lease_free: bool,
+    /// Ranges of comparisons of the expiry with something other than the database clock.
+    pub(crate) client_clock: Vec<Range<usize>>,
+    /// Ranges of generation assignments other than `generation + 1`.
+    pub(crate) generation_rewinds: Vec<Range<usize>>,
+    /// Whether the arm has any condition at all.
+    pub(crate) has_condition: bool,
+}
+
+/// Whether a column reference denotes `column` of the statement's target.
+pub(crate) fn is_target_column(statement: &Statement, column: &ColumnRef, name: &str) -> bool {
+    column.name.eq_ignore_ascii_case(name) && is_target_ref(statement, column)
+}
+
+fn is_target_ref(statement: &Statement, column: &ColumnRef) -> bool {
+    match &column.qualifier {
+        None => true,
+        Some(q) => statement.target_names.iter().any(|n| n.eq_ignore_ascii_case(q)),
+    }
+}
+
+/// An operand that mentions no column of the target: a value, from the row's point of view.
+fn is_value(statement: &Statement, operand: &Operand) -> bool {
+    !operand.range.is_empty() && !operand.columns.iter().any(|c| is_target_ref(statement, c))
+}
+
+/// `column op value`, normalised so that the target column is on the left.
+fn comparison<'a>(statement: &Statement, predicate: &'a Predicate) -> Option<(&'a ColumnRef, CompareOp, &'a Operand)> {
+    let Predicate::Compare { left, op, right } = predicate else { return None };
+    if let Some(column) = left.single_column().filter(|c| is_target_ref(statement, c)) {
+        if is_value(statement, right) {
+            return Some((column, *op, right));
+        }
+    }
+    if let Some(column) = right.single_column().filter(|c| is_target_ref(statement, c)) {
+        if is_value(statement, left) {
+            return Some((column, op.flipped(), left));
+        }
+    }
+    None
+}
+
+fn is_free_leaf(statement: &Statement, table: &TableSpec, predicate: &Predicate) -> bool {
+    if let Predicate::IsNull { operand, negated: false } = predicate {
+        return operand
+            .single_column()
+            .is_some_and(|c| is_target_column(statement, c, &table.expiry) || is_target_column(statement, c, &table.owner));
+    }
+    comparison(statement, predicate).is_some_and(|(column, op, _)| {
+        column.name.eq_ignore_ascii_case(&table.expiry) && matches!(op, CompareOp::Lt | CompareOp::LtEq)
+    })
+}
+
+/// Computes the facts of one update arm of `statement` on `table`.
+pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -> ArmFacts {
+    let mut generation_rewinds = Vec::new();
+    let mut increments = false;
+    let mut sets_expiry = false;
+    let mut only_clears = !arm.assignments.is_empty();
+    for assignment in &arm.assignments {
+        let column = &assignment.column;
+        if column.eq_ignore_ascii_case(&table.generation) {
+            let increment = assignment
+                .value
+                .increment_of
+                .as_ref()
+                .is_some_and(|c| is_target_column(statement, c, &table.generation));
+            if increment {
+                increments = true;
+            } else {
+                generation_rewinds.push(assignment.column_range.start..assignment.value.range.end);
+            }
+            only_clears = false;
+        } else if column.eq_ignore_ascii_case(&table.expiry) {
+            if assignment.value.null {
+                continue;
+            }
+            sets_expiry = true;
+            only_clears = false;
+        } else if column.eq_ignore_ascii_case(&table.owner) && assignment.value.null {
+            continue;
+        } else {
+            only_clears = false;
+        }
+    }
+    let operation = if increments {
+        Operation::Acquire
+    } else if only_clears {
+        Operation::Release
+    } else if sets_expiry && generation_rewinds.is_empty() {
+        Operation::Renew
+    } else {
+        Operation::Write
+    };
+
+    let mut key = Presence::Absent;
+    let mut generation = Presence::Absent;
+    let mut owner = Presence::Absent;
+    let mut unexpired = Presence::Absent;
+    let mut client_clock = Vec::new();
+    let mut lease_free = false;
+    if arm.implied_equal.iter().any(|c| c.eq_ignore_ascii_case(&table.key)) {
+        key = Presence::Required;
+    }
+    for condition in &arm.conditions {
+        for (leaf, guarded) in condition.leaves() {
+            let Some((column, op, value)) = comparison(statement, leaf) else { continue };
+            let name = &column.name;
+            if op == CompareOp::Eq {
+                if name.eq_ignore_ascii_case(&table.key) {
+                    key = key.add(guarded);
+                } else if name.eq_ignore_ascii_case(&table.generation) {
+                    generation = generation.add(guarded);
+                } else if name.eq_ignore_ascii_case(&table.owner) {
+                    owner = owner.add(guarded);
+                }
+            }
+            if name.eq_ignore_ascii_case(&table.expiry) && op != CompareOp::Eq && op != CompareOp::NotEq {
+                if value.clock {
+                    if matches!(op, CompareOp::Gt | CompareOp::GtEq) {
+                        unexpired = unexpired.add(guarded);
+                    }
+                } else {
+                    let Predicate::Compare { left, right, .. } = leaf else { continue };
+                    client_clock.push(left.range.start.min(right.range.start)..left.range.end.max(right.range.end));
+                }
+            }
+        }
+        for conjunct in condition.conjuncts() {
+            lease_free |= match conjunct {
+                Predicate::Or(items) => items.iter().all(|p| is_free_leaf(statement, table, p) || client_free(statement, table, p)),
+                leaf => is_free_leaf(statement, table, leaf) || client_free(statement, table, leaf),
+            };
+        }
+    }
+    ArmFacts {
+        operation,
+        key,
+        generation,
+        owner,
+        unexpired,
+        lease_free,
+        client_clock,
+        generation_rewinds,
+        has_condition: !arm.conditions.is_empty() || !arm.implied_equal.is_empty(),
+    }
+}
+
+/// `expiry <= @now`: an is-free test against the client's clock (reported by
+/// `client-clock-expiry`, and counted as present for `unchecked-acquire`).
+fn client_free(statement: &Statement, table: &TableSpec, predicate: &Predicate) -> bool {
+    comparison(statement, predicate).is_some_and(|(column, op, value)| {
+        column.name.eq_ignore_ascii_case(&table.expiry) && matches!(op, CompareOp::Lt | CompareOp::LtEq) && !value.clock
+    })
+}

@@ -1,0 +1,98 @@
+//! `unfenced-write` (FL001).
+
+use super::fence::Presence;
+use super::{Context, Finding, Rule, required};
+
+pub(crate) const DOC: &str = "\
+# unfenced-write (FL001)
+
+## What it does
+Flags an `UPDATE` of a fenced table, or the update arm of a `MERGE` or of an
+`INSERT ... ON CONFLICT DO UPDATE`, whose top-level `AND`-ed `WHERE` lacks one of the
+fence predicates: `key = value`, `generation = value`, `owner = value`, and
+`expiry > <database clock>`. A release (clearing only the owner and expiry) needs key,
+generation and owner but no expiry check; an acquisition (`generation = generation + 1`)
+needs the key (its is-free check is `unchecked-acquire`'s business).
+
+## Why is this bad?
+A worker whose lease expired can resume after a pause and still run this statement: the
+database accepts it and overwrites the successor's work. Only predicates evaluated by the
+database as part of the write reject a superseded owner.
+
+## Example
+```sql
+UPDATE dbo.ReportPublication
+SET Payload = @payload
+WHERE ReportId = @reportId;
+```
+
+## Use instead
+```sql
+UPDATE dbo.ReportPublication
+SET Payload = @payload
+WHERE ReportId = @reportId
+  AND Generation = @generation
+  AND LeaseOwner = @owner
+  AND LeaseUntilUtc > SYSUTCDATETIME();
+```
+";
+
+pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
+    let Some(table) = context.table else { return };
+    for facts in &context.arms {
+        let mut missing: Vec<(&str, String)> = required(context, facts)
+            .into_iter()
+            .filter(|(_, presence, _)| *presence == Presence::Absent)
+            .map(|(what, _, predicate)| (what, predicate))
+            .collect();
+        // The expiry check has its own rules when it is there but wrong, or on a renewal.
+        if !facts.client_clock.is_empty() || facts.operation == super::fence::Operation::Renew {
+            missing.retain(|(what, _)| *what != "unexpired lease");
+        }
+        if missing.is_empty() {
+            continue;
+        }
+        let names: Vec<&str> = missing.iter().map(|(what, _)| *what).collect();
+        let message = if facts.has_condition {
+            format!("write to fenced table `{}` does not require the {} in its top-level WHERE", table.display_name(), names.join(", "))
+        } else {
+            format!("write to fenced table `{}` has no WHERE clause and so no fence", table.display_name())
+        };
+        let predicates: Vec<String> = missing.into_iter().map(|(_, p)| p).collect();
+        out.push(context.finding(Rule::UnfencedWrite, message, Some(format!("add `AND {}` to the WHERE clause", predicates.join(" AND ")))));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::rules::Rule;
+    use crate::rules::test_support::{ACQUIRE, PUBLISH, RELEASE, RENEW, cases};
+
+    cases! { Rule::UnfencedWrite;
+        article_publish: PUBLISH => false;
+        article_acquire: ACQUIRE => false;
+        article_release: RELEASE => false;
+        article_renew: RENEW => false;
+        key_only: "UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id" => true;
+        no_where: "UPDATE ReportPublication SET Payload = @p" => true;
+        missing_expiry: "UPDATE [dbo].[ReportPublication] SET Payload = @p WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o" => true;
+        missing_owner_bracketed: "UPDATE [ReportPublication] SET [Payload] = @p WHERE [ReportId] = @id AND [Generation] = @g AND [LeaseUntilUtc] > SYSUTCDATETIME()" => true;
+        other_schema_is_not_fenced: "UPDATE audit.ReportPublication SET Payload = @p" => false;
+        other_table: "UPDATE dbo.Other SET Payload = @p" => false;
+        release_without_generation: "UPDATE dbo.ReportPublication SET LeaseOwner = NULL, LeaseUntilUtc = NULL WHERE ReportId = @id AND LeaseOwner = @o" => true;
+        publish_and_release_needs_expiry: "UPDATE dbo.ReportPublication SET Payload = @p, LeaseOwner = NULL WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o" => true;
+        alias_from: "UPDATE r SET Payload = @p FROM dbo.ReportPublication r WHERE r.ReportId = @id" => true;
+        alias_from_fenced: "UPDATE r SET Payload = @p FROM dbo.ReportPublication AS r WHERE r.ReportId = @id AND r.Generation = @g AND r.LeaseOwner = @o AND r.LeaseUntilUtc > SYSUTCDATETIME()" => false;
+        top_and_option: "UPDATE TOP (1) dbo.ReportPublication SET Payload = @p WHERE ReportId = @id OPTION (RECOMPILE)" => true;
+        postgres_fenced: "UPDATE report_publication SET payload = $1 WHERE report_id = $2 AND generation = $3 AND lease_owner = $4 AND lease_until > clock_timestamp() RETURNING generation" => false;
+        postgres_unfenced: "UPDATE \"report_publication\" SET payload = $1 WHERE report_id = $2 RETURNING generation" => true;
+        upsert_unfenced: "INSERT INTO report_publication (report_id, payload) VALUES ($1, $2) ON CONFLICT (report_id) DO UPDATE SET payload = excluded.payload" => true;
+        upsert_fenced: "INSERT INTO report_publication AS t (report_id, payload) VALUES ($1, $2) ON CONFLICT (report_id) DO UPDATE SET payload = excluded.payload WHERE t.generation = $3 AND t.lease_owner = $4 AND t.lease_until > now()" => false;
+        merge_unfenced: "MERGE dbo.ReportPublication AS t USING (SELECT @id AS ReportId) AS s ON t.ReportId = s.ReportId WHEN MATCHED THEN UPDATE SET Payload = @p;" => true;
+        merge_fenced: "MERGE dbo.ReportPublication AS t USING (SELECT @id AS ReportId) AS s ON t.ReportId = s.ReportId WHEN MATCHED AND t.Generation = @g AND t.LeaseOwner = @o AND t.LeaseUntilUtc > SYSUTCDATETIME() THEN UPDATE SET Payload = @p;" => false;
+        cte_target: "WITH c AS (SELECT TOP 1 * FROM dbo.ReportPublication WHERE ReportId = @id) UPDATE c SET Payload = @p" => true;
+        in_procedure_without_semicolons: "CREATE PROCEDURE dbo.P @id uniqueidentifier, @p nvarchar(max) AS BEGIN UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id SELECT @@ROWCOUNT END" => true;
+        sqlite_subsec: "UPDATE report_publication SET payload = ?1 WHERE report_id = ?2 AND generation = ?3 AND lease_owner = ?4 AND lease_until > unixepoch('subsec') * 1000" => false;
+        sqlite_fenced_now: "UPDATE report_publication SET payload = ?1 WHERE report_id = ?2 AND generation = ?3 AND lease_owner = ?4 AND lease_until > CAST(unixepoch('subsec', 'now') * 1000 AS INTEGER)" => false;
+    }
+}

@@ -1,0 +1,432 @@
+//! A total SQL lexer for T-SQL, PostgreSQL and SQLite text.
+//!
+//! It never fails: anything it does not recognise becomes a one-character
+//! [`TokenKind::Other`] token, so a strange construct costs one statement at most, never
+//! a file. Comments are returned separately (suppressions live in them). Lines that only
+//! hold `GO` (optionally with a count) become [`TokenKind::BatchSeparator`]; SQLCMD lines
+//! (`:setvar`, `:r`, ...) are skipped; `$(var)` and SSMS template placeholders
+//! (`<name, type, value>`) become [`TokenKind::Placeholder`].
+
+use std::ops::Range;
+
+/// What a token is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    /// A bare word: keyword or identifier.
+    Word,
+    /// `[bracketed]`, `"quoted"` or `` `backticked` `` identifier.
+    QuotedIdent,
+    /// A string literal (`'...'`, `N'...'`, `E'...'`, `$tag$...$tag$`).
+    String,
+    /// A number.
+    Number,
+    /// A parameter or variable: `@x`, `@@ROWCOUNT`, `$1`, `?`, `?1`, `:name`.
+    Parameter,
+    /// `$(var)` or an SSMS template placeholder `<name, type, value>`.
+    Placeholder,
+    /// `(`
+    LParen,
+    /// `)`
+    RParen,
+    /// `,`
+    Comma,
+    /// `;`
+    Semicolon,
+    /// `.`
+    Dot,
+    /// An operator such as `=`, `<>`, `<=`, `+`, `::`.
+    Operator,
+    /// A `GO` line.
+    BatchSeparator,
+    /// Anything else, one character.
+    Other,
+}
+
+/// A token: its kind and byte range in the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    /// What it is.
+    pub kind: TokenKind,
+    /// Where it is, in bytes.
+    pub range: Range<usize>,
+}
+
+/// A comment: its byte range and whether it is a line (`--`) comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comment {
+    /// Where it is, in bytes, including the `--` or `/* */`.
+    pub range: Range<usize>,
+    /// `--` comment (`true`) or block comment (`false`).
+    pub line: bool,
+}
+
+/// Tokens and comments of a text.
+#[derive(Debug, Clone, Default)]
+pub struct Lexed {
+    /// The tokens, in order.
+    pub tokens: Vec<Token>,
+    /// The comments, in order.
+    pub comments: Vec<Comment>,
+}
+
+fn is_ident_start(c: char) -> bool {
+    c.is_alphabetic() || c == '_' || c == '#'
+}
+
+fn is_ident_continue(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$' || c == '#'
+}
+
+/// Lexes `text`.
+pub fn lex(text: &str) -> Lexed {
+    let bytes = text.as_bytes();
+    let mut out = Lexed::default();
+    let mut i = 0;
+    let mut line_start = true;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\n' {
+            line_start = true;
+            i += 1;
+            continue;
+        }
+        if b.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let at_line_start = line_start;
+        line_start = false;
+        let start = i;
+        let c = text[i..].chars().next().unwrap_or('\0');
+        // GO batch separators and SQLCMD commands only at the start of a line.
+        if at_line_start {
+            if let Some(end) = go_line(bytes, i) {
+                out.tokens.push(Token { kind: TokenKind::BatchSeparator, range: i..end });
+                i = end;
+                continue;
+            }
+            if b == b':' && bytes.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic()) {
+                i = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+                continue;
+            }
+        }
+        let kind = match b {
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+                out.comments.push(Comment { range: i..end, line: true });
+                i = end;
+                continue;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let mut depth = 1;
+                let mut j = i + 2;
+                while j < bytes.len() && depth > 0 {
+                    if bytes[j] == b'/' && bytes.get(j + 1) == Some(&b'*') {
+                        depth += 1;
+                        j += 2;
+                    } else if bytes[j] == b'*' && bytes.get(j + 1) == Some(&b'/') {
+                        depth -= 1;
+                        j += 2;
+                    } else {
+                        j += 1;
+                    }
+                }
+                out.comments.push(Comment { range: i..j, line: false });
+                i = j;
+                continue;
+            }
+            b'\'' => {
+                i = quoted_end(bytes, i + 1, b'\'');
+                TokenKind::String
+            }
+            b'N' | b'n' | b'E' | b'e' | b'X' | b'x' | b'B' | b'b' | b'U' | b'u' if bytes.get(i + 1) == Some(&b'\'') => {
+                let escapes = matches!(b, b'E' | b'e');
+                i = if escapes { backslash_quoted_end(bytes, i + 2) } else { quoted_end(bytes, i + 2, b'\'') };
+                TokenKind::String
+            }
+            b'"' => {
+                i = quoted_end(bytes, i + 1, b'"');
+                TokenKind::QuotedIdent
+            }
+            b'`' => {
+                i = quoted_end(bytes, i + 1, b'`');
+                TokenKind::QuotedIdent
+            }
+            b'[' => {
+                i = quoted_end(bytes, i + 1, b']');
+                TokenKind::QuotedIdent
+            }
+            b'$' => {
+                if bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                    while i < bytes.len() && bytes[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                    TokenKind::Parameter
+                } else if bytes.get(i + 1) == Some(&b'(') {
+                    i = memchr::memchr(b')', &bytes[i..]).map_or(bytes.len(), |n| i + n + 1);
+                    TokenKind::Placeholder
+                } else if let Some(end) = dollar_quoted_end(text, i) {
+                    i = end;
+                    TokenKind::String
+                } else {
+                    i += 1;
+                    TokenKind::Other
+                }
+            }
+            b'@' => {
+                i += 1;
+                if bytes.get(i) == Some(&b'@') {
+                    i += 1;
+                }
+                i = ident_end(text, i);
+                TokenKind::Parameter
+            }
+            b'?' => {
+                i += 1;
+                while i < bytes.len() && bytes[i].is_ascii_digit() {
+                    i += 1;
+                }
+                TokenKind::Parameter
+            }
+            b':' if bytes.get(i + 1) == Some(&b':') => {
+                i += 2;
+                TokenKind::Operator
+            }
+            b':' if text[i + 1..].chars().next().is_some_and(is_ident_start) => {
+                i = ident_end(text, i + 1);
+                TokenKind::Parameter
+            }
+            b'<' if template_end(bytes, i).is_some() => {
+                i = template_end(bytes, i).unwrap_or(i + 1);
+                TokenKind::Placeholder
+            }
+            b'0'..=b'9' => {
+                i = number_end(bytes, i);
+                TokenKind::Number
+            }
+            b'.' if bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                i = number_end(bytes, i + 1);
+                TokenKind::Number
+            }
+            b'(' => {
+                i += 1;
+                TokenKind::LParen
+            }
+            b')' => {
+                i += 1;
+                TokenKind::RParen
+            }
+            b',' => {
+                i += 1;
+                TokenKind::Comma
+            }
+            b';' => {
+                i += 1;
+                TokenKind::Semicolon
+            }
+            b'.' => {
+                i += 1;
+                TokenKind::Dot
+            }
+            b'<' | b'>' | b'=' | b'!' | b'+' | b'-' | b'*' | b'/' | b'%' | b'|' | b'&' | b'^' | b'~' => {
+                i += 1;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'<' | b'>' | b'=' | b'|' | b'&')
+                    && operator_continues(&bytes[start..i], bytes[i])
+                {
+                    i += 1;
+                }
+                TokenKind::Operator
+            }
+            _ if is_ident_start(c) => {
+                i = ident_end(text, i);
+                TokenKind::Word
+            }
+            _ => {
+                i += c.len_utf8();
+                TokenKind::Other
+            }
+        };
+        out.tokens.push(Token { kind, range: start..i });
+    }
+    out
+}
+
+fn operator_continues(so_far: &[u8], next: u8) -> bool {
+    matches!(
+        (so_far, next),
+        (b"<", b'=') | (b"<", b'>') | (b">", b'=') | (b"!", b'=') | (b"|", b'|') | (b"<", b'<') | (b">", b'>')
+            | (b"+", b'=') | (b"-", b'=') | (b"*", b'=') | (b"/", b'=') | (b"=", b'=') | (b"!", b'<') | (b"!", b'>')
+    )
+}
+
+fn ident_end(text: &str, mut i: usize) -> usize {
+    for c in text[i..].chars() {
+        if is_ident_continue(c) {
+            i += c.len_utf8();
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+fn number_end(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.' || bytes[i] == b'_') {
+        if matches!(bytes[i], b'e' | b'E') && matches!(bytes.get(i + 1), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// The end of a quoted run whose closing character is doubled to escape it.
+fn quoted_end(bytes: &[u8], mut i: usize, close: u8) -> usize {
+    while i < bytes.len() {
+        if bytes[i] == close {
+            if bytes.get(i + 1) == Some(&close) {
+                i += 2;
+                continue;
+            }
+            return i + 1;
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
+fn backslash_quoted_end(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'\'' if bytes.get(i + 1) == Some(&b'\'') => i += 2,
+            b'\'' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    bytes.len()
+}
+
+fn dollar_quoted_end(text: &str, i: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut j = i + 1;
+    while j < bytes.len() && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_') {
+        j += 1;
+    }
+    if bytes.get(j) != Some(&b'$') {
+        return None;
+    }
+    let tag = &text[i..=j];
+    let body = j + 1;
+    Some(text[body..].find(tag).map_or(text.len(), |n| body + n + tag.len()))
+}
+
+/// A `GO` or `GO n` line starting at `i`: returns the end of the line.
+fn go_line(bytes: &[u8], i: usize) -> Option<usize> {
+    if !(bytes.get(i).is_some_and(|b| b.eq_ignore_ascii_case(&b'g')) && bytes.get(i + 1).is_some_and(|b| b.eq_ignore_ascii_case(&b'o'))) {
+        return None;
+    }
+    let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+    let rest = &bytes[i + 2..end];
+    let rest = match rest.iter().position(|b| *b == b'-') {
+        Some(p) if rest.get(p + 1) == Some(&b'-') => &rest[..p],
+        _ => rest,
+    };
+    let trimmed: Vec<u8> = rest.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
+    let starts_with_space = rest.first().is_none_or(|b| b.is_ascii_whitespace());
+    (starts_with_space && trimmed.iter().all(u8::is_ascii_digit)).then_some(end)
+}
+
+/// An SSMS template placeholder `<name, type, value>` on one line: returns its end.
+fn template_end(bytes: &[u8], i: usize) -> Option<usize> {
+    let line_end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
+    let close = i + memchr::memchr(b'>', &bytes[i..line_end])?;
+    let inner = &bytes[i + 1..close];
+    let commas = inner.iter().filter(|b| **b == b',').count();
+    let first = inner.first()?;
+    (commas == 2 && (first.is_ascii_alphabetic() || *first == b'_') && !inner.contains(&b'<') && !inner.contains(&b'\''))
+        .then_some(close + 1)
+}
+
+/// The identifier a token denotes: quotes and brackets removed; for a template
+/// placeholder, its default value.
+pub fn ident_text<'a>(text: &'a str, token: &Token) -> &'a str {
+    let raw = &text[token.range.clone()];
+    match token.kind {
+        TokenKind::QuotedIdent if raw.len() >= 2 => &raw[1..raw.len() - 1],
+        TokenKind::Placeholder if raw.starts_with('<') => {
+            raw[1..raw.len() - 1].rsplit(',').next().unwrap_or("").trim()
+        }
+        _ => raw,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(text: &str) -> Vec<(TokenKind, &str)> {
+        lex(text).tokens.iter().map(|t| (t.kind, &text[t.range.clone()])).collect()
+    }
+
+    #[test]
+    fn lexes_dialect_features() {
+        use TokenKind::*;
+        assert_eq!(
+            kinds("UPDATE [dbo].[T] SET \"a\"=N'x''y' WHERE b<>@p AND c::int=$1 -- c\n/* x /* y */ */ go"),
+            vec![
+                (Word, "UPDATE"),
+                (QuotedIdent, "[dbo]"),
+                (Dot, "."),
+                (QuotedIdent, "[T]"),
+                (Word, "SET"),
+                (QuotedIdent, "\"a\""),
+                (Operator, "="),
+                (String, "N'x''y'"),
+                (Word, "WHERE"),
+                (Word, "b"),
+                (Operator, "<>"),
+                (Parameter, "@p"),
+                (Word, "AND"),
+                (Word, "c"),
+                (Operator, "::"),
+                (Word, "int"),
+                (Operator, "="),
+                (Parameter, "$1"),
+                (Word, "go"),
+            ]
+        );
+    }
+
+    #[test]
+    fn go_lines_sqlcmd_and_templates() {
+        use TokenKind::*;
+        let text = ":setvar X 1\nselect 1\nGO 5\nupdate <tbl, sysname, Report> set x = $(X)\ngoto_x";
+        assert_eq!(
+            kinds(text),
+            vec![
+                (Word, "select"),
+                (Number, "1"),
+                (BatchSeparator, "GO 5"),
+                (Word, "update"),
+                (Placeholder, "<tbl, sysname, Report>"),
+                (Word, "set"),
+                (Word, "x"),
+                (Operator, "="),
+                (Placeholder, "$(X)"),
+                (Word, "goto_x"),
+            ]
+        );
+        let lexed = lex(text);
+        assert_eq!(ident_text(text, &lexed.tokens[4]), "Report");
+    }
+
+    #[test]
+    fn unterminated_things_do_not_panic() {
+        for text in ["'abc", "[abc", "/* abc", "$tag$ abc", "E'\\", "\"x", "<a, b", "é", "$", "@"] {
+            let _ = lex(text);
+        }
+    }
+}

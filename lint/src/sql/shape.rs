@@ -1,0 +1,129 @@
+//! The shape of one statement written with `@name` placeholders, with byte ranges into
+//! the input: what the `#[fenced_write]` macro needs to check and rewrite a repository
+//! method's SQL. It is produced by the same parser the lint's rules use.
+
+use std::ops::Range;
+
+use super::lexer::{self, TokenKind};
+use super::parse::{self, SqlError, StatementKind};
+
+/// A `@name` placeholder in the statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placeholder {
+    /// The name without `@`.
+    pub name: String,
+    /// Byte range including `@`.
+    pub range: Range<usize>,
+}
+
+/// One `column = value` of the `SET` list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetShape {
+    /// The column name, unquoted, without qualifier.
+    pub column: String,
+    /// Byte range of the column as written.
+    pub column_range: Range<usize>,
+    /// Byte range of the value expression.
+    pub value_range: Range<usize>,
+}
+
+/// The shape of a single statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdateShape {
+    /// What kind of statement it is; `None` for anything but a write or grant.
+    pub kind: Option<StatementKind>,
+    /// The target table as written (with schema and quotes), when there is one.
+    pub target: Option<(String, Range<usize>)>,
+    /// The `SET` assignments (of an `UPDATE`, or of the first update arm).
+    pub assignments: Vec<SetShape>,
+    /// Every `@name` placeholder, in order.
+    pub placeholders: Vec<Placeholder>,
+    /// Byte range of the `WHERE` condition (after the keyword), if any.
+    pub where_range: Option<Range<usize>>,
+    /// Byte range of the whole statement (without a trailing `;`).
+    pub range: Range<usize>,
+}
+
+/// Parses a single statement written with `@name` placeholders.
+///
+/// Errors carry a byte range into `sql`: unparseable SQL, no statement, or more than one.
+pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
+    let lexed = lexer::lex(sql);
+    let tokens = &lexed.tokens;
+    let placeholders = tokens
+        .iter()
+        .filter(|t| t.kind == TokenKind::Parameter && sql[t.range.clone()].starts_with('@') && !sql[t.range.clone()].starts_with("@@"))
+        .map(|t| Placeholder { name: sql[t.range.start + 1..t.range.end].to_owned(), range: t.range.clone() })
+        .collect();
+    let Some(first) = tokens.first() else {
+        return Err(SqlError { message: "expected a SQL statement".to_owned(), range: 0..sql.len() });
+    };
+    let found = parse::find_statements(sql, tokens);
+    let Some(head) = found.iter().find(|f| f.first == 0) else {
+        // Not a write: report its extent only.
+        let last = tokens.iter().rev().find(|t| t.kind != TokenKind::Semicolon).unwrap_or(first);
+        return Ok(UpdateShape {
+            kind: None,
+            target: None,
+            assignments: Vec::new(),
+            placeholders,
+            where_range: None,
+            range: first.range.start..last.range.end,
+        });
+    };
+    let statement = parse::parse_found(sql, tokens, head)?;
+    let rest = tokens.iter().find(|t| t.range.start >= statement.range.end && t.kind != TokenKind::Semicolon);
+    if let Some(extra) = rest {
+        return Err(SqlError {
+            message: "expected one statement; this continues after it".to_owned(),
+            range: extra.range.start..sql.trim_end().len().max(extra.range.end),
+        });
+    }
+    let arm = statement.updates.first();
+    Ok(UpdateShape {
+        kind: Some(statement.kind),
+        target: statement.target.as_ref().map(|t| (sql[t.range.clone()].to_owned(), t.range.clone())),
+        assignments: arm
+            .map(|arm| {
+                arm.assignments
+                    .iter()
+                    .map(|a| SetShape { column: a.column.clone(), column_range: a.column_range.clone(), value_range: a.value.range.clone() })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        placeholders,
+        where_range: arm.and_then(|arm| arm.where_range.clone()),
+        range: statement.range,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_an_update() {
+        let sql = "UPDATE dbo.ReportPublication SET Payload = @payload, PublishedAtUtc = SYSUTCDATETIME() WHERE ReportId = @reportId";
+        let shape = parse_update(sql).unwrap();
+        assert_eq!(shape.kind, Some(StatementKind::Update));
+        assert_eq!(shape.target.as_ref().map(|t| t.0.as_str()), Some("dbo.ReportPublication"));
+        assert_eq!(shape.assignments.len(), 2);
+        assert_eq!(&sql[shape.assignments[1].column_range.clone()], "PublishedAtUtc");
+        assert_eq!(&sql[shape.assignments[1].value_range.clone()], "SYSUTCDATETIME()");
+        assert_eq!(&sql[shape.where_range.clone().unwrap()], "ReportId = @reportId");
+        let names: Vec<_> = shape.placeholders.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["payload", "reportId"]);
+    }
+
+    #[test]
+    fn no_where_and_errors() {
+        let shape = parse_update("UPDATE t SET a = 1;").unwrap();
+        assert_eq!(shape.where_range, None);
+        let error = parse_update("UPDATE t WHERE a = 1").unwrap_err();
+        assert_eq!(error.message, "expected SET");
+        assert_eq!(error.range, 9..14);
+        assert!(parse_update("UPDATE t SET a = 1; UPDATE u SET b = 2").is_err());
+        assert!(parse_update("").is_err());
+        assert!(parse_update("UPDATE t SET a = 1 WHERE").is_err());
+    }
+}
