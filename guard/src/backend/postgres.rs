@@ -9,7 +9,7 @@ use tokio_postgres::{NoTls, Row};
 use crate::backend::Backend;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::value::{Key, Value};
 
 /// The default number of pooled connections of [`Postgres::connect`].
 const DEFAULT_MAX_CONNECTIONS: usize = 16;
@@ -94,6 +94,22 @@ impl ToSql for Value {
                 _ => v.to_sql_checked(ty, out),
             },
         }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+impl ToSql for Key {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        Value::from(self).to_sql(ty, out)
     }
 
     fn accepts(_: &Type) -> bool {

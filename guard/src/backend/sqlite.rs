@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 use crate::backend::Backend;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::value::{Key, Value};
 
 /// Options for [`Sqlite::open_with`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,14 +183,26 @@ impl rusqlite::ToSql for Value {
     }
 }
 
-fn decode(value: ValueRef<'_>) -> rusqlite::Result<Value> {
+impl rusqlite::ToSql for Key {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Key::BigInt(v) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
+            Key::Text(v) => ToSqlOutput::Borrowed(ValueRef::Text(v.as_bytes())),
+            Key::Uuid(v) => {
+                ToSqlOutput::Owned(rusqlite::types::Value::Text(v.hyphenated().to_string()))
+            }
+        })
+    }
+}
+
+fn decode(index: usize, value: ValueRef<'_>) -> rusqlite::Result<Value> {
     Ok(match value {
         ValueRef::Null => Value::Null,
         ValueRef::Integer(v) => Value::I64(v),
         ValueRef::Real(v) => Value::F64(v),
         ValueRef::Text(v) => Value::Text(
             std::str::from_utf8(v)
-                .map_err(|e| rusqlite::Error::Utf8Error(0, e))?
+                .map_err(|e| rusqlite::Error::Utf8Error(index, e))?
                 .to_owned(),
         ),
         ValueRef::Blob(v) => Value::Bytes(v.to_vec()),
@@ -223,7 +235,7 @@ impl Backend for Sqlite {
             let first = match rows.next()? {
                 Some(row) => Some(
                     (0..width)
-                        .map(|i| decode(row.get_ref(i)?))
+                        .map(|i| decode(i, row.get_ref(i)?))
                         .collect::<rusqlite::Result<Vec<_>>>()?,
                 ),
                 None => None,

@@ -1,0 +1,14 @@
+//! The conformance suite: the article's schedules, written once in `suite.rs`, run
+//! against every available backend. PostgreSQL must be reachable (the tests fail
+//! otherwise), SQLite always runs, SQL Server runs when `FENCED_MSSQL_URL` is set.
+
+#![allow(missing_docs, unreachable_pub)]
+
+mod suite;
+
+#[cfg(feature = "mssql")]
+mod mssql;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;

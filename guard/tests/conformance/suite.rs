@@ -1,0 +1,660 @@
+//! The schedules, generic over the backend. Each one drives the interleaving with
+//! oneshot channels, barriers and raw UPDATEs that move the expiry into the past, and
+//! asserts the durable state by reading the row back.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fenced_guard::{
+    Backend, ColumnType, Dialect, Error, FencedSql, FencedTable, Key, Lease, Outcome, Store, Value,
+    fence_predicate,
+};
+use tokio::sync::{Barrier, oneshot};
+use uuid::Uuid;
+
+/// A long ttl: expiry in these tests is moved by the test, never waited for.
+pub const TTL: Duration = Duration::from_secs(300);
+
+/// A fresh, isolated place to run one schedule: its own schema, file or table.
+pub trait Fixture: Send + Sync + 'static {
+    type Backend: Backend;
+
+    /// A new backend with its own connections: one per simulated worker.
+    fn connect(&self) -> impl Future<Output = Self::Backend> + Send;
+
+    /// The fenced table, with a `Payload` text column.
+    fn table(&self) -> FencedTable;
+
+    /// Drops whatever the fixture created.
+    fn teardown(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// Builds the fenced table named `name` with the article's columns and `Payload`.
+pub fn report_table(name: &str) -> FencedTable {
+    FencedTable::builder()
+        .table(name)
+        .column("Payload", ColumnType::Text)
+        .build()
+        .expect("valid test table")
+}
+
+/// Generates one `#[tokio::test]` per schedule for a backend. `$setup` is an async
+/// function returning `Option<Fixture>`; `None` means the backend is not available
+/// and the test says so and returns.
+#[macro_export]
+macro_rules! conformance {
+    ($setup:path) => {
+        $crate::conformance!(@ $setup;
+            handover_refuses_the_expired_owner,
+            negative_control_unfenced_write_overwrites_the_successor,
+            late_release_leaves_the_successor_untouched,
+            publish_after_expiry_without_successor_is_refused,
+            second_publish_with_the_same_lease_is_refused,
+            acquire_while_held_is_none_and_after_expiry_bumps_the_generation,
+            release_then_acquire_keeps_the_generation_rising,
+            late_renewal_is_refused,
+            sixteen_workers_race_and_exactly_one_acquires,
+            negative_control_unguarded_acquire_lets_every_worker_in,
+            sql_error_is_an_error_not_a_refusal,
+            missing_row_is_not_acquired,
+            publish_and_release_frees_the_row,
+            fenced_update_and_caller_sql,
+            revoked_lease_is_refused_locally,
+            key_type_mismatch_is_an_error,
+        );
+    };
+    (@ $setup:path; $($name:ident,)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $name() {
+            let Some(fixture) = $setup().await else { return };
+            let fixture = std::sync::Arc::new(fixture);
+            let run = tokio::spawn($crate::suite::$name(std::sync::Arc::clone(&fixture))).await;
+            $crate::suite::Fixture::teardown(&*fixture).await;
+            if let Err(error) = run {
+                std::panic::resume_unwind(error.into_panic());
+            }
+        }
+    )*};
+}
+
+/// The row as stored.
+#[derive(Debug, PartialEq)]
+pub struct Row {
+    pub generation: i64,
+    pub owner: Option<Uuid>,
+    /// `expiry IS NOT NULL`
+    pub has_expiry: bool,
+    /// `expiry > now` by the database's clock.
+    pub live: bool,
+    pub published: i64,
+    pub payload: Option<String>,
+}
+
+async fn store<F: Fixture>(fx: &F) -> Store<F::Backend> {
+    Store::new(fx.connect().await, fx.table())
+}
+
+/// A provisioned row in a fresh table; returns its key.
+async fn fresh_row<B: Backend>(store: &Store<B>) -> Key {
+    store.create_schema().await.expect("create schema");
+    // Idempotent: a second creation is harmless.
+    store.create_schema().await.expect("create schema again");
+    let key = Key::Uuid(Uuid::new_v4());
+    assert!(store.provision(key.clone()).await.expect("provision"));
+    key
+}
+
+fn table_sql<B: Backend>(store: &Store<B>) -> (Dialect, String) {
+    let d = store.dialect();
+    (d, store.table().name().quoted(d))
+}
+
+/// Moves the row's expiry an hour into the past with a raw UPDATE.
+async fn expire<B: Backend>(store: &Store<B>, key: &Key) {
+    let (d, name) = table_sql(store);
+    let t = store.table();
+    let past = match d {
+        Dialect::Postgres => "clock_timestamp() - interval '1 hour'".to_owned(),
+        Dialect::Sqlite => format!("{} - 3600000", d.clock()),
+        Dialect::Mssql => "DATEADD(hour, -1, SYSUTCDATETIME())".to_owned(),
+    };
+    let sql = format!(
+        "UPDATE {name} SET {} = {past} WHERE {} = {}",
+        t.expiry_column().quoted(d),
+        t.key_column().quoted(d),
+        d.placeholder(1)
+    );
+    let rows = store
+        .backend()
+        .execute(&sql, &[Value::from(key)])
+        .await
+        .expect("expire");
+    assert_eq!(rows, 1, "the test could not move the expiry");
+}
+
+/// Reads the row back.
+pub async fn read<B: Backend>(store: &Store<B>, key: &Key) -> Row {
+    let (d, name) = table_sql(store);
+    let t = store.table();
+    let expiry = t.expiry_column().quoted(d);
+    let sql = format!(
+        "SELECT {}, {}, CASE WHEN {expiry} IS NULL THEN 0 ELSE 1 END, \
+         CASE WHEN {expiry} > {} THEN 1 ELSE 0 END, {}, {} FROM {name} WHERE {} = {}",
+        t.generation_column().quoted(d),
+        t.owner_column().quoted(d),
+        d.clock(),
+        t.published_column().quoted(d),
+        fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+        t.key_column().quoted(d),
+        d.placeholder(1)
+    );
+    let row = store
+        .backend()
+        .query_row(&sql, &[Value::from(key)])
+        .await
+        .expect("read back")
+        .expect("the row exists");
+    Row {
+        generation: row[0].as_i64().expect("generation"),
+        owner: if row[1].is_null() {
+            None
+        } else {
+            Some(row[1].as_uuid().expect("owner is a uuid"))
+        },
+        has_expiry: row[2].as_i64() == Some(1),
+        live: row[3].as_i64() == Some(1),
+        published: row[4].as_i64().expect("published"),
+        payload: row[5].as_str().map(str::to_owned),
+    }
+}
+
+async fn acquire<B: Backend>(store: &Store<B>, key: &Key) -> Lease {
+    store
+        .try_acquire(key.clone(), TTL)
+        .await
+        .expect("acquire")
+        .expect("the row is free")
+}
+
+fn payload(text: &str) -> [(&'static str, Value); 1] {
+    [("Payload", Value::from(text))]
+}
+
+/// A acquires and is held before publishing; its lease expires; B acquires. Returns
+/// A's store and lease, B's store and lease, the key, and the sender that lets A go.
+struct Handover<B> {
+    a: Arc<Store<B>>,
+    lease_a: Lease,
+    b: Store<B>,
+    lease_b: Lease,
+    key: Key,
+}
+
+async fn handover<F: Fixture>(fx: &F) -> Handover<F::Backend> {
+    let a = Arc::new(store(fx).await);
+    let key = fresh_row(&a).await;
+    let lease_a = acquire(&a, &key).await;
+    assert_eq!(lease_a.generation(), 1);
+    expire(&a, &key).await;
+    let b = store(fx).await;
+    let lease_b = acquire(&b, &key).await;
+    assert_eq!(lease_b.generation(), 2);
+    Handover {
+        a,
+        lease_a,
+        b,
+        lease_b,
+        key,
+    }
+}
+
+/// The article's schedule: A held before publishing, expired, B acquires, A publishes
+/// (refused), B publishes (accepted); the row holds B's payload and generation.
+pub async fn handover_refuses_the_expired_owner<F: Fixture>(fx: Arc<F>) {
+    let a = Arc::new(store(&*fx).await);
+    let key = fresh_row(&a).await;
+
+    let (acquired_tx, acquired_rx) = oneshot::channel();
+    let (go_tx, go_rx) = oneshot::channel::<()>();
+    let worker_a = tokio::spawn({
+        let a = Arc::clone(&a);
+        let key = key.clone();
+        async move {
+            let lease = acquire(&a, &key).await;
+            acquired_tx.send(lease.generation()).unwrap();
+            go_rx.await.unwrap(); // held here, before publishing
+            a.publish(&lease, &payload("from A"))
+                .await
+                .expect("A publishes")
+        }
+    });
+    assert_eq!(acquired_rx.await.unwrap(), 1);
+    expire(&a, &key).await;
+    let b = store(&*fx).await;
+    let lease_b = acquire(&b, &key).await;
+    assert_eq!(lease_b.generation(), 2);
+
+    go_tx.send(()).unwrap();
+    assert_eq!(
+        worker_a.await.unwrap(),
+        Outcome::Refused,
+        "A's late publication"
+    );
+    let row = read(&b, &key).await;
+    assert_eq!(row.payload, None, "nothing published yet");
+    assert_eq!(row.generation, 2);
+
+    let outcome = b.publish(&lease_b, &payload("from B")).await.unwrap();
+    assert_eq!(outcome, Outcome::Applied, "B's publication");
+    let row = read(&b, &key).await;
+    assert_eq!(row.payload.as_deref(), Some("from B"));
+    assert_eq!(row.published, 2);
+    assert_eq!(row.generation, 2);
+    assert_eq!(row.owner, Some(lease_b.owner()));
+}
+
+/// Negative control for the schedule above: a naive UPDATE without the fence, in the
+/// same place as A's publication, *does* overwrite B's result, and reading the row
+/// back detects it. Proves the suite can see the failure it guards against.
+pub async fn negative_control_unfenced_write_overwrites_the_successor<F: Fixture>(fx: Arc<F>) {
+    let h = handover(&*fx).await;
+    let outcome = h.b.publish(&h.lease_b, &payload("from B")).await.unwrap();
+    assert_eq!(outcome, Outcome::Applied);
+
+    let (d, name) = table_sql(&h.a);
+    let naive = format!(
+        "UPDATE {name} SET {} = {} WHERE {} = {}",
+        fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+        d.placeholder(1),
+        h.a.table().key_column().quoted(d),
+        d.placeholder(2)
+    );
+    let rows =
+        h.a.backend()
+            .execute(&naive, &[Value::from("from A"), Value::from(&h.key)])
+            .await
+            .unwrap();
+    assert_eq!(rows, 1);
+    assert_eq!(
+        read(&h.b, &h.key).await.payload.as_deref(),
+        Some("from A"),
+        "the unfenced write overwrote B's result and the read-back shows it"
+    );
+
+    // The fenced write with A's lease in the same place is refused.
+    let outcome =
+        h.a.publish(&h.lease_a, &payload("from A again"))
+            .await
+            .unwrap();
+    assert_eq!(outcome, Outcome::Refused);
+    assert_eq!(read(&h.b, &h.key).await.payload.as_deref(), Some("from A"));
+}
+
+/// A releases after B acquired: B's owner and generation are unchanged.
+pub async fn late_release_leaves_the_successor_untouched<F: Fixture>(fx: Arc<F>) {
+    let h = handover(&*fx).await;
+    assert_eq!(h.a.release(&h.lease_a).await.unwrap(), Outcome::Refused);
+    let row = read(&h.b, &h.key).await;
+    assert_eq!(row.generation, 2);
+    assert_eq!(row.owner, Some(h.lease_b.owner()));
+    assert!(row.live, "B's lease is still live");
+    let outcome = h.b.publish(&h.lease_b, &payload("from B")).await.unwrap();
+    assert_eq!(outcome, Outcome::Applied);
+    assert_eq!(read(&h.b, &h.key).await.published, 2);
+}
+
+/// Publication after expiry with no successor is refused.
+pub async fn publish_after_expiry_without_successor_is_refused<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let lease = acquire(&a, &key).await;
+    expire(&a, &key).await;
+    let outcome = a.publish(&lease, &payload("late")).await.unwrap();
+    assert_eq!(outcome, Outcome::Refused);
+    let row = read(&a, &key).await;
+    assert_eq!(row.payload, None);
+    assert_eq!(row.published, 0);
+    assert_eq!(row.generation, 1);
+    assert_eq!(row.owner, Some(lease.owner()), "nobody else took it");
+}
+
+/// A second publication with the same lease is refused; the first one stays.
+pub async fn second_publish_with_the_same_lease_is_refused<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let lease = acquire(&a, &key).await;
+    assert_eq!(
+        a.publish(&lease, &payload("one")).await.unwrap(),
+        Outcome::Applied
+    );
+    assert_eq!(
+        a.publish(&lease, &payload("two")).await.unwrap(),
+        Outcome::Refused
+    );
+    let row = read(&a, &key).await;
+    assert_eq!(row.payload.as_deref(), Some("one"));
+    assert_eq!(row.published, 1);
+    assert!(row.live, "publication does not release");
+}
+
+/// Acquire while held: none. After expiry: generation + 1.
+pub async fn acquire_while_held_is_none_and_after_expiry_bumps_the_generation<F: Fixture>(
+    fx: Arc<F>,
+) {
+    let a = store(&*fx).await;
+    let b = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let lease_a = acquire(&a, &key).await;
+    assert!(b.try_acquire(key.clone(), TTL).await.unwrap().is_none());
+    let row = read(&b, &key).await;
+    assert_eq!((row.generation, row.owner), (1, Some(lease_a.owner())));
+
+    expire(&a, &key).await;
+    let lease_b = acquire(&b, &key).await;
+    assert_eq!(lease_b.generation(), 2);
+    assert_ne!(lease_b.owner(), lease_a.owner());
+    let row = read(&b, &key).await;
+    assert_eq!((row.generation, row.owner), (2, Some(lease_b.owner())));
+    assert!(row.live);
+}
+
+/// Release then acquire: the generation keeps rising, never reset, and provisioning
+/// again leaves it alone.
+pub async fn release_then_acquire_keeps_the_generation_rising<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    for expected in 1..=3 {
+        let lease = acquire(&a, &key).await;
+        assert_eq!(lease.generation(), expected);
+        assert_eq!(a.release(&lease).await.unwrap(), Outcome::Applied);
+        let row = read(&a, &key).await;
+        assert_eq!(row.generation, expected);
+        assert_eq!(row.owner, None);
+        assert!(!row.has_expiry);
+    }
+    assert!(
+        !a.provision(key.clone()).await.unwrap(),
+        "already provisioned"
+    );
+    assert_eq!(read(&a, &key).await.generation, 3, "provision never resets");
+    assert_eq!(acquire(&a, &key).await.generation(), 4);
+}
+
+/// A late renewal never revives: refused after expiry, and after a successor.
+pub async fn late_renewal_is_refused<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let lease = acquire(&a, &key).await;
+    // Positive control: a live lease renews.
+    assert_eq!(a.renew(&lease).await.unwrap(), Outcome::Applied);
+    assert!(read(&a, &key).await.live);
+
+    expire(&a, &key).await;
+    assert_eq!(a.renew(&lease).await.unwrap(), Outcome::Refused);
+    let row = read(&a, &key).await;
+    assert!(!row.live, "the refused renewal did not revive the lease");
+
+    let b = store(&*fx).await;
+    let lease_b = acquire(&b, &key).await;
+    assert_eq!(a.renew(&lease).await.unwrap(), Outcome::Refused);
+    let row = read(&a, &key).await;
+    assert_eq!((row.generation, row.owner), (2, Some(lease_b.owner())));
+    assert!(row.live);
+}
+
+/// 16 workers, each on its own connection, released together by a barrier, race for
+/// one row: exactly one acquires, in each of three rounds.
+pub async fn sixteen_workers_race_and_exactly_one_acquires<F: Fixture>(fx: Arc<F>) {
+    const WORKERS: usize = 16;
+    let first = store(&*fx).await;
+    let key = fresh_row(&first).await;
+    let mut stores = Vec::new();
+    for _ in 0..WORKERS {
+        let s = store(&*fx).await;
+        // Opens the worker's connection before the race.
+        assert!(!s.provision(key.clone()).await.unwrap());
+        stores.push(Arc::new(s));
+    }
+    for round in 1..=3 {
+        let barrier = Arc::new(Barrier::new(WORKERS));
+        let tasks: Vec<_> = stores
+            .iter()
+            .map(|s| {
+                let s = Arc::clone(s);
+                let barrier = Arc::clone(&barrier);
+                let key = key.clone();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    s.try_acquire(key, TTL).await.expect("no error in the race")
+                })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for task in tasks {
+            if let Some(lease) = task.await.unwrap() {
+                winners.push(lease);
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: exactly one acquires");
+        let winner = &winners[0];
+        assert_eq!(winner.generation(), round);
+        let row = read(&first, &key).await;
+        assert_eq!((row.generation, row.owner), (round, Some(winner.owner())));
+        assert_eq!(first.release(winner).await.unwrap(), Outcome::Applied);
+    }
+}
+
+/// Negative control for the race: with the `expiry IS NULL OR expiry <= now` guard
+/// removed from the acquire statement, every one of the 16 workers "acquires". Proves
+/// that the race's count of winners can see a broken acquire.
+pub async fn negative_control_unguarded_acquire_lets_every_worker_in<F: Fixture>(fx: Arc<F>) {
+    const WORKERS: usize = 16;
+    let first = store(&*fx).await;
+    let key = fresh_row(&first).await;
+    let (d, name) = table_sql(&first);
+    let t = first.table();
+    let generation = t.generation_column().quoted(d);
+    let unguarded = Arc::new(format!(
+        "UPDATE {name} SET {generation} = {generation} + 1, {} = {} WHERE {} = {}",
+        t.owner_column().quoted(d),
+        d.placeholder(2),
+        t.key_column().quoted(d),
+        d.placeholder(1)
+    ));
+    let barrier = Arc::new(Barrier::new(WORKERS));
+    let mut tasks = Vec::new();
+    for _ in 0..WORKERS {
+        let s = store(&*fx).await;
+        assert!(!s.provision(key.clone()).await.unwrap());
+        let barrier = Arc::clone(&barrier);
+        let key = key.clone();
+        let unguarded = Arc::clone(&unguarded);
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            s.backend()
+                .execute(
+                    &unguarded,
+                    &[Value::from(&key), Value::Uuid(Uuid::new_v4())],
+                )
+                .await
+                .expect("no error in the race")
+        }));
+    }
+    let mut winners = 0;
+    for task in tasks {
+        winners += task.await.unwrap();
+    }
+    assert_eq!(winners, 16, "the broken acquire lets everyone in");
+    assert_eq!(read(&first, &key).await.generation, 16);
+}
+
+/// A SQL error, such as the table dropped under the protocol, is an error and never a
+/// refusal or "lease busy".
+pub async fn sql_error_is_an_error_not_a_refusal<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let lease = acquire(&a, &key).await;
+    let (_, name) = table_sql(&a);
+    a.backend()
+        .execute_batch(&format!("DROP TABLE {name}"))
+        .await
+        .expect("drop table");
+
+    assert!(a.try_acquire(key.clone(), TTL).await.is_err(), "acquire");
+    assert!(a.publish(&lease, &payload("x")).await.is_err(), "publish");
+    assert!(a.update(&lease, &payload("x")).await.is_err(), "update");
+    assert!(a.renew(&lease).await.is_err(), "renew");
+    assert!(a.release(&lease).await.is_err(), "release");
+    assert!(a.provision(key.clone()).await.is_err(), "provision");
+
+    // The table is really gone: recreating it gives an empty table.
+    a.create_schema().await.unwrap();
+    assert!(a.try_acquire(key, TTL).await.unwrap().is_none());
+}
+
+/// A row that was never provisioned is not acquired (`None`), and nothing is created.
+pub async fn missing_row_is_not_acquired<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let other = Key::Uuid(Uuid::new_v4());
+    assert!(a.try_acquire(other.clone(), TTL).await.unwrap().is_none());
+    let (d, name) = table_sql(&a);
+    let count = a
+        .backend()
+        .query_i64(&format!("SELECT COUNT(*) FROM {name}"), &[])
+        .await
+        .unwrap();
+    assert_eq!(count, Some(1), "only the provisioned row exists");
+    let _ = d;
+    assert_eq!(read(&a, &key).await.generation, 0);
+}
+
+/// Publish-and-release: published by this generation, and free at once.
+pub async fn publish_and_release_frees_the_row<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let lease = acquire(&a, &key).await;
+    let outcome = a
+        .publish_and_release(&lease, &payload("done"))
+        .await
+        .unwrap();
+    assert_eq!(outcome, Outcome::Applied);
+    let row = read(&a, &key).await;
+    assert_eq!(row.payload.as_deref(), Some("done"));
+    assert_eq!(row.published, 1);
+    assert_eq!(row.owner, None);
+    assert!(!row.has_expiry);
+    // Refused a second time, and the next owner gets the next generation at once.
+    assert_eq!(
+        a.publish_and_release(&lease, &payload("again"))
+            .await
+            .unwrap(),
+        Outcome::Refused
+    );
+    assert_eq!(acquire(&a, &key).await.generation(), 2);
+    assert_eq!(read(&a, &key).await.payload.as_deref(), Some("done"));
+}
+
+/// Fenced update of the caller's columns, and caller SQL carrying the fence.
+pub async fn fenced_update_and_caller_sql<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let lease = acquire(&a, &key).await;
+    assert_eq!(
+        a.update(&lease, &payload("draft")).await.unwrap(),
+        Outcome::Applied
+    );
+    assert_eq!(read(&a, &key).await.payload.as_deref(), Some("draft"));
+    assert!(matches!(
+        a.update(&lease, &[("Generation", Value::I64(99))]).await,
+        Err(Error::ProtectedColumn { .. })
+    ));
+    assert!(matches!(
+        a.update(&lease, &[("Payload; --", Value::Null)]).await,
+        Err(Error::InvalidIdentifier { .. })
+    ));
+
+    let render = |d: Dialect| -> &'static str {
+        let t = a.table();
+        Box::leak(
+            format!(
+                "UPDATE {} SET {} = {} WHERE ({} IS NULL OR {} <> {}) AND {}",
+                t.name().quoted(d),
+                fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+                d.placeholder(1),
+                fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+                fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+                d.placeholder(2),
+                fence_predicate(d, t, 3)
+            )
+            .into_boxed_str(),
+        )
+    };
+    let sql = FencedSql::new(
+        render(Dialect::Postgres),
+        render(Dialect::Sqlite),
+        render(Dialect::Mssql),
+    );
+    let params = [Value::from("final"), Value::from("other")];
+    assert_eq!(
+        a.execute_fenced(&lease, &sql, &params).await.unwrap(),
+        Outcome::Applied
+    );
+    assert_eq!(read(&a, &key).await.payload.as_deref(), Some("final"));
+
+    expire(&a, &key).await;
+    let params = [Value::from("expired"), Value::from("other")];
+    assert_eq!(
+        a.execute_fenced(&lease, &sql, &params).await.unwrap(),
+        Outcome::Refused
+    );
+    assert_eq!(
+        a.update(&lease, &payload("expired")).await.unwrap(),
+        Outcome::Refused
+    );
+    assert_eq!(read(&a, &key).await.payload.as_deref(), Some("final"));
+}
+
+/// A revoked lease is refused for writes, publication and renewal even while the
+/// database would accept it; release still reaches the database.
+pub async fn revoked_lease_is_refused_locally<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let lease = acquire(&a, &key).await;
+    let clone = lease.clone();
+    clone.revoke();
+    assert_eq!(
+        a.publish(&lease, &payload("x")).await.unwrap(),
+        Outcome::Refused
+    );
+    assert_eq!(
+        a.update(&lease, &payload("x")).await.unwrap(),
+        Outcome::Refused
+    );
+    assert_eq!(a.renew(&lease).await.unwrap(), Outcome::Refused);
+    let row = read(&a, &key).await;
+    assert_eq!(row.payload, None);
+    assert_eq!(
+        row.owner,
+        Some(lease.owner()),
+        "the database still holds it"
+    );
+    assert_eq!(a.release(&lease).await.unwrap(), Outcome::Applied);
+    assert_eq!(read(&a, &key).await.owner, None);
+}
+
+/// A key of the wrong type is an error, before any statement.
+pub async fn key_type_mismatch_is_an_error<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    assert!(matches!(
+        a.try_acquire(Key::BigInt(1), TTL).await,
+        Err(Error::KeyType { .. })
+    ));
+    assert!(matches!(
+        a.provision("text key").await,
+        Err(Error::KeyType { .. })
+    ));
+    assert_eq!(read(&a, &key).await.generation, 0);
+}
