@@ -277,7 +277,7 @@ fn matching_open(tokens: &[Token], close: usize) -> Option<usize> {
 
 /// Parses the statement found at `found`.
 pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statement, SqlError> {
-    let mut parser = Parser { text, tokens, pos: found.keyword, ctes: Vec::new() };
+    let mut parser = Parser { text, tokens, pos: found.keyword, ctes: Vec::new(), nesting: 0 };
     if found.first < found.keyword {
         parser.ctes = parser.cte_tables(found.first, found.keyword);
     }
@@ -312,7 +312,13 @@ struct Parser<'a> {
     pos: usize,
     /// `(table read by the CTE, CTE name)` for a leading CTE list.
     ctes: Vec<(TableName, String)>,
+    /// Current recursion depth of conditions and calls, bounded by [`MAX_NESTING`].
+    nesting: usize,
 }
+
+/// Deeper nesting than this is not written by people; the statement is reported as not
+/// analysed instead of exhausting the stack.
+const MAX_NESTING: usize = 200;
 
 impl<'a> Parser<'a> {
     fn peek(&self) -> Option<&'a Token> {
@@ -479,12 +485,15 @@ impl<'a> Parser<'a> {
     /// the tables they mention.
     fn from_list(&mut self, mentioned: &mut Vec<TableName>) -> Vec<(TableName, Option<String>)> {
         let mut out = Vec::new();
+        let mut after_join = false;
         loop {
             if self.at_kind(TokenKind::LParen) {
                 let start = self.pos;
                 self.skip_group();
                 mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
-                let _ = self.alias();
+                if self.alias().is_some() && self.at_kind(TokenKind::LParen) {
+                    self.skip_group(); // column aliases: `(VALUES ...) s(a, b)`
+                }
             } else if self.at_word("ONLY") || self.at_word("LATERAL") {
                 self.pos += 1;
                 continue;
@@ -511,9 +520,10 @@ impl<'a> Parser<'a> {
                 self.pos += 1;
             }
             if joined {
+                after_join = true;
                 continue;
             }
-            if self.eat_word("ON") {
+            if after_join && self.eat_word("ON") {
                 let start = self.pos;
                 let _ = self.condition();
                 mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
@@ -525,6 +535,10 @@ impl<'a> Parser<'a> {
                 if joined {
                     continue;
                 }
+            }
+            if after_join && self.eat_word("USING") {
+                self.skip_group();
+                continue;
             }
             break;
         }
@@ -1060,6 +1074,16 @@ impl<'a> Parser<'a> {
 
     /// `or_expr := and_expr (OR and_expr)*`
     fn condition(&mut self) -> Result<Predicate, SqlError> {
+        if self.nesting >= MAX_NESTING {
+            return Err(self.error("conditions nested too deeply"));
+        }
+        self.nesting += 1;
+        let result = self.disjunction();
+        self.nesting -= 1;
+        result
+    }
+
+    fn disjunction(&mut self) -> Result<Predicate, SqlError> {
         let mut items = vec![self.conjunction()?];
         while self.eat_word("OR") {
             items.push(self.conjunction()?);
@@ -1084,7 +1108,12 @@ impl<'a> Parser<'a> {
 
     fn negation(&mut self) -> Result<Predicate, SqlError> {
         if self.eat_word("NOT") {
-            return Ok(Predicate::Not(Box::new(self.negation()?)));
+            let mut count = 1;
+            while self.eat_word("NOT") {
+                count += 1;
+            }
+            let inner = self.predicate()?;
+            return Ok(if count % 2 == 1 { Predicate::Not(Box::new(inner)) } else { inner });
         }
         self.predicate()
     }
@@ -1246,7 +1275,7 @@ impl<'a> Parser<'a> {
                         self.skip_group();
                     } else {
                         self.pos += 1;
-                        self.call_arguments(&mut operand, None);
+                        self.call_arguments(&mut operand);
                     }
                 }
                 TokenKind::Parameter | TokenKind::Placeholder if t.kind == TokenKind::Parameter || text.starts_with('$') => {
@@ -1264,7 +1293,8 @@ impl<'a> Parser<'a> {
                             // Scan the CASE body for columns and clocks.
                             let saved = self.pos;
                             self.pos = case_start + 1;
-                            while self.pos < saved.saturating_sub(1) {
+                            self.nesting += 1;
+                            while self.pos < saved.saturating_sub(1) && self.nesting < MAX_NESTING {
                                 let mut inner = self.operand();
                                 operand.columns.append(&mut inner.columns);
                                 operand.clock |= inner.clock;
@@ -1273,6 +1303,7 @@ impl<'a> Parser<'a> {
                                     self.pos += 1;
                                 }
                             }
+                            self.nesting -= 1;
                             self.pos = saved;
                             count += 1;
                             continue;
@@ -1283,7 +1314,7 @@ impl<'a> Parser<'a> {
                             count += 1;
                             continue;
                         }
-                        if is_any_word(self.text, t, &["AND", "OR", "NOT", "IS", "IN", "LIKE", "ILIKE", "BETWEEN", "ESCAPE", "GLOB", "SIMILAR", "REGEXP"]) || is_any_word(self.text, t, STOP_WORDS) {
+                        if is_any_word(self.text, t, &["AND", "OR", "NOT", "IS", "IN", "LIKE", "ILIKE", "BETWEEN", "ESCAPE", "GLOB", "SIMILAR", "REGEXP", "AS"]) || is_any_word(self.text, t, STOP_WORDS) {
                             break;
                         }
                         if is_word(self.text, t, "NULL") {
@@ -1310,11 +1341,11 @@ impl<'a> Parser<'a> {
                         self.pos += 1;
                         if CLOCK_FUNCTIONS.contains(&function.as_str()) {
                             operand.clock = true;
-                            self.call_arguments(&mut operand, None);
+                            self.call_arguments(&mut operand);
                         } else if SQLITE_CLOCK_FUNCTIONS.contains(&function.as_str()) {
                             let arg_start = self.pos;
                             let mut inner = Operand::default();
-                            self.call_arguments(&mut inner, None);
+                            self.call_arguments(&mut inner);
                             let args = &self.tokens[arg_start..self.pos];
                             let literal = |a: &Token, s: &str| a.kind == TokenKind::String && self.text[a.range.clone()].eq_ignore_ascii_case(s);
                             let now = args.iter().any(|a| literal(a, "'now'"));
@@ -1326,7 +1357,7 @@ impl<'a> Parser<'a> {
                             operand.parameter |= inner.parameter;
                             operand.subquery |= inner.subquery;
                         } else if function == "cast" || function == "try_cast" || function == "convert" || function == "try_convert" {
-                            self.call_arguments(&mut operand, Some(&function));
+                            self.call_arguments(&mut operand);
                         } else {
                             let datepart = DATE_FUNCTIONS.contains(&function.as_str());
                             if datepart && self.peek().is_some_and(|t| t.kind == TokenKind::Word || t.kind == TokenKind::String) {
@@ -1335,7 +1366,7 @@ impl<'a> Parser<'a> {
                                     self.pos += 1;
                                 }
                             }
-                            self.call_arguments(&mut operand, None);
+                            self.call_arguments(&mut operand);
                         }
                         let _ = name_start;
                     } else {
@@ -1410,7 +1441,31 @@ impl<'a> Parser<'a> {
     }
 
     /// Inside `(`: scans the arguments up to the matching `)` into `operand`.
-    fn call_arguments(&mut self, operand: &mut Operand, function: Option<&str>) {
+    fn call_arguments(&mut self, operand: &mut Operand) {
+        if self.nesting >= MAX_NESTING {
+            // Skip to the matching `)` without recursing.
+            let mut depth = 1usize;
+            while let Some(t) = self.peek() {
+                self.pos += 1;
+                match t.kind {
+                    TokenKind::LParen => depth += 1,
+                    TokenKind::RParen => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            return;
+        }
+        self.nesting += 1;
+        self.call_arguments_inner(operand);
+        self.nesting -= 1;
+    }
+
+    fn call_arguments_inner(&mut self, operand: &mut Operand) {
         loop {
             let mut inner = self.operand();
             operand.columns.append(&mut inner.columns);
@@ -1423,7 +1478,7 @@ impl<'a> Parser<'a> {
                     return;
                 }
                 Some(t) if t.kind == TokenKind::Comma || t.kind == TokenKind::Operator => self.pos += 1,
-                Some(t) if is_word(self.text, t, "AS") && function.is_some() => {
+                Some(t) if is_word(self.text, t, "AS") => {
                     // CAST(x AS type(n))
                     self.pos += 1;
                     let _ = self.dotted_name();
@@ -1451,7 +1506,7 @@ pub fn tables_in(text: &str, tokens: &[Token]) -> Vec<TableName> {
     let mut out = Vec::new();
     for (i, t) in tokens.iter().enumerate() {
         if is_any_word(text, t, &["FROM", "JOIN", "UPDATE", "INTO", "USING", "APPLY"]) {
-            let mut parser = Parser { text, tokens, pos: i + 1, ctes: Vec::new() };
+            let mut parser = Parser { text, tokens, pos: i + 1, ctes: Vec::new(), nesting: 0 };
             parser.eat_word("ONLY");
             if let Some(table) = parser.table_name() {
                 if !parser.at_kind(TokenKind::LParen) {

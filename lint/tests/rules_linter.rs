@@ -1,0 +1,203 @@
+//! The linter over whole files: SQL and Rust sources, positions, suppressions, table
+//! discovery and unreadable input.
+
+use std::path::Path;
+
+use fenced_lint::{Config, Diagnostic, Linter, Rule, TableSpec};
+
+fn linter() -> Linter {
+    Linter::new(&Config::from_toml("[[table]]\nname = \"dbo.ReportPublication\"\nkey = \"ReportId\"\n").unwrap())
+}
+
+/// `(rule, line, column)` of each finding.
+fn found(path: &str, text: &[u8]) -> Vec<(Rule, u32, u32)> {
+    linter()
+        .check_file(Path::new(path), text)
+        .diagnostics
+        .iter()
+        .map(|d: &Diagnostic| (d.rule, d.range.start.line, d.range.start.column))
+        .collect()
+}
+
+const UNFENCED: &str = "UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id";
+
+#[test]
+fn sql_position_is_the_first_keyword() {
+    let text = format!("-- header\n\n   {UNFENCED};\nSELECT 1;");
+    assert_eq!(found("a.sql", text.as_bytes()), [(Rule::UnfencedWrite, 3, 4)]);
+    let report = linter().check_file(Path::new("a.sql"), text.as_bytes());
+    let d = &report.diagnostics[0];
+    assert_eq!((d.range.end.line, d.range.end.column), (3, 3 + UNFENCED.chars().count() as u32));
+    assert_eq!(d.table.as_deref(), Some("dbo.ReportPublication"));
+    assert!(d.help.as_deref().unwrap().contains("Generation = @generation"));
+    assert_eq!(report.statements_checked, 1);
+}
+
+#[test]
+fn cte_statement_starts_at_with() {
+    let text = "WITH c AS (SELECT TOP 1 * FROM dbo.ReportPublication WHERE ReportId = @id)\nUPDATE c SET Payload = @p;";
+    assert_eq!(found("a.sql", text.as_bytes()), [(Rule::UnfencedWrite, 1, 1)]);
+}
+
+#[test]
+fn files_without_fenced_tables_are_skipped() {
+    let report = linter().check_file(Path::new("a.sql"), b"UPDATE dbo.Other SET a = 1; DELETE FROM x;");
+    assert_eq!(report.diagnostics, []);
+    assert_eq!(report.statements_checked, 0);
+}
+
+#[test]
+fn utf16_with_bom_is_read() {
+    let text = format!("\n{UNFENCED}\nGO\n");
+    let mut le = vec![0xFF, 0xFE];
+    le.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+    assert_eq!(found("a.sql", &le), [(Rule::UnfencedWrite, 2, 1)]);
+    let mut be = vec![0xFE, 0xFF];
+    be.extend(text.encode_utf16().flat_map(u16::to_be_bytes));
+    assert_eq!(found("a.sql", &be), [(Rule::UnfencedWrite, 2, 1)]);
+    let bom8 = format!("\u{feff}{UNFENCED}");
+    assert_eq!(found("a.sql", bom8.as_bytes()), [(Rule::UnfencedWrite, 1, 1)]);
+}
+
+#[test]
+fn unreadable_input_is_one_diagnostic() {
+    for bytes in [&b"UPDATE dbo.ReportPublication \xFF\xFE\xFD"[..], b"\x00\x01binary ReportPublication", b"\xFF\xFE\x00\xD8"] {
+        let report = linter().check_file(Path::new("x.sql"), bytes);
+        assert_eq!(report.diagnostics.len(), 1, "{bytes:?}");
+        assert_eq!(report.diagnostics[0].rule, Rule::UnreadableFile);
+        assert_eq!((report.diagnostics[0].range.start.line, report.diagnostics[0].range.start.column), (1, 1));
+    }
+    let big = vec![b'a'; 8 * 1024 * 1024 + 1];
+    assert_eq!(found("big.sql", &big), [(Rule::UnreadableFile, 1, 1)]);
+    let d = Diagnostic::unreadable("gone.sql", "permission denied");
+    assert_eq!(d.rule, Rule::UnreadableFile);
+    assert!(d.message.contains("permission denied"));
+}
+
+#[test]
+fn rust_literals_map_back_to_the_file() {
+    let text = r####"//! "UPDATE dbo.ReportPublication SET a = 1" in an inner doc comment is not SQL
+/// UPDATE dbo.ReportPublication SET a = 1 in a doc comment is not SQL.
+const Q: &str = "UPDATE dbo.ReportPublication SET a = 1";
+fn f(client: &Client) {
+    client.execute("SELECT 1;\n\
+                    DELETE FROM dbo.ReportPublication", &[]);
+    let q = sqlx::query!(r#"
+        UPDATE "ReportPublication"
+        SET "Payload" = $1
+        WHERE "ReportId" = $2"#, payload, id);
+    // UPDATE dbo.ReportPublication SET a = 1 in a comment is not SQL.
+    let s = format!("{}\tUPDATE dbo.ReportPublication SET b = {}", x, y);
+}
+"####;
+    assert_eq!(
+        found("src/repo.rs", text.as_bytes()),
+        [
+            (Rule::UnfencedWrite, 3, 18),
+            (Rule::FencedRowDelete, 6, 21),
+            (Rule::UnfencedWrite, 8, 9),
+            (Rule::UnfencedWrite, 12, 26),
+        ]
+    );
+}
+
+#[test]
+fn fenced_write_methods_are_skipped() {
+    let text = r#"
+impl Store {
+    #[fenced::fenced_write]
+    async fn publish(&self, lease: &Lease) -> Result<u64> {
+        self.client.execute("UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id", &[]).await
+    }
+    async fn sneaky(&self) -> Result<u64> {
+        self.client.execute("UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id", &[]).await
+    }
+}
+"#;
+    assert_eq!(found("src/store.rs", text.as_bytes()), [(Rule::UnfencedWrite, 8, 30)]);
+}
+
+#[test]
+fn sql_suppressions() {
+    let used = format!("-- fenced-lint: allow(unfenced-write) nightly backfill runs with workers stopped\n{UNFENCED};");
+    assert_eq!(found("a.sql", used.as_bytes()), []);
+    let no_reason = format!("-- fenced-lint: allow(unfenced-write)\n{UNFENCED};");
+    assert_eq!(found("a.sql", no_reason.as_bytes()), [(Rule::SuppressionWithoutReason, 1, 1)]);
+    let wrong_rule = format!("-- fenced-lint: allow(fenced-row-delete) not this one\n{UNFENCED};");
+    assert_eq!(found("a.sql", wrong_rule.as_bytes()), [(Rule::UnusedSuppression, 1, 1), (Rule::UnfencedWrite, 2, 1)]);
+    let too_far = format!("-- fenced-lint: allow(unfenced-write) too far away\n\n{UNFENCED};");
+    assert_eq!(found("a.sql", too_far.as_bytes()), [(Rule::UnusedSuppression, 1, 1), (Rule::UnfencedWrite, 3, 1)]);
+    let unknown = format!("-- fenced-lint: allow(require-fence) old name\n{UNFENCED};");
+    assert_eq!(found("a.sql", unknown.as_bytes()), [(Rule::MalformedSuppression, 1, 1), (Rule::UnfencedWrite, 2, 1)]);
+    // A suppression alone in a file without fenced tables is still checked.
+    assert_eq!(found("b.sql", b"-- fenced-lint: allow(unfenced-write) stale\nSELECT 1;"), [(Rule::UnusedSuppression, 1, 1)]);
+}
+
+#[test]
+fn rust_suppressions() {
+    let on_keyword_line = "fn f() {\n    let q = \"SELECT 1;\n    // fenced-lint: allow(unfenced-write) this comment is inside the string\n\";\n}\n";
+    assert_eq!(found("a.rs", on_keyword_line.as_bytes()), []);
+    let before_statement = format!("fn f() {{\n    // fenced-lint: allow(unfenced-write) legacy admin tool, fenced by permissions\n    client.execute(\n        \"{UNFENCED}\",\n        &[],\n    );\n}}\n");
+    assert_eq!(found("a.rs", before_statement.as_bytes()), []);
+    let before_keyword = format!("fn f() {{\n    client.execute(\n        // fenced-lint: allow(unfenced-write) legacy admin tool\n        \"{UNFENCED}\",\n    );\n}}\n");
+    assert_eq!(found("a.rs", before_keyword.as_bytes()), []);
+    let unused = "// fenced-lint: allow(unfenced-write) nothing here\nfn f() {}\n";
+    assert_eq!(found("a.rs", unused.as_bytes()), [(Rule::UnusedSuppression, 1, 1)]);
+}
+
+#[test]
+fn tables_are_discovered_from_create_table() {
+    let schema = "CREATE TABLE dbo.Jobs (\n  JobId uniqueidentifier NOT NULL CONSTRAINT PK_Jobs PRIMARY KEY,\n  Generation bigint NOT NULL DEFAULT (0),\n  LeaseOwner uniqueidentifier NULL,\n  LeaseUntilUtc datetime2(7) NULL\n);\nCREATE TABLE dbo.Plain (Id int PRIMARY KEY, Name nvarchar(10));";
+    let empty = Linter::new(&Config::default());
+    let discovered = empty.discover_tables(Path::new("schema.sql"), schema.as_bytes());
+    assert_eq!(
+        discovered,
+        [TableSpec {
+            schema: Some("dbo".into()),
+            name: "Jobs".into(),
+            key: "JobId".into(),
+            generation: "Generation".into(),
+            owner: "LeaseOwner".into(),
+            expiry: "LeaseUntilUtc".into()
+        }]
+    );
+    let postgres = "pub const SCHEMA: &str = \"CREATE TABLE IF NOT EXISTS leases (id text, generation bigint NOT NULL DEFAULT 0, lease_owner uuid, lease_until timestamptz, PRIMARY KEY (id))\";";
+    let discovered_pg = empty.discover_tables(Path::new("migrations.rs"), postgres.as_bytes());
+    assert_eq!(discovered_pg.len(), 1);
+    assert_eq!((discovered_pg[0].name.as_str(), discovered_pg[0].key.as_str()), ("leases", "id"));
+
+    let linter = empty.with_discovered([discovered, discovered_pg].concat());
+    let report = linter.check_file(Path::new("jobs.sql"), b"UPDATE Jobs SET Payload = 1 WHERE JobId = @id;\nUPDATE leases SET x = 1 WHERE id = $1 AND generation = $2 AND lease_owner = $3 AND lease_until > clock_timestamp();");
+    let rules: Vec<_> = report.diagnostics.iter().map(|d| (d.rule, d.range.start.line)).collect();
+    assert_eq!(rules, [(Rule::UnfencedWrite, 1)]);
+    // Negative control: before discovery, nothing is fenced.
+    assert_eq!(Linter::new(&Config::default()).check_file(Path::new("jobs.sql"), b"UPDATE Jobs SET Payload = 1;").diagnostics, []);
+}
+
+#[test]
+fn unparseable_fenced_writes_are_reported_not_skipped() {
+    let text = "UPDATE dbo.ReportPublication SET WHERE ReportId = @id;\nUPDATE dbo.Other SET WHERE x = 1;";
+    assert_eq!(found("a.sql", text.as_bytes()), [(Rule::UnanalysedWrite, 1, 1)]);
+    let report = linter().check_file(Path::new("a.sql"), text.as_bytes());
+    assert_eq!(report.coverage.unparsed, 2);
+    assert_eq!(report.coverage.unanalysed_fenced, 1);
+}
+
+#[test]
+fn explain_has_the_fixed_headings() {
+    for rule in Rule::ALL {
+        let doc = fenced_lint::explain(*rule);
+        assert!(doc.contains(rule.name()) && doc.contains(rule.code()), "{rule}");
+        for heading in ["## What it does", "## Why is this bad?", "## Example", "## Use instead"] {
+            assert!(doc.contains(heading), "{rule} lacks {heading}");
+        }
+    }
+}
+
+#[test]
+fn candidates_are_sql_and_rust() {
+    assert!(Linter::is_candidate(Path::new("a/b.SQL")));
+    assert!(Linter::is_candidate(Path::new("src/lib.rs")));
+    assert!(!Linter::is_candidate(Path::new("README.md")));
+    assert!(!Linter::is_candidate(Path::new("Makefile")));
+}
