@@ -16,7 +16,7 @@
 //! | [`update`], [`publish`] | 1..=n the caller's values, n+1 key, n+2 generation, n+3 owner |
 //!
 //! The same convention, caller's parameters first and then key, generation and owner,
-//! holds for [`FencedSql`](crate::FencedSql) statements written with
+//! holds for [`FencedSql`] statements written with
 //! [`fence_predicate`].
 
 mod mssql;

@@ -3,6 +3,10 @@
 //! otherwise), SQLite always runs, SQL Server runs when `FENCED_MSSQL_URL` is set.
 
 #![allow(missing_docs, unreachable_pub)]
+#![cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres", feature = "mssql")),
+    allow(dead_code)
+)]
 
 mod suite;
 

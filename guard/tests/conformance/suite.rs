@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fenced_guard::{
-    Backend, ColumnType, Dialect, Error, FencedSql, FencedTable, Key, Lease, Outcome, Store, Value,
-    fence_predicate,
+    Backend, CancellationToken, ColumnType, Dialect, Error, FencedSql, FencedTable, Key, Lease,
+    Outcome, Store, Value, Wait, fence_predicate,
 };
 use tokio::sync::{Barrier, oneshot};
 use uuid::Uuid;
@@ -62,6 +62,9 @@ macro_rules! conformance {
             fenced_update_and_caller_sql,
             revoked_lease_is_refused_locally,
             key_type_mismatch_is_an_error,
+            acquire_waits_until_the_holder_releases,
+            acquire_gives_up_at_the_deadline,
+            acquire_stops_when_cancelled,
         );
     };
     (@ $setup:path; $($name:ident,)*) => {$(
@@ -657,4 +660,75 @@ pub async fn key_type_mismatch_is_an_error<F: Fixture>(fx: Arc<F>) {
         Err(Error::KeyType { .. })
     ));
     assert_eq!(read(&a, &key).await.generation, 0);
+}
+
+/// Acquire-with-wait: B waits while A holds the row, and gets it once A releases.
+pub async fn acquire_waits_until_the_holder_releases<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let lease_a = acquire(&a, &key).await;
+    let b = Arc::new(store(&*fx).await);
+    // B's first attempt is refused while A holds the row.
+    assert!(b.try_acquire(key.clone(), TTL).await.unwrap().is_none());
+    let waiting = tokio::spawn({
+        let b = Arc::clone(&b);
+        let key = key.clone();
+        async move {
+            let wait = Wait::timeout(Duration::from_secs(60))
+                .initial_backoff(Duration::from_millis(5))
+                .max_backoff(Duration::from_millis(20));
+            b.acquire(key, TTL, &wait, &CancellationToken::new()).await
+        }
+    });
+    assert_eq!(a.release(&lease_a).await.unwrap(), Outcome::Applied);
+    let lease_b = waiting
+        .await
+        .unwrap()
+        .expect("no error")
+        .expect("acquired after the release");
+    assert_eq!(lease_b.generation(), 2);
+    let row = read(&a, &key).await;
+    assert_eq!((row.generation, row.owner), (2, Some(lease_b.owner())));
+}
+
+/// Acquire-with-wait gives up at the deadline with `None` while the row stays held.
+pub async fn acquire_gives_up_at_the_deadline<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let lease_a = acquire(&a, &key).await;
+    let wait = Wait::timeout(Duration::from_millis(100)).initial_backoff(Duration::from_millis(10));
+    let got = a
+        .acquire(key.clone(), TTL, &wait, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(got.is_none());
+    let row = read(&a, &key).await;
+    assert_eq!((row.generation, row.owner), (1, Some(lease_a.owner())));
+}
+
+/// Acquire-with-wait ends with `Error::Cancelled` when its token is cancelled, and a
+/// token cancelled beforehand stops it before any attempt (the free row stays free).
+pub async fn acquire_stops_when_cancelled<F: Fixture>(fx: Arc<F>) {
+    let a = Arc::new(store(&*fx).await);
+    let key = fresh_row(&a).await;
+    let cancelled = CancellationToken::new();
+    cancelled.cancel();
+    let wait = Wait::timeout(Duration::from_secs(60));
+    assert!(matches!(
+        a.acquire(key.clone(), TTL, &wait, &cancelled).await,
+        Err(Error::Cancelled)
+    ));
+    assert_eq!(read(&a, &key).await.generation, 0, "no attempt was made");
+
+    let _held = acquire(&a, &key).await;
+    let token = CancellationToken::new();
+    let waiting = tokio::spawn({
+        let a = Arc::clone(&a);
+        let key = key.clone();
+        let token = token.clone();
+        async move { a.acquire(key, TTL, &wait, &token).await }
+    });
+    token.cancel();
+    assert!(matches!(waiting.await.unwrap(), Err(Error::Cancelled)));
+    assert_eq!(read(&a, &key).await.generation, 1);
 }
