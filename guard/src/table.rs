@@ -218,6 +218,7 @@ pub struct FencedTable {
     owner: Identifier,
     expiry: Identifier,
     published: Identifier,
+    published_at: Option<Identifier>,
     key_type: KeyType,
     columns: Vec<Column>,
 }
@@ -267,6 +268,12 @@ impl FencedTable {
         &self.published
     }
 
+    /// The optional published-at column, set to the database's clock by each
+    /// publication (the article's `PublishedAtUtc`), in the expiry column's type.
+    pub fn published_at_column(&self) -> Option<&Identifier> {
+        self.published_at.as_ref()
+    }
+
     /// The key column's type.
     pub fn key_type(&self) -> KeyType {
         self.key_type
@@ -286,7 +293,8 @@ impl FencedTable {
             &self.expiry,
             &self.published,
         ]
-        .iter()
+        .into_iter()
+        .chain(&self.published_at)
         .any(|c| c.same_as(column))
     }
 }
@@ -300,6 +308,7 @@ pub struct FencedTableBuilder {
     owner: String,
     expiry: String,
     published: String,
+    published_at: Option<String>,
     key_type: KeyType,
     columns: Vec<(String, ColumnType)>,
 }
@@ -313,6 +322,7 @@ impl Default for FencedTableBuilder {
             owner: "LeaseOwner".into(),
             expiry: "LeaseUntilUtc".into(),
             published: "PublishedGeneration".into(),
+            published_at: None,
             key_type: KeyType::Uuid,
             columns: Vec::new(),
         }
@@ -362,6 +372,13 @@ impl FencedTableBuilder {
         self
     }
 
+    /// A column set to the database's clock by each publication (the article's
+    /// `PublishedAtUtc`). Default: none.
+    pub fn published_at_column(mut self, name: impl Into<String>) -> Self {
+        self.published_at = Some(name.into());
+        self
+    }
+
     /// Declares an application column for schema creation. Default: none.
     pub fn column(mut self, name: impl Into<String>, column_type: ColumnType) -> Self {
         self.columns.push((name.into(), column_type));
@@ -382,6 +399,11 @@ impl FencedTableBuilder {
             owner: Identifier::new(&self.owner)?,
             expiry: Identifier::new(&self.expiry)?,
             published: Identifier::new(&self.published)?,
+            published_at: self
+                .published_at
+                .as_deref()
+                .map(Identifier::new)
+                .transpose()?,
             key_type: self.key_type,
             columns: self
                 .columns
@@ -401,6 +423,7 @@ impl FencedTableBuilder {
             &table.expiry,
             &table.published,
         ];
+        names.extend(&table.published_at);
         names.extend(table.columns.iter().map(|c| &c.name));
         for (i, a) in names.iter().enumerate() {
             if names[..i].iter().any(|b| b.same_as(a.as_str())) {

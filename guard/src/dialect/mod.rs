@@ -236,8 +236,9 @@ pub fn update(dialect: Dialect, table: &FencedTable, columns: &[&Identifier]) ->
     )
 }
 
-/// A publication: the caller's columns and `published = generation`, fenced and only
-/// once per generation (`published < generation`). With `release`, the same statement
+/// A publication: the caller's columns and `published = generation` (and the
+/// published-at column, if any, set to the database's clock), fenced and only once per
+/// generation (`published < generation`). With `release`, the same statement
 /// also clears owner and expiry (publish-and-release).
 pub fn publish(
     dialect: Dialect,
@@ -248,6 +249,13 @@ pub fn publish(
     let first = columns.len() + 1;
     let mut set = assignments(dialect, columns);
     set.push(publish_once_assignment(dialect, table, first + 1));
+    if let Some(published_at) = table.published_at_column() {
+        set.push(format!(
+            "{} = {}",
+            q(dialect, published_at),
+            dialect.clock()
+        ));
+    }
     if release {
         set.push(format!("{} = NULL", q(dialect, table.owner_column())));
         set.push(format!("{} = NULL", q(dialect, table.expiry_column())));

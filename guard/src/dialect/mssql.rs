@@ -45,6 +45,9 @@ pub(super) fn create_table(table: &FencedTable) -> String {
             table.published_column().quoted(d)
         ),
     ];
+    if let Some(published_at) = table.published_at_column() {
+        columns.push(format!("{} datetime2(7) NULL", published_at.quoted(d)));
+    }
     columns.extend(table.columns().iter().map(|c| {
         format!(
             "{} {} NULL",
@@ -70,6 +73,15 @@ mod tests {
     fn table() -> FencedTable {
         FencedTable::builder()
             .table("dbo.ReportPublication")
+            .column("Payload", ColumnType::Text)
+            .build()
+            .unwrap()
+    }
+
+    fn article() -> FencedTable {
+        FencedTable::builder()
+            .table("dbo.ReportPublication")
+            .published_at_column("PublishedAtUtc")
             .column("Payload", ColumnType::Text)
             .build()
             .unwrap()
@@ -115,5 +127,8 @@ mod tests {
             "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [PublishedGeneration] < @P3",
         publish_and_release: dialect::publish(D, &table(), &[&payload()], true) =>
             "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [PublishedGeneration] < @P3",
+        publish_sets_published_at: dialect::publish(D, &article(), &[&payload()], false) =>
+            r#"UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [PublishedAtUtc] = SYSUTCDATETIME() WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [PublishedGeneration] < @P3"#,
+        create_schema_with_published_at: dialect::create_schema(D, &article()).contains(r#"[PublishedGeneration] bigint NOT NULL DEFAULT 0, [PublishedAtUtc] datetime2(7) NULL, [Payload] nvarchar(max) NULL)"#) => true,
     }
 }

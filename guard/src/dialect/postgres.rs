@@ -44,6 +44,9 @@ pub(super) fn create_table(table: &FencedTable) -> String {
             table.published_column().quoted(d)
         ),
     ];
+    if let Some(published_at) = table.published_at_column() {
+        columns.push(format!("{} timestamptz NULL", published_at.quoted(d)));
+    }
     columns.extend(table.columns().iter().map(|c| {
         format!(
             "{} {} NULL",
@@ -68,6 +71,15 @@ mod tests {
     fn table() -> FencedTable {
         FencedTable::builder()
             .table("app.ReportPublication")
+            .column("Payload", ColumnType::Text)
+            .build()
+            .unwrap()
+    }
+
+    fn article() -> FencedTable {
+        FencedTable::builder()
+            .table("app.ReportPublication")
+            .published_at_column("PublishedAtUtc")
             .column("Payload", ColumnType::Text)
             .build()
             .unwrap()
@@ -115,6 +127,9 @@ mod tests {
             r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3, "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "PublishedGeneration" < $3"#,
         publish_without_columns: dialect::publish(D, &table(), &[], false) =>
             r#"UPDATE "app"."ReportPublication" SET "PublishedGeneration" = $2 WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp() AND "PublishedGeneration" < $2"#,
+        publish_sets_published_at: dialect::publish(D, &article(), &[&payload()], false) =>
+            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3, "PublishedAtUtc" = clock_timestamp() WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "PublishedGeneration" < $3"#,
+        create_schema_with_published_at: dialect::create_schema(D, &article()).contains(r#""PublishedGeneration" bigint NOT NULL DEFAULT 0, "PublishedAtUtc" timestamptz NULL, "Payload" text NULL)"#) => true,
     }
 
     #[test]

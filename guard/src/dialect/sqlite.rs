@@ -41,6 +41,9 @@ pub(super) fn create_table(table: &FencedTable) -> String {
             table.published_column().quoted(d)
         ),
     ];
+    if let Some(published_at) = table.published_at_column() {
+        columns.push(format!("{} INTEGER NULL", published_at.quoted(d)));
+    }
     columns.extend(table.columns().iter().map(|c| {
         format!(
             "{} {} NULL",
@@ -65,6 +68,15 @@ mod tests {
 
     fn table() -> FencedTable {
         FencedTable::builder()
+            .column("Payload", ColumnType::Text)
+            .build()
+            .unwrap()
+    }
+
+    fn article() -> FencedTable {
+        FencedTable::builder()
+            .table("ReportPublication")
+            .published_at_column("PublishedAtUtc")
             .column("Payload", ColumnType::Text)
             .build()
             .unwrap()
@@ -110,5 +122,14 @@ mod tests {
             r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3 WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > NOW AND "PublishedGeneration" < ?3"#,
         publish_and_release: dialect::publish(D, &table(), &[&payload()], true) =>
             r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3, "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > NOW AND "PublishedGeneration" < ?3"#,
+        publish_sets_published_at: dialect::publish(D, &article(), &[&payload()], false) =>
+            r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3, "PublishedAtUtc" = NOW WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > NOW AND "PublishedGeneration" < ?3"#,
+    }
+
+    #[test]
+    fn create_schema_with_published_at() {
+        assert!(dialect::create_schema(D, &article()).ends_with(
+            r#""PublishedGeneration" INTEGER NOT NULL DEFAULT 0, "PublishedAtUtc" INTEGER NULL, "Payload" TEXT NULL)"#
+        ));
     }
 }

@@ -34,6 +34,7 @@ pub trait Fixture: Send + Sync + 'static {
 pub fn report_table(name: &str) -> FencedTable {
     FencedTable::builder()
         .table(name)
+        .published_at_column("PublishedAtUtc")
         .column("Payload", ColumnType::Text)
         .build()
         .expect("valid test table")
@@ -91,6 +92,8 @@ pub struct Row {
     /// `expiry > now` by the database's clock.
     pub live: bool,
     pub published: i64,
+    /// `PublishedAtUtc IS NOT NULL`
+    pub published_at: bool,
     pub payload: Option<String>,
 }
 
@@ -143,12 +146,16 @@ pub async fn read<B: Backend>(store: &Store<B>, key: &Key) -> Row {
     let expiry = t.expiry_column().quoted(d);
     let sql = format!(
         "SELECT {}, {}, CASE WHEN {expiry} IS NULL THEN 0 ELSE 1 END, \
-         CASE WHEN {expiry} > {} THEN 1 ELSE 0 END, {}, {} FROM {name} WHERE {} = {}",
+         CASE WHEN {expiry} > {} THEN 1 ELSE 0 END, {}, {}, \
+         CASE WHEN {} IS NULL THEN 0 ELSE 1 END FROM {name} WHERE {} = {}",
         t.generation_column().quoted(d),
         t.owner_column().quoted(d),
         d.clock(),
         t.published_column().quoted(d),
         fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+        t.published_at_column()
+            .expect("the test table has one")
+            .quoted(d),
         t.key_column().quoted(d),
         d.placeholder(1)
     );
@@ -169,6 +176,7 @@ pub async fn read<B: Backend>(store: &Store<B>, key: &Key) -> Row {
         live: row[3].as_i64() == Some(1),
         published: row[4].as_i64().expect("published"),
         payload: row[5].as_str().map(str::to_owned),
+        published_at: row[6].as_i64() == Some(1),
     }
 }
 
@@ -246,6 +254,7 @@ pub async fn handover_refuses_the_expired_owner<F: Fixture>(fx: Arc<F>) {
     );
     let row = read(&b, &key).await;
     assert_eq!(row.payload, None, "nothing published yet");
+    assert!(!row.published_at);
     assert_eq!(row.generation, 2);
 
     let outcome = b.publish(&lease_b, &payload("from B")).await.unwrap();
@@ -253,6 +262,7 @@ pub async fn handover_refuses_the_expired_owner<F: Fixture>(fx: Arc<F>) {
     let row = read(&b, &key).await;
     assert_eq!(row.payload.as_deref(), Some("from B"));
     assert_eq!(row.published, 2);
+    assert!(row.published_at, "stamped by the database's clock");
     assert_eq!(row.generation, 2);
     assert_eq!(row.owner, Some(lease_b.owner()));
 }
