@@ -5,6 +5,8 @@
 
 #[cfg(feature = "mssql")]
 mod mssql;
+#[cfg(any(feature = "mssql", feature = "sqlite"))]
+mod pool;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]

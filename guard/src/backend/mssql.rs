@@ -2,14 +2,14 @@
 //! never reuses a connection that saw an error or a cancellation.
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use tiberius::{Client, ColumnData, Config};
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use crate::backend::Backend;
+use crate::backend::pool::{Checkout, Pool};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::value::{Key, Value};
@@ -21,8 +21,7 @@ const DEFAULT_MAX_CONNECTIONS: usize = 8;
 
 struct Inner {
     config: Config,
-    idle: Mutex<Vec<Connection>>,
-    permits: Arc<Semaphore>,
+    pool: Arc<Pool<Connection>>,
 }
 
 /// The SQL Server backend: a small pool of tiberius connections.
@@ -45,40 +44,6 @@ impl std::fmt::Debug for Mssql {
         f.debug_struct("Mssql")
             .field("addr", &self.inner.config.get_addr())
             .finish_non_exhaustive()
-    }
-}
-
-/// A connection taken from the pool. Dropped without [`Checkout::give_back`], it closes
-/// the connection instead of returning it.
-struct Checkout {
-    conn: Option<Connection>,
-    inner: Arc<Inner>,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl Checkout {
-    fn conn(&mut self) -> &mut Connection {
-        self.conn
-            .as_mut()
-            .expect("a checkout holds its connection until given back")
-    }
-
-    fn give_back(mut self) {
-        if let Some(conn) = self.conn.take() {
-            self.inner
-                .idle
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(conn);
-        }
-    }
-}
-
-impl Drop for Checkout {
-    fn drop(&mut self) {
-        if self.conn.take().is_some() {
-            tracing::debug!("closing a sql server connection after an error or cancellation");
-        }
     }
 }
 
@@ -106,8 +71,7 @@ impl Mssql {
         let config = Config::from_ado_string(ado)?;
         let inner = Arc::new(Inner {
             config,
-            idle: Mutex::new(Vec::new()),
-            permits: Arc::new(Semaphore::new(max_connections.max(1))),
+            pool: Pool::new(max_connections),
         });
         let mssql = Mssql { inner };
         mssql.checkout().await?.give_back();
@@ -122,26 +86,9 @@ impl Mssql {
         Ok(Client::connect(config.clone(), tcp.compat_write()).await?)
     }
 
-    async fn checkout(&self) -> Result<Checkout> {
-        let permit = Arc::clone(&self.inner.permits)
-            .acquire_owned()
-            .await
-            .map_err(|_| Error::Config("the sql server pool is closed".into()))?;
-        let idle = self
-            .inner
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let conn = match idle {
-            Some(conn) => conn,
-            None => Self::open(&self.inner.config).await?,
-        };
-        Ok(Checkout {
-            conn: Some(conn),
-            inner: Arc::clone(&self.inner),
-            _permit: permit,
-        })
+    async fn checkout(&self) -> Result<Checkout<Connection>> {
+        let config = &self.inner.config;
+        self.inner.pool.checkout(|| Self::open(config)).await
     }
 }
 

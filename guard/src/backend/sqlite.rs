@@ -2,17 +2,16 @@
 //! used off the async runtime's threads.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, params_from_iter};
-use tokio::sync::Semaphore;
-
 use crate::backend::Backend;
+use crate::backend::pool::Pool;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::value::{Key, Value};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, params_from_iter};
 
 /// Options for [`Sqlite::open_with`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,8 +47,7 @@ impl SqliteOptions {
 struct Inner {
     path: PathBuf,
     options: SqliteOptions,
-    idle: Mutex<Vec<Connection>>,
-    permits: Arc<Semaphore>,
+    pool: Arc<Pool<Connection>>,
 }
 
 impl Inner {
@@ -57,25 +55,6 @@ impl Inner {
         let conn = Connection::open(&self.path)?;
         conn.busy_timeout(self.options.busy_timeout)?;
         Ok(conn)
-    }
-
-    fn take(&self) -> rusqlite::Result<Connection> {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        match idle {
-            Some(conn) => Ok(conn),
-            None => self.connect(),
-        }
-    }
-
-    fn put(&self, conn: Connection) {
-        self.idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(conn);
     }
 }
 
@@ -119,8 +98,7 @@ impl Sqlite {
         let inner = Arc::new(Inner {
             path: path.as_ref().to_path_buf(),
             options,
-            idle: Mutex::new(Vec::new()),
-            permits: Arc::new(Semaphore::new(options.max_connections)),
+            pool: Pool::new(options.max_connections),
         });
         let sqlite = Sqlite { inner };
         sqlite
@@ -149,16 +127,21 @@ impl Sqlite {
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        let permit = Arc::clone(&self.inner.permits)
-            .acquire_owned()
-            .await
-            .map_err(|_| Error::Config("the sqlite pool is closed".into()))?;
         let inner = Arc::clone(&self.inner);
+        let mut checkout = self
+            .inner
+            .pool
+            .checkout(|| async move {
+                tokio::task::spawn_blocking(move || inner.connect())
+                    .await
+                    .map_err(Error::Task)?
+                    .map_err(Error::Sqlite)
+            })
+            .await?;
         tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            let conn = inner.take()?;
-            let result = f(&conn);
-            inner.put(conn);
+            let result = f(checkout.conn());
+            // An SQL error leaves a SQLite connection usable; only a panic drops it.
+            checkout.give_back();
             result
         })
         .await
