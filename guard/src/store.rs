@@ -342,7 +342,16 @@ impl<B: Backend> Store<B> {
         let mut params: Vec<Value> = caller.collect();
         params.extend(lease_params(lease));
         let rows = self.backend.execute(sql, &params).await?;
-        Ok(Outcome::from_rows(rows))
+        let outcome = Outcome::from_rows(rows);
+        if outcome.is_refused() {
+            tracing::debug!(
+                table = %self.table.name(),
+                key = %lease.key(),
+                generation = lease.generation(),
+                "fenced write refused"
+            );
+        }
+        Ok(outcome)
     }
 
     fn caller_columns(&self, assignments: &[(&str, Value)]) -> Result<Vec<Identifier>> {

@@ -32,3 +32,20 @@ async fn setup() -> Option<SqliteFixture> {
 }
 
 crate::conformance!(setup);
+
+/// The file is in WAL mode once opened, as every later connection sees it.
+#[tokio::test]
+async fn sqlite_file_is_in_wal_mode() {
+    use fenced_guard::Backend;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wal.db");
+    drop(Sqlite::open(&path).await.unwrap());
+    let again = Sqlite::open(&path).await.unwrap();
+    let mode = again
+        .query_row("PRAGMA journal_mode", &[])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(mode[0].as_str(), Some("wal"));
+}
