@@ -38,6 +38,12 @@ pub enum Error {
         /// The type of the key that was given.
         found: KeyType,
     },
+    /// A lease's time to live is zero or longer than [`MAX_TTL`](crate::MAX_TTL).
+    #[error("a lease's ttl must be between 1 ms and {} ms, got {ttl:?}", crate::MAX_TTL.as_millis())]
+    InvalidTtl {
+        /// The ttl asked for.
+        ttl: std::time::Duration,
+    },
     /// Waiting for a lease was cancelled through its `CancellationToken`.
     #[error("waiting for the lease was cancelled")]
     Cancelled,

@@ -103,7 +103,7 @@ impl<B: Backend> Store<B> {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] for a ttl of zero or above [`MAX_TTL`]; [`Error::KeyType`];
+    /// [`Error::InvalidTtl`] for a ttl under 1 ms or above [`MAX_TTL`]; [`Error::KeyType`];
     /// any database error, including a missing table.
     pub async fn try_acquire(&self, key: impl Into<Key>, ttl: Duration) -> Result<Option<Lease>> {
         let key = key.into();
@@ -391,10 +391,30 @@ fn lease_params(lease: &Lease) -> Vec<Value> {
 
 fn ttl_millis(ttl: Duration) -> Result<i64> {
     if ttl < Duration::from_millis(1) || ttl > MAX_TTL {
-        return Err(Error::Config(format!(
-            "a lease's ttl must be between 1 ms and {} ms, got {ttl:?}",
-            MAX_TTL.as_millis()
-        )));
+        return Err(Error::InvalidTtl { ttl });
     }
-    i64::try_from(ttl.as_millis()).map_err(|_| Error::Config("ttl out of range".into()))
+    i64::try_from(ttl.as_millis()).map_err(|_| Error::InvalidTtl { ttl })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_bounds() {
+        assert!(matches!(
+            ttl_millis(Duration::ZERO),
+            Err(Error::InvalidTtl { .. })
+        ));
+        assert!(matches!(
+            ttl_millis(Duration::from_micros(999)),
+            Err(Error::InvalidTtl { .. })
+        ));
+        assert_eq!(ttl_millis(Duration::from_millis(1)).unwrap(), 1);
+        assert_eq!(ttl_millis(MAX_TTL).unwrap(), i64::from(i32::MAX));
+        assert!(matches!(
+            ttl_millis(MAX_TTL + Duration::from_millis(1)),
+            Err(Error::InvalidTtl { .. })
+        ));
+    }
 }
