@@ -70,21 +70,32 @@ fn is_target_ref(statement: &Statement, column: &ColumnRef) -> bool {
     }
 }
 
-/// An operand that mentions no column of the target: a value, from the row's point of view.
-fn is_value(statement: &Statement, operand: &Operand) -> bool {
-    !operand.range.is_empty() && !operand.columns.iter().any(|c| is_target_ref(statement, c))
+/// An operand that mentions no fence column of the target: a value, from the row's point
+/// of view.
+///
+/// Other unqualified names count as values: in PL/pgSQL and T-SQL bodies they are as
+/// often variables and parameters (`WHERE report_id = p_report`) as columns, and a row
+/// compared with another of its own non-fence columns is not a pattern worth a false
+/// alarm on every function body.
+fn is_value(statement: &Statement, table: &TableSpec, operand: &Operand) -> bool {
+    let fence = [&table.key, &table.generation, &table.owner, &table.expiry];
+    !operand.range.is_empty()
+        && !operand
+            .columns
+            .iter()
+            .any(|c| is_target_ref(statement, c) && fence.iter().any(|f| c.name.eq_ignore_ascii_case(f)))
 }
 
 /// `column op value`, normalised so that the target column is on the left.
-fn comparison<'a>(statement: &Statement, predicate: &'a Predicate) -> Option<(&'a ColumnRef, CompareOp, &'a Operand)> {
+fn comparison<'a>(statement: &Statement, table: &TableSpec, predicate: &'a Predicate) -> Option<(&'a ColumnRef, CompareOp, &'a Operand)> {
     let Predicate::Compare { left, op, right } = predicate else { return None };
     if let Some(column) = left.single_column().filter(|c| is_target_ref(statement, c)) {
-        if is_value(statement, right) {
+        if is_value(statement, table, right) {
             return Some((column, *op, right));
         }
     }
     if let Some(column) = right.single_column().filter(|c| is_target_ref(statement, c)) {
-        if is_value(statement, left) {
+        if is_value(statement, table, left) {
             return Some((column, op.flipped(), left));
         }
     }
@@ -97,7 +108,7 @@ fn is_free_leaf(statement: &Statement, table: &TableSpec, predicate: &Predicate)
             .single_column()
             .is_some_and(|c| is_target_column(statement, c, &table.expiry) || is_target_column(statement, c, &table.owner));
     }
-    comparison(statement, predicate).is_some_and(|(column, op, _)| {
+    comparison(statement, table, predicate).is_some_and(|(column, op, _)| {
         column.name.eq_ignore_ascii_case(&table.expiry) && matches!(op, CompareOp::Lt | CompareOp::LtEq)
     })
 }
@@ -155,7 +166,7 @@ pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -
     }
     for condition in &arm.conditions {
         for (leaf, guarded) in condition.leaves() {
-            let Some((column, op, value)) = comparison(statement, leaf) else { continue };
+            let Some((column, op, value)) = comparison(statement, table, leaf) else { continue };
             let name = &column.name;
             if op == CompareOp::Eq {
                 if name.eq_ignore_ascii_case(&table.key) {
@@ -200,7 +211,7 @@ pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -
 /// `expiry <= @now`: an is-free test against the client's clock (reported by
 /// `client-clock-expiry`, and counted as present for `unchecked-acquire`).
 fn client_free(statement: &Statement, table: &TableSpec, predicate: &Predicate) -> bool {
-    comparison(statement, predicate).is_some_and(|(column, op, value)| {
+    comparison(statement, table, predicate).is_some_and(|(column, op, value)| {
         column.name.eq_ignore_ascii_case(&table.expiry) && matches!(op, CompareOp::Lt | CompareOp::LtEq) && !value.clock
     })
 }

@@ -78,7 +78,18 @@ fn is_ident_continue(c: char) -> bool {
 }
 
 /// Lexes `text`.
+///
+/// A dollar-quoted string right after `AS` or `DO` is a function body
+/// (`CREATE FUNCTION ... AS $$ ... $$`, `DO $$ ... $$`): its contents are lexed as SQL,
+/// between two [`TokenKind::Semicolon`] tokens standing for the delimiters, so the
+/// statements inside are checked like any other.
 pub fn lex(text: &str) -> Lexed {
+    lex_nested(text, 0)
+}
+
+const MAX_BODY_NESTING: usize = 4;
+
+fn lex_nested(text: &str, nesting: usize) -> Lexed {
     let bytes = text.as_bytes();
     let mut out = Lexed::default();
     let mut i = 0;
@@ -167,6 +178,25 @@ pub fn lex(text: &str) -> Lexed {
                     i = memchr::memchr(b')', &bytes[i..]).map_or(bytes.len(), |n| i + n + 1);
                     TokenKind::Placeholder
                 } else if let Some(end) = dollar_quoted_end(text, i) {
+                    let body_follows = out.tokens.last().is_some_and(|t| {
+                        t.kind == TokenKind::Word
+                            && (text[t.range.clone()].eq_ignore_ascii_case("AS") || text[t.range.clone()].eq_ignore_ascii_case("DO"))
+                    });
+                    if body_follows && nesting < MAX_BODY_NESTING {
+                        let tag_len = text[i + 1..].find('$').map_or(1, |n| n + 2);
+                        let body_start = i + tag_len;
+                        let body_end = if end - body_start >= tag_len && text[..end].ends_with(&text[i..body_start]) { end - tag_len } else { end };
+                        out.tokens.push(Token { kind: TokenKind::Semicolon, range: i..body_start });
+                        let inner = lex_nested(&text[body_start..body_end], nesting + 1);
+                        let shift = |r: &Range<usize>| r.start + body_start..r.end + body_start;
+                        out.tokens.extend(inner.tokens.iter().map(|t| Token { kind: t.kind, range: shift(&t.range) }));
+                        out.comments.extend(inner.comments.iter().map(|c| Comment { range: shift(&c.range), line: c.line }));
+                        if body_end < end {
+                            out.tokens.push(Token { kind: TokenKind::Semicolon, range: body_end..end });
+                        }
+                        i = end;
+                        continue;
+                    }
                     i = end;
                     TokenKind::String
                 } else {
@@ -421,6 +451,18 @@ mod tests {
         );
         let lexed = lex(text);
         assert_eq!(ident_text(text, &lexed.tokens[4]), "Report");
+    }
+
+    #[test]
+    fn function_bodies_are_sql() {
+        let text = "CREATE FUNCTION f() RETURNS void AS $body$ UPDATE t SET a = 'x' -- note\n $body$ LANGUAGE sql; SELECT $$UPDATE u$$";
+        let lexed = lex(text);
+        let words: Vec<&str> = lexed.tokens.iter().filter(|t| t.kind == TokenKind::Word).map(|t| &text[t.range.clone()]).collect();
+        assert!(words.contains(&"UPDATE") && words.contains(&"LANGUAGE"), "{words:?}");
+        assert_eq!(lexed.comments.len(), 1);
+        assert_eq!(&text[lexed.comments[0].range.clone()], "-- note");
+        assert_eq!(lexed.tokens.iter().filter(|t| t.kind == TokenKind::String).count(), 2, "the `$$UPDATE u$$` literal stays a string");
+        let _ = lex("DO $a$ $b$ unterminated");
     }
 
     #[test]

@@ -133,8 +133,10 @@ const STOP_WORDS: &[&str] = &[
     "OFFSET", "WINDOW", "FOR", "ELSIF", "ELSEIF", "EXCEPTION", "CALL", "DO", "REPLACE",
 ];
 
-const BEFORE_NON_STATEMENT: &[&str] =
-    &["ON", "FOR", "AFTER", "BEFORE", "OF", "GRANT", "DENY", "REVOKE", "OR", "INSTEAD", "DO", "NO", "TO"];
+const BEFORE_NON_STATEMENT: &[&str] = &["FOR", "AFTER", "BEFORE", "OF", "GRANT", "DENY", "REVOKE", "OR", "INSTEAD", "DO", "NO", "TO"];
+
+/// After `ON UPDATE` / `ON DELETE` of a foreign key.
+const REFERENTIAL_ACTIONS: &[&str] = &["CASCADE", "RESTRICT", "NO", "SET"];
 
 const CLOCK_FUNCTIONS: &[&str] = &[
     "sysutcdatetime", "sysdatetime", "sysdatetimeoffset", "getutcdate", "getdate", "now", "clock_timestamp",
@@ -195,6 +197,10 @@ pub fn find_statements(text: &str, tokens: &[Token]) -> Vec<Found> {
             continue;
         }
         let next = next.unwrap_or(token);
+        // `SET NOCOUNT ON` then a statement, versus `ON DELETE CASCADE`.
+        if prev.is_some_and(|p| is_word(text, p, "ON")) && is_any_word(text, next, REFERENTIAL_ACTIONS) {
+            continue;
+        }
         match kind {
             StatementKind::Update if is_any_word(text, next, &["SET", "STATISTICS"]) => continue,
             StatementKind::Merge if is_word(text, next, "JOIN") => continue,
@@ -1278,14 +1284,14 @@ impl<'a> Parser<'a> {
                         self.call_arguments(&mut operand);
                     }
                 }
-                TokenKind::Parameter | TokenKind::Placeholder if t.kind == TokenKind::Parameter || text.starts_with('$') => {
+                TokenKind::Parameter | TokenKind::Placeholder => {
                     operand.parameter = true;
                     self.pos += 1;
                 }
                 TokenKind::String | TokenKind::Number => {
                     self.pos += 1;
                 }
-                TokenKind::Word | TokenKind::QuotedIdent | TokenKind::Placeholder => {
+                TokenKind::Word | TokenKind::QuotedIdent => {
                     if t.kind == TokenKind::Word {
                         if is_word(self.text, t, "CASE") {
                             let case_start = self.pos;
@@ -1376,9 +1382,6 @@ impl<'a> Parser<'a> {
                     }
                 }
                 TokenKind::Dot | TokenKind::Other => {
-                    self.pos += 1;
-                }
-                _ => {
                     self.pos += 1;
                 }
             }
