@@ -52,7 +52,7 @@ fn level(severity: Severity) -> &'static str {
 }
 
 fn descriptor(rule: Rule) -> Value {
-    let doc = documentation(rule);
+    let doc = crate::explain(rule);
     json!({
         "id": rule.code(),
         "name": rule.name(),
@@ -86,11 +86,6 @@ fn result(d: &Diagnostic) -> Value {
             }
         }],
     })
-}
-
-/// The rule's documentation.
-fn documentation(rule: Rule) -> &'static str {
-    rule.summary()
 }
 
 /// The paragraph under the documentation's "What it does" heading, joined into one line.

@@ -1,0 +1,178 @@
+//! Finding and reading the files to lint, and the two passes over them.
+//!
+//! Directories are walked in parallel with the `ignore` crate, honouring `.gitignore`,
+//! `.ignore`, the global git excludes and hidden files. `.gitignore` is honoured whether
+//! or not the tree is a git repository (`require_git(false)`): a tree unpacked from an
+//! archive or copied into a container lints the same as its checkout. Symbolic links to
+//! directories are not followed; symbolic links to files are read like files, so a broken
+//! one is reported as unreadable rather than skipped.
+//!
+//! Which files are linted: inside a directory, the candidates `Linter::is_candidate`
+//! accepts (`.sql` and `.rs`); a file named on the command line, always, whatever its
+//! extension and even if ignored, as ripgrep does.
+//!
+//! Each file is read once; its bytes stay in memory for pass 1 (discovering fenced tables
+//! from `CREATE TABLE`) and pass 2 (checking statements).
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+use fenced_lint::config::{Config, TableSpec};
+use fenced_lint::diagnostic::Diagnostic;
+use fenced_lint::report::Run;
+use fenced_lint::source::{MAX_FILE_SIZE, decode};
+use fenced_lint::{FileReport, Linter};
+use ignore::{WalkBuilder, WalkState};
+use rayon::prelude::*;
+
+/// One file found by the walk: its path as reported, and its bytes or why they could not
+/// be read.
+#[derive(Debug)]
+pub(crate) struct Input {
+    pub(crate) path: PathBuf,
+    pub(crate) bytes: Result<Vec<u8>, String>,
+}
+
+/// Walks `roots` in parallel and reads the files named in `roots` and the files inside
+/// them that `wanted` accepts (the lint passes [`Linter::is_candidate`]), sorted by path.
+///
+/// With `strip_dot`, a leading `./` is removed from reported paths (used when the lint
+/// walks the current directory by default, so paths read as `src/a.sql`).
+pub(crate) fn read_tree(
+    roots: &[PathBuf],
+    strip_dot: bool,
+    wanted: impl Fn(&Path) -> bool + Sync,
+) -> Vec<Input> {
+    let Some((first, rest)) = roots.split_first() else {
+        return Vec::new();
+    };
+    let mut builder = WalkBuilder::new(first);
+    for root in rest {
+        builder.add(root);
+    }
+    builder.require_git(false).follow_links(false);
+
+    let (tx, rx) = mpsc::channel::<Input>();
+    let wanted = &wanted;
+    builder.build_parallel().run(|| {
+        let tx = tx.clone();
+        Box::new(move |entry| {
+            let input = match entry {
+                Ok(entry) => {
+                    let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                    // A link to a directory is not followed (no cycles), nor read as a file.
+                    let linked_dir = entry.path_is_symlink() && entry.path().is_dir();
+                    if is_dir || linked_dir || (entry.depth() > 0 && !wanted(entry.path())) {
+                        return WalkState::Continue;
+                    }
+                    let path = reported(entry.path(), strip_dot);
+                    let bytes = read(entry.path());
+                    Input { path, bytes }
+                }
+                Err(err) => Input {
+                    path: reported(
+                        &error_path(&err).unwrap_or_else(|| first.clone()),
+                        strip_dot,
+                    ),
+                    bytes: Err(err.to_string()),
+                },
+            };
+            match tx.send(input) {
+                Ok(()) => WalkState::Continue,
+                Err(_) => WalkState::Quit,
+            }
+        })
+    });
+    drop(tx);
+    // The walk's order depends on thread timing; the passes must not.
+    let mut inputs: Vec<Input> = rx.into_iter().collect();
+    inputs.sort_by(|a, b| a.path.cmp(&b.path));
+    inputs
+}
+
+/// Reads a whole file, refusing one too large to be source without reading all of it.
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let limit = MAX_FILE_SIZE as u64;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "larger than the {limit}-byte limit for source files"
+        ));
+    }
+    Ok(bytes)
+}
+
+fn reported(path: &Path, strip_dot: bool) -> PathBuf {
+    match path.strip_prefix(".") {
+        Ok(rest) if strip_dot && !rest.as_os_str().is_empty() => rest.to_path_buf(),
+        _ => path.to_path_buf(),
+    }
+}
+
+fn error_path(err: &ignore::Error) -> Option<PathBuf> {
+    match err {
+        ignore::Error::WithPath { path, .. } => Some(path.clone()),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            error_path(err)
+        }
+        ignore::Error::Loop { child, .. } => Some(child.clone()),
+        ignore::Error::Partial(errs) => errs.iter().find_map(error_path),
+        _ => None,
+    }
+}
+
+/// Runs both passes over the files read: discovers fenced tables from every readable
+/// file, then checks every file against the configured and discovered tables. Files that
+/// could not be read become one `unreadable-file` finding each.
+pub(crate) fn lint(config: &Config, inputs: &[Input]) -> Run {
+    let linter = Linter::new(config);
+    let discovered: Vec<TableSpec> = inputs
+        .par_iter()
+        .filter_map(|input| Some((&input.path, input.bytes.as_ref().ok()?)))
+        .flat_map_iter(|(path, bytes)| linter.discover_tables(path, bytes))
+        .collect();
+    let linter = linter.with_discovered(discovered);
+
+    let checked: Vec<(FileReport, Option<String>)> = inputs
+        .par_iter()
+        .map(|input| match &input.bytes {
+            Ok(bytes) => {
+                let report = linter.check_file(&input.path, bytes);
+                // Keep the text only where a snippet will be shown.
+                let text = (!report.diagnostics.is_empty())
+                    .then(|| decode(bytes).ok().map(|t| t.into_owned()))
+                    .flatten();
+                (report, text)
+            }
+            Err(reason) => (
+                FileReport {
+                    diagnostics: vec![Diagnostic::unreadable(&input.path, reason)],
+                    ..FileReport::default()
+                },
+                None,
+            ),
+        })
+        .collect();
+
+    let mut diagnostics = Vec::new();
+    let mut statements_checked = 0;
+    let mut sources = std::collections::BTreeMap::new();
+    for (input, (report, text)) in inputs.iter().zip(checked) {
+        statements_checked += report.statements_checked;
+        diagnostics.extend(report.diagnostics);
+        if let Some(text) = text {
+            sources.insert(input.path.clone(), text);
+        }
+    }
+    let mut run = Run::new(diagnostics);
+    run.files_scanned = inputs.len();
+    run.statements_checked = statements_checked;
+    run.sources = sources;
+    run
+}
