@@ -127,7 +127,9 @@ impl Config {
         for entry in raw.table {
             let (schema, name) = split_qualified(&entry.name);
             let column = |value: Option<String>, default: &str, what: &str| {
-                let value = value.map(|v| unquote(&v)).unwrap_or_else(|| default.to_owned());
+                let value = value
+                    .map(|v| unquote(&v))
+                    .unwrap_or_else(|| default.to_owned());
                 if valid_identifier(&value) {
                     Ok(value)
                 } else {
@@ -236,7 +238,9 @@ fn split_dotted(name: &str) -> Vec<String> {
 fn valid_identifier(name: &str) -> bool {
     !name.is_empty()
         && name.chars().count() <= 128
-        && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == ' ' || c == '#')
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == ' ' || c == '#')
         && !name.starts_with(' ')
         && !name.ends_with(' ')
 }
@@ -261,8 +265,14 @@ mod tests {
 
     #[test]
     fn rejects_bad_config() {
-        assert!(matches!(Config::from_toml("[[table]]\nkey = \"x\""), Err(Error::ParseConfig { .. })));
-        assert!(matches!(Config::from_toml("[[tables]]\nname = \"x\""), Err(Error::ParseConfig { .. })));
+        assert!(matches!(
+            Config::from_toml("[[table]]\nkey = \"x\""),
+            Err(Error::ParseConfig { .. })
+        ));
+        assert!(matches!(
+            Config::from_toml("[[tables]]\nname = \"x\""),
+            Err(Error::ParseConfig { .. })
+        ));
         assert!(matches!(
             Config::from_toml("[[table]]\nname = \"x\"\nkey = \"a;drop\""),
             Err(Error::InvalidConfig(_))
@@ -283,7 +293,11 @@ mod tests {
     #[test]
     fn discovers_upwards() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(CONFIG_FILE_NAME), "[[table]]\nname = \"T\"\n").unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE_NAME),
+            "[[table]]\nname = \"T\"\n",
+        )
+        .unwrap();
         let nested = dir.path().join("a/b");
         std::fs::create_dir_all(&nested).unwrap();
         let (path, config) = Config::discover(&nested).unwrap().unwrap();

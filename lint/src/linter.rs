@@ -62,15 +62,22 @@ impl Linter {
             .match_kind(MatchKind::LeftmostFirst)
             .build(&patterns)
             .ok();
-        let mut generation_names: Vec<String> = tables.iter().map(|t| t.generation.clone()).collect();
+        let mut generation_names: Vec<String> =
+            tables.iter().map(|t| t.generation.clone()).collect();
         generation_names.push(config::DEFAULT_GENERATION.to_owned());
         generation_names.sort();
         generation_names.dedup();
         let discovery = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .build(&generation_names)
-            .unwrap_or_else(|_| AhoCorasick::new(["generation"]).expect("a one-word automaton builds"));
-        Linter { tables, prefilter, discovery }
+            .unwrap_or_else(|_| {
+                AhoCorasick::new(["generation"]).expect("a one-word automaton builds")
+            });
+        Linter {
+            tables,
+            prefilter,
+            discovery,
+        }
     }
 
     /// The fenced tables: configured, then discovered.
@@ -82,7 +89,9 @@ impl Linter {
     /// generation, an owner and an expiry column (with the configured names or the
     /// article's). The key is the primary-key column, or the first column.
     pub fn discover_tables(&self, path: &Path, bytes: &[u8]) -> Vec<TableSpec> {
-        let Ok(text) = source::decode(bytes) else { return Vec::new() };
+        let Ok(text) = source::decode(bytes) else {
+            return Vec::new();
+        };
         if !self.discovery.is_match(text.as_ref()) {
             return Vec::new();
         }
@@ -105,30 +114,68 @@ impl Linter {
         let lexed = lexer::lex(text);
         let tokens = &lexed.tokens;
         let mut out = Vec::new();
-        let mut column_sets: Vec<(String, String, String)> =
-            self.tables.iter().map(|t| (t.generation.clone(), t.owner.clone(), t.expiry.clone())).collect();
-        column_sets.push((config::DEFAULT_GENERATION.into(), config::DEFAULT_OWNER.into(), config::DEFAULT_EXPIRY.into()));
-        column_sets.push(("generation".into(), "lease_owner".into(), "lease_until".into()));
+        let mut column_sets: Vec<(String, String, String)> = self
+            .tables
+            .iter()
+            .map(|t| (t.generation.clone(), t.owner.clone(), t.expiry.clone()))
+            .collect();
+        column_sets.push((
+            config::DEFAULT_GENERATION.into(),
+            config::DEFAULT_OWNER.into(),
+            config::DEFAULT_EXPIRY.into(),
+        ));
+        column_sets.push((
+            "generation".into(),
+            "lease_owner".into(),
+            "lease_until".into(),
+        ));
         for i in 0..tokens.len() {
             if !(sql::parse::is_word(text, &tokens[i], "CREATE")) {
                 continue;
             }
             let mut j = i + 1;
-            while tokens.get(j).is_some_and(|t| ["TEMP", "TEMPORARY", "UNLOGGED", "OR", "REPLACE", "GLOBAL", "LOCAL"].iter().any(|w| sql::parse::is_word(text, t, w))) {
+            while tokens.get(j).is_some_and(|t| {
+                [
+                    "TEMP",
+                    "TEMPORARY",
+                    "UNLOGGED",
+                    "OR",
+                    "REPLACE",
+                    "GLOBAL",
+                    "LOCAL",
+                ]
+                .iter()
+                .any(|w| sql::parse::is_word(text, t, w))
+            }) {
                 j += 1;
             }
-            if !tokens.get(j).is_some_and(|t| sql::parse::is_word(text, t, "TABLE")) {
+            if !tokens
+                .get(j)
+                .is_some_and(|t| sql::parse::is_word(text, t, "TABLE"))
+            {
                 continue;
             }
             j += 1;
-            if tokens.get(j).is_some_and(|t| sql::parse::is_word(text, t, "IF")) {
+            if tokens
+                .get(j)
+                .is_some_and(|t| sql::parse::is_word(text, t, "IF"))
+            {
                 j += 3;
             }
             let name_start = j;
-            while tokens.get(j).is_some_and(|t| !matches!(t.kind, lexer::TokenKind::LParen | lexer::TokenKind::Semicolon)) {
+            while tokens.get(j).is_some_and(|t| {
+                !matches!(
+                    t.kind,
+                    lexer::TokenKind::LParen | lexer::TokenKind::Semicolon
+                )
+            }) {
                 j += 1;
             }
-            if !tokens.get(j).is_some_and(|t| t.kind == lexer::TokenKind::LParen) || j == name_start {
+            if !tokens
+                .get(j)
+                .is_some_and(|t| t.kind == lexer::TokenKind::LParen)
+                || j == name_start
+            {
                 continue;
             }
             let name_text = &text[tokens[name_start].range.start..tokens[j - 1].range.end];
@@ -160,16 +207,35 @@ impl Linter {
                         if expect_column {
                             expect_column = false;
                             let constraint = t.kind == lexer::TokenKind::Word
-                                && ["CONSTRAINT", "PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "INDEX", "KEY", "EXCLUDE", "PERIOD"].iter().any(|w| word.eq_ignore_ascii_case(w));
+                                && [
+                                    "CONSTRAINT",
+                                    "PRIMARY",
+                                    "UNIQUE",
+                                    "FOREIGN",
+                                    "CHECK",
+                                    "INDEX",
+                                    "KEY",
+                                    "EXCLUDE",
+                                    "PERIOD",
+                                ]
+                                .iter()
+                                .any(|w| word.eq_ignore_ascii_case(w));
                             if constraint {
                                 last_column = None;
                                 if word.eq_ignore_ascii_case("PRIMARY") && primary.is_none() {
                                     // `PRIMARY KEY [CLUSTERED] (col, ...)`: the first column.
                                     let mut m = k + 1;
-                                    while tokens.get(m).is_some_and(|t| t.kind != lexer::TokenKind::LParen && t.kind != lexer::TokenKind::Comma) {
+                                    while tokens.get(m).is_some_and(|t| {
+                                        t.kind != lexer::TokenKind::LParen
+                                            && t.kind != lexer::TokenKind::Comma
+                                    }) {
                                         m += 1;
                                     }
-                                    if let Some(col) = tokens.get(m + 1).filter(|_| tokens.get(m).is_some_and(|t| t.kind == lexer::TokenKind::LParen)) {
+                                    if let Some(col) = tokens.get(m + 1).filter(|_| {
+                                        tokens
+                                            .get(m)
+                                            .is_some_and(|t| t.kind == lexer::TokenKind::LParen)
+                                    }) {
                                         primary = Some(lexer::ident_text(text, col).to_owned());
                                     }
                                 }
@@ -177,12 +243,17 @@ impl Linter {
                                 columns.push(word.to_owned());
                                 last_column = Some(word.to_owned());
                             }
-                        } else if word.eq_ignore_ascii_case("PRIMARY") && primary.is_none() {
-                            if let Some(col) = &last_column {
-                                if tokens.get(k + 1).is_some_and(|n| sql::parse::is_word(text, n, "KEY")) && !tokens.get(k + 2).is_some_and(|n| n.kind == lexer::TokenKind::LParen) {
-                                    primary = Some(col.clone());
-                                }
-                            }
+                        } else if word.eq_ignore_ascii_case("PRIMARY")
+                            && primary.is_none()
+                            && let Some(col) = &last_column
+                            && tokens
+                                .get(k + 1)
+                                .is_some_and(|n| sql::parse::is_word(text, n, "KEY"))
+                            && !tokens
+                                .get(k + 2)
+                                .is_some_and(|n| n.kind == lexer::TokenKind::LParen)
+                        {
+                            primary = Some(col.clone());
                         }
                     }
                     _ => {}
@@ -190,8 +261,13 @@ impl Linter {
                 k += 1;
             }
             let has = |c: &str| columns.iter().any(|x| x.eq_ignore_ascii_case(c));
-            if let Some((generation, owner, expiry)) = column_sets.iter().find(|(g, o, e)| has(g) && has(o) && has(e)) {
-                let Some(key) = primary.or_else(|| columns.first().cloned()) else { continue };
+            if let Some((generation, owner, expiry)) = column_sets
+                .iter()
+                .find(|(g, o, e)| has(g) && has(o) && has(e))
+            {
+                let Some(key) = primary.or_else(|| columns.first().cloned()) else {
+                    continue;
+                };
                 out.push(TableSpec {
                     schema,
                     name,
@@ -242,10 +318,15 @@ impl Linter {
         let text = match source::decode(bytes) {
             Ok(text) => text,
             Err(reason) => {
-                return FileReport { diagnostics: vec![Diagnostic::unreadable(path, reason)], ..FileReport::default() };
+                return FileReport {
+                    diagnostics: vec![Diagnostic::unreadable(path, reason)],
+                    ..FileReport::default()
+                };
             }
         };
-        let Some(prefilter) = &self.prefilter else { return FileReport::default() };
+        let Some(prefilter) = &self.prefilter else {
+            return FileReport::default();
+        };
         if !prefilter.is_match(text.as_ref()) {
             return FileReport::default();
         }
@@ -254,18 +335,28 @@ impl Linter {
         let mut findings: Vec<(Range<usize>, Vec<usize>, Finding)> = Vec::new();
         let mut suppressions: Vec<(Suppression, Option<u32>)> = Vec::new();
         let mut malformed: Vec<(Range<usize>, String)> = Vec::new();
-        let mut collect = |parsed: Option<Parsed>, suppressions: &mut Vec<(Suppression, Option<u32>)>| match parsed {
-            Some(Parsed::Suppression(s)) => suppressions.push((s, None)),
-            Some(Parsed::Malformed(range, why)) => malformed.push((range, why)),
-            None => {}
-        };
+        let mut collect =
+            |parsed: Option<Parsed>, suppressions: &mut Vec<(Suppression, Option<u32>)>| {
+                match parsed {
+                    Some(Parsed::Suppression(s)) => suppressions.push((s, None)),
+                    Some(Parsed::Malformed(range, why)) => malformed.push((range, why)),
+                    None => {}
+                }
+            };
         // Each finding's anchors: the file offsets whose preceding line may hold its suppression.
         if is_rust(path) {
             let scanned = rust::scan(&text);
             for comment in &scanned.comments {
                 let body = &text[comment.range.clone()];
                 if body.contains(suppress::MARKER) {
-                    collect(suppress::parse_comment(body, comment.range.clone(), index.line(comment.range.start)), &mut suppressions);
+                    collect(
+                        suppress::parse_comment(
+                            body,
+                            comment.range.clone(),
+                            index.line(comment.range.start),
+                        ),
+                        &mut suppressions,
+                    );
                 }
             }
             for literal in scanned.literals.iter().filter(|l| !l.skipped) {
@@ -287,7 +378,14 @@ impl Linter {
             for comment in lexed.comments.iter().filter(|c| c.line) {
                 let body = &text[comment.range.clone()];
                 if body.contains(suppress::MARKER) {
-                    collect(suppress::parse_comment(body, comment.range.clone(), index.line(comment.range.start)), &mut suppressions);
+                    collect(
+                        suppress::parse_comment(
+                            body,
+                            comment.range.clone(),
+                            index.line(comment.range.start),
+                        ),
+                        &mut suppressions,
+                    );
                 }
             }
             let (found, checked, coverage) = self.check_tokens(&text, &lexed.tokens);
@@ -303,7 +401,8 @@ impl Linter {
         for (range, anchors, finding) in findings {
             let anchor_lines: Vec<u32> = anchors.iter().map(|a| index.line(*a)).collect();
             let suppressed = suppressions.iter_mut().find(|(s, _)| {
-                s.rules.contains(&finding.rule) && anchor_lines.iter().any(|line| s.line + 1 == *line)
+                s.rules.contains(&finding.rule)
+                    && anchor_lines.iter().any(|line| s.line + 1 == *line)
             });
             if let Some((_, used)) = suppressed {
                 *used = Some(anchor_lines[0]);
@@ -375,9 +474,11 @@ impl Linter {
                 }
                 Err((error, range, mentioned)) => {
                     coverage.unparsed += 1;
-                    let table = mentioned
-                        .iter()
-                        .find_map(|m| self.tables.iter().find(|t| t.matches(m.schema.as_deref(), &m.name)));
+                    let table = mentioned.iter().find_map(|m| {
+                        self.tables
+                            .iter()
+                            .find(|t| t.matches(m.schema.as_deref(), &m.name))
+                    });
                     if let Some(table) = table {
                         coverage.unanalysed_fenced += 1;
                         findings.push(Finding {
@@ -402,7 +503,9 @@ fn add_coverage(total: &mut Coverage, more: Coverage) {
 }
 
 fn is_rust(path: &Path) -> bool {
-    path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("rs"))
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("rs"))
 }
 
 /// From the first character of `range` to its last character (inclusive).
@@ -413,7 +516,10 @@ fn text_range(text: &str, index: &LineIndex, range: Range<usize>) -> TextRange {
     } else {
         start
     };
-    TextRange { start: index.position(text, start), end: index.position(text, last.max(start)) }
+    TextRange {
+        start: index.position(text, start),
+        end: index.position(text, last.max(start)),
+    }
 }
 
 fn floor_boundary(text: &str, mut offset: usize) -> usize {
@@ -428,4 +534,3 @@ fn floor_boundary(text: &str, mut offset: usize) -> usize {
 pub fn explain(rule: Rule) -> &'static str {
     rule.documentation()
 }
-

@@ -53,7 +53,11 @@ pub fn parse_comment(comment: &str, range: Range<usize>, line: u32) -> Option<Pa
         match name.parse::<Rule>() {
             Ok(rule) => rules.push(rule),
             Err(_) if name.is_empty() => return malformed("expected a rule name inside `allow()`"),
-            Err(_) => return malformed(&format!("unknown rule `{name}`; `fenced-lint explain` lists the rules")),
+            Err(_) => {
+                return malformed(&format!(
+                    "unknown rule `{name}`; `fenced-lint explain` lists the rules"
+                ));
+            }
         }
     }
     let reason = after_allow[close + 1..].trim();
@@ -71,15 +75,33 @@ mod tests {
 
     #[test]
     fn parses_strictly() {
-        let parsed = parse_comment("-- fenced-lint: allow(unfenced-write, FL007) legacy backfill", 0..10, 3);
-        let Some(Parsed::Suppression(s)) = parsed else { panic!("{parsed:?}") };
+        let parsed = parse_comment(
+            "-- fenced-lint: allow(unfenced-write, FL007) legacy backfill",
+            0..10,
+            3,
+        );
+        let Some(Parsed::Suppression(s)) = parsed else {
+            panic!("{parsed:?}")
+        };
         assert_eq!(s.rules, [Rule::UnfencedWrite, Rule::FencedRowDelete]);
         assert_eq!(s.reason.as_deref(), Some("legacy backfill"));
-        let Some(Parsed::Suppression(s)) = parse_comment("// fenced-lint: allow(unfenced-write)", 0..1, 1) else { panic!() };
+        let Some(Parsed::Suppression(s)) =
+            parse_comment("// fenced-lint: allow(unfenced-write)", 0..1, 1)
+        else {
+            panic!()
+        };
         assert_eq!(s.reason, None);
-        assert!(matches!(parse_comment("-- fenced-lint: allow(require-fence) x", 0..1, 1), Some(Parsed::Malformed(_, m)) if m.contains("require-fence")));
-        assert!(matches!(parse_comment("-- fenced-lint: ignore everything", 0..1, 1), Some(Parsed::Malformed(..))));
-        assert!(matches!(parse_comment("-- fenced-lint: allow(unfenced-write", 0..1, 1), Some(Parsed::Malformed(..))));
+        assert!(
+            matches!(parse_comment("-- fenced-lint: allow(require-fence) x", 0..1, 1), Some(Parsed::Malformed(_, m)) if m.contains("require-fence"))
+        );
+        assert!(matches!(
+            parse_comment("-- fenced-lint: ignore everything", 0..1, 1),
+            Some(Parsed::Malformed(..))
+        ));
+        assert!(matches!(
+            parse_comment("-- fenced-lint: allow(unfenced-write", 0..1, 1),
+            Some(Parsed::Malformed(..))
+        ));
         assert_eq!(parse_comment("-- an ordinary comment", 0..1, 1), None);
     }
 }

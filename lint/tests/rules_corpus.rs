@@ -7,7 +7,9 @@ use fenced_lint::sql::{self, StatementKind};
 use fenced_lint::{Config, Linter, Rule, source};
 
 fn corpus(name: &str) -> (PathBuf, Vec<u8>) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus")
+        .join(name);
     let bytes = std::fs::read(&path).unwrap();
     (path, bytes)
 }
@@ -15,7 +17,9 @@ fn corpus(name: &str) -> (PathBuf, Vec<u8>) {
 /// Configured: the SQL Server table. The PostgreSQL table is discovered from its
 /// `CREATE TABLE` in `postgres_functions.sql`, as the command line does in its first pass.
 fn linter() -> Linter {
-    let config = Config::from_toml("[[table]]\nname = \"dbo.ReportPublication\"\nkey = \"ReportId\"\n").unwrap();
+    let config =
+        Config::from_toml("[[table]]\nname = \"dbo.ReportPublication\"\nkey = \"ReportId\"\n")
+            .unwrap();
     let linter = Linter::new(&config);
     let mut discovered = Vec::new();
     for name in FILES {
@@ -25,7 +29,12 @@ fn linter() -> Linter {
     linter.with_discovered(discovered)
 }
 
-const FILES: [&str; 4] = ["tsql_procedures.sql", "postgres_functions.sql", "ssms_unicode.sql", "repository.rs"];
+const FILES: [&str; 4] = [
+    "tsql_procedures.sql",
+    "postgres_functions.sql",
+    "ssms_unicode.sql",
+    "repository.rs",
+];
 
 fn findings(name: &str) -> Vec<(Rule, u32, u32)> {
     let (path, bytes) = corpus(name);
@@ -78,7 +87,10 @@ fn postgres_functions() {
 
 #[test]
 fn ssms_unicode() {
-    assert_eq!(findings("ssms_unicode.sql"), [(Rule::UnfencedWrite, 12, 1), (Rule::FencedRowDelete, 14, 1)]);
+    assert_eq!(
+        findings("ssms_unicode.sql"),
+        [(Rule::UnfencedWrite, 12, 1), (Rule::FencedRowDelete, 14, 1)]
+    );
 }
 
 #[test]
@@ -102,7 +114,11 @@ fn rust_repository() {
 #[test]
 fn every_write_is_reached() {
     // Counted by hand when the files were written.
-    let expected = [("tsql_procedures.sql", 10), ("postgres_functions.sql", 5), ("ssms_unicode.sql", 2)];
+    let expected = [
+        ("tsql_procedures.sql", 10),
+        ("postgres_functions.sql", 5),
+        ("ssms_unicode.sql", 2),
+    ];
     let (mut parsed, mut total) = (0, 0);
     for (name, writes) in expected {
         let (_, bytes) = corpus(name);
@@ -110,16 +126,28 @@ fn every_write_is_reached() {
         let analysed = sql::analyse(&text);
         let reached: Vec<_> = analysed
             .iter()
-            .filter(|a| matches!(a.kind, StatementKind::Update | StatementKind::Delete | StatementKind::Merge))
+            .filter(|a| {
+                matches!(
+                    a.kind,
+                    StatementKind::Update | StatementKind::Delete | StatementKind::Merge
+                )
+            })
             .collect();
         assert_eq!(reached.len(), writes, "{name}");
         total += reached.len();
         parsed += reached.iter().filter(|a| a.result.is_ok()).count();
         let report = linter().check_file(Path::new(name), &bytes);
         // Any unparsed write to a fenced table is reported, never silent.
-        let reported = report.diagnostics.iter().filter(|d| d.rule == Rule::UnanalysedWrite).count();
+        let reported = report
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule == Rule::UnanalysedWrite)
+            .count();
         assert_eq!(reported, report.coverage.unanalysed_fenced, "{name}");
     }
-    println!("write statements: {total}, parsed: {parsed}, unparsed: {}", total - parsed);
+    println!(
+        "write statements: {total}, parsed: {parsed}, unparsed: {}",
+        total - parsed
+    );
     assert_eq!(parsed, total);
 }

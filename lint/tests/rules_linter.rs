@@ -6,7 +6,10 @@ use std::path::Path;
 use fenced_lint::{Config, Diagnostic, Linter, Rule, TableSpec};
 
 fn linter() -> Linter {
-    Linter::new(&Config::from_toml("[[table]]\nname = \"dbo.ReportPublication\"\nkey = \"ReportId\"\n").unwrap())
+    Linter::new(
+        &Config::from_toml("[[table]]\nname = \"dbo.ReportPublication\"\nkey = \"ReportId\"\n")
+            .unwrap(),
+    )
 }
 
 /// `(rule, line, column)` of each finding.
@@ -24,24 +27,41 @@ const UNFENCED: &str = "UPDATE dbo.ReportPublication SET Payload = @p WHERE Repo
 #[test]
 fn sql_position_is_the_first_keyword() {
     let text = format!("-- header\n\n   {UNFENCED};\nSELECT 1;");
-    assert_eq!(found("a.sql", text.as_bytes()), [(Rule::UnfencedWrite, 3, 4)]);
+    assert_eq!(
+        found("a.sql", text.as_bytes()),
+        [(Rule::UnfencedWrite, 3, 4)]
+    );
     let report = linter().check_file(Path::new("a.sql"), text.as_bytes());
     let d = &report.diagnostics[0];
-    assert_eq!((d.range.end.line, d.range.end.column), (3, 3 + UNFENCED.chars().count() as u32));
+    assert_eq!(
+        (d.range.end.line, d.range.end.column),
+        (3, 3 + UNFENCED.chars().count() as u32)
+    );
     assert_eq!(d.table.as_deref(), Some("dbo.ReportPublication"));
-    assert!(d.help.as_deref().unwrap().contains("Generation = @generation"));
+    assert!(
+        d.help
+            .as_deref()
+            .unwrap()
+            .contains("Generation = @generation")
+    );
     assert_eq!(report.statements_checked, 1);
 }
 
 #[test]
 fn cte_statement_starts_at_with() {
     let text = "WITH c AS (SELECT TOP 1 * FROM dbo.ReportPublication WHERE ReportId = @id)\nUPDATE c SET Payload = @p;";
-    assert_eq!(found("a.sql", text.as_bytes()), [(Rule::UnfencedWrite, 1, 1)]);
+    assert_eq!(
+        found("a.sql", text.as_bytes()),
+        [(Rule::UnfencedWrite, 1, 1)]
+    );
 }
 
 #[test]
 fn files_without_fenced_tables_are_skipped() {
-    let report = linter().check_file(Path::new("a.sql"), b"UPDATE dbo.Other SET a = 1; DELETE FROM x;");
+    let report = linter().check_file(
+        Path::new("a.sql"),
+        b"UPDATE dbo.Other SET a = 1; DELETE FROM x;",
+    );
     assert_eq!(report.diagnostics, []);
     assert_eq!(report.statements_checked, 0);
 }
@@ -56,16 +76,29 @@ fn utf16_with_bom_is_read() {
     be.extend(text.encode_utf16().flat_map(u16::to_be_bytes));
     assert_eq!(found("a.sql", &be), [(Rule::UnfencedWrite, 2, 1)]);
     let bom8 = format!("\u{feff}{UNFENCED}");
-    assert_eq!(found("a.sql", bom8.as_bytes()), [(Rule::UnfencedWrite, 1, 1)]);
+    assert_eq!(
+        found("a.sql", bom8.as_bytes()),
+        [(Rule::UnfencedWrite, 1, 1)]
+    );
 }
 
 #[test]
 fn unreadable_input_is_one_diagnostic() {
-    for bytes in [&b"UPDATE dbo.ReportPublication \xFF\xFE\xFD"[..], b"\x00\x01binary ReportPublication", b"\xFF\xFE\x00\xD8"] {
+    for bytes in [
+        &b"UPDATE dbo.ReportPublication \xFF\xFE\xFD"[..],
+        b"\x00\x01binary ReportPublication",
+        b"\xFF\xFE\x00\xD8",
+    ] {
         let report = linter().check_file(Path::new("x.sql"), bytes);
         assert_eq!(report.diagnostics.len(), 1, "{bytes:?}");
         assert_eq!(report.diagnostics[0].rule, Rule::UnreadableFile);
-        assert_eq!((report.diagnostics[0].range.start.line, report.diagnostics[0].range.start.column), (1, 1));
+        assert_eq!(
+            (
+                report.diagnostics[0].range.start.line,
+                report.diagnostics[0].range.start.column
+            ),
+            (1, 1)
+        );
     }
     let big = vec![b'a'; 8 * 1024 * 1024 + 1];
     assert_eq!(found("big.sql", &big), [(Rule::UnreadableFile, 1, 1)]);
@@ -114,35 +147,68 @@ impl Store {
     }
 }
 "#;
-    assert_eq!(found("src/store.rs", text.as_bytes()), [(Rule::UnfencedWrite, 8, 30)]);
+    assert_eq!(
+        found("src/store.rs", text.as_bytes()),
+        [(Rule::UnfencedWrite, 8, 30)]
+    );
 }
 
 #[test]
 fn sql_suppressions() {
-    let used = format!("-- fenced-lint: allow(unfenced-write) nightly backfill runs with workers stopped\n{UNFENCED};");
+    let used = format!(
+        "-- fenced-lint: allow(unfenced-write) nightly backfill runs with workers stopped\n{UNFENCED};"
+    );
     assert_eq!(found("a.sql", used.as_bytes()), []);
     let no_reason = format!("-- fenced-lint: allow(unfenced-write)\n{UNFENCED};");
-    assert_eq!(found("a.sql", no_reason.as_bytes()), [(Rule::SuppressionWithoutReason, 1, 1)]);
+    assert_eq!(
+        found("a.sql", no_reason.as_bytes()),
+        [(Rule::SuppressionWithoutReason, 1, 1)]
+    );
     let wrong_rule = format!("-- fenced-lint: allow(fenced-row-delete) not this one\n{UNFENCED};");
-    assert_eq!(found("a.sql", wrong_rule.as_bytes()), [(Rule::UnusedSuppression, 1, 1), (Rule::UnfencedWrite, 2, 1)]);
+    assert_eq!(
+        found("a.sql", wrong_rule.as_bytes()),
+        [(Rule::UnusedSuppression, 1, 1), (Rule::UnfencedWrite, 2, 1)]
+    );
     let too_far = format!("-- fenced-lint: allow(unfenced-write) too far away\n\n{UNFENCED};");
-    assert_eq!(found("a.sql", too_far.as_bytes()), [(Rule::UnusedSuppression, 1, 1), (Rule::UnfencedWrite, 3, 1)]);
+    assert_eq!(
+        found("a.sql", too_far.as_bytes()),
+        [(Rule::UnusedSuppression, 1, 1), (Rule::UnfencedWrite, 3, 1)]
+    );
     let unknown = format!("-- fenced-lint: allow(require-fence) old name\n{UNFENCED};");
-    assert_eq!(found("a.sql", unknown.as_bytes()), [(Rule::MalformedSuppression, 1, 1), (Rule::UnfencedWrite, 2, 1)]);
+    assert_eq!(
+        found("a.sql", unknown.as_bytes()),
+        [
+            (Rule::MalformedSuppression, 1, 1),
+            (Rule::UnfencedWrite, 2, 1)
+        ]
+    );
     // A suppression alone in a file without fenced tables is still checked.
-    assert_eq!(found("b.sql", b"-- fenced-lint: allow(unfenced-write) stale\nSELECT 1;"), [(Rule::UnusedSuppression, 1, 1)]);
+    assert_eq!(
+        found(
+            "b.sql",
+            b"-- fenced-lint: allow(unfenced-write) stale\nSELECT 1;"
+        ),
+        [(Rule::UnusedSuppression, 1, 1)]
+    );
 }
 
 #[test]
 fn rust_suppressions() {
     let on_keyword_line = "fn f() {\n    let q = \"SELECT 1;\n    // fenced-lint: allow(unfenced-write) this comment is inside the string\n\";\n}\n";
     assert_eq!(found("a.rs", on_keyword_line.as_bytes()), []);
-    let before_statement = format!("fn f() {{\n    // fenced-lint: allow(unfenced-write) legacy admin tool, fenced by permissions\n    client.execute(\n        \"{UNFENCED}\",\n        &[],\n    );\n}}\n");
+    let before_statement = format!(
+        "fn f() {{\n    // fenced-lint: allow(unfenced-write) legacy admin tool, fenced by permissions\n    client.execute(\n        \"{UNFENCED}\",\n        &[],\n    );\n}}\n"
+    );
     assert_eq!(found("a.rs", before_statement.as_bytes()), []);
-    let before_keyword = format!("fn f() {{\n    client.execute(\n        // fenced-lint: allow(unfenced-write) legacy admin tool\n        \"{UNFENCED}\",\n    );\n}}\n");
+    let before_keyword = format!(
+        "fn f() {{\n    client.execute(\n        // fenced-lint: allow(unfenced-write) legacy admin tool\n        \"{UNFENCED}\",\n    );\n}}\n"
+    );
     assert_eq!(found("a.rs", before_keyword.as_bytes()), []);
     let unused = "// fenced-lint: allow(unfenced-write) nothing here\nfn f() {}\n";
-    assert_eq!(found("a.rs", unused.as_bytes()), [(Rule::UnusedSuppression, 1, 1)]);
+    assert_eq!(
+        found("a.rs", unused.as_bytes()),
+        [(Rule::UnusedSuppression, 1, 1)]
+    );
 }
 
 #[test]
@@ -164,20 +230,39 @@ fn tables_are_discovered_from_create_table() {
     let postgres = "pub const SCHEMA: &str = \"CREATE TABLE IF NOT EXISTS leases (id text, generation bigint NOT NULL DEFAULT 0, lease_owner uuid, lease_until timestamptz, PRIMARY KEY (id))\";";
     let discovered_pg = empty.discover_tables(Path::new("migrations.rs"), postgres.as_bytes());
     assert_eq!(discovered_pg.len(), 1);
-    assert_eq!((discovered_pg[0].name.as_str(), discovered_pg[0].key.as_str()), ("leases", "id"));
+    assert_eq!(
+        (
+            discovered_pg[0].name.as_str(),
+            discovered_pg[0].key.as_str()
+        ),
+        ("leases", "id")
+    );
 
     let linter = empty.with_discovered([discovered, discovered_pg].concat());
     let report = linter.check_file(Path::new("jobs.sql"), b"UPDATE Jobs SET Payload = 1 WHERE JobId = @id;\nUPDATE leases SET x = 1 WHERE id = $1 AND generation = $2 AND lease_owner = $3 AND lease_until > clock_timestamp();");
-    let rules: Vec<_> = report.diagnostics.iter().map(|d| (d.rule, d.range.start.line)).collect();
+    let rules: Vec<_> = report
+        .diagnostics
+        .iter()
+        .map(|d| (d.rule, d.range.start.line))
+        .collect();
     assert_eq!(rules, [(Rule::UnfencedWrite, 1)]);
     // Negative control: before discovery, nothing is fenced.
-    assert_eq!(Linter::new(&Config::default()).check_file(Path::new("jobs.sql"), b"UPDATE Jobs SET Payload = 1;").diagnostics, []);
+    assert_eq!(
+        Linter::new(&Config::default())
+            .check_file(Path::new("jobs.sql"), b"UPDATE Jobs SET Payload = 1;")
+            .diagnostics,
+        []
+    );
 }
 
 #[test]
 fn unparseable_fenced_writes_are_reported_not_skipped() {
-    let text = "UPDATE dbo.ReportPublication SET WHERE ReportId = @id;\nUPDATE dbo.Other SET WHERE x = 1;";
-    assert_eq!(found("a.sql", text.as_bytes()), [(Rule::UnanalysedWrite, 1, 1)]);
+    let text =
+        "UPDATE dbo.ReportPublication SET WHERE ReportId = @id;\nUPDATE dbo.Other SET WHERE x = 1;";
+    assert_eq!(
+        found("a.sql", text.as_bytes()),
+        [(Rule::UnanalysedWrite, 1, 1)]
+    );
     let report = linter().check_file(Path::new("a.sql"), text.as_bytes());
     assert_eq!(report.coverage.unparsed, 2);
     assert_eq!(report.coverage.unanalysed_fenced, 1);
@@ -187,8 +272,16 @@ fn unparseable_fenced_writes_are_reported_not_skipped() {
 fn explain_has_the_fixed_headings() {
     for rule in Rule::ALL {
         let doc = fenced_lint::explain(*rule);
-        assert!(doc.contains(rule.name()) && doc.contains(rule.code()), "{rule}");
-        for heading in ["## What it does", "## Why is this bad?", "## Example", "## Use instead"] {
+        assert!(
+            doc.contains(rule.name()) && doc.contains(rule.code()),
+            "{rule}"
+        );
+        for heading in [
+            "## What it does",
+            "## Why is this bad?",
+            "## Example",
+            "## Use instead",
+        ] {
             assert!(doc.contains(heading), "{rule} lacks {heading}");
         }
     }

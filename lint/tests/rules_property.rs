@@ -70,8 +70,16 @@ impl Dialect {
 
     fn ttl(self) -> String {
         match self {
-            Dialect::SqlServer => format!("DATEADD(second, {}, {})", self.param("ttl", 9), self.clock()),
-            Dialect::Postgres => format!("{} + {} * interval '1 second'", self.clock(), self.param("ttl", 9)),
+            Dialect::SqlServer => format!(
+                "DATEADD(second, {}, {})",
+                self.param("ttl", 9),
+                self.clock()
+            ),
+            Dialect::Postgres => format!(
+                "{} + {} * interval '1 second'",
+                self.clock(),
+                self.param("ttl", 9)
+            ),
             Dialect::Sqlite => format!("{} + {}", self.clock(), self.param("ttl", 9)),
         }
     }
@@ -112,21 +120,46 @@ fn correct(dialect: Dialect, operation: Operation, caller: bool) -> Statement {
             vec![format!("{} = {}", n.payload, p("payload", 4))],
             vec![key, generation, owner, unexpired],
         ),
-        Operation::Renew => (vec![format!("{} = {}", n.expiry, dialect.ttl())], vec![key, generation, owner, unexpired]),
-        Operation::Release => (vec![format!("{} = NULL", n.owner), format!("{} = NULL", n.expiry)], vec![key, generation, owner]),
+        Operation::Renew => (
+            vec![format!("{} = {}", n.expiry, dialect.ttl())],
+            vec![key, generation, owner, unexpired],
+        ),
+        Operation::Release => (
+            vec![
+                format!("{} = NULL", n.owner),
+                format!("{} = NULL", n.expiry),
+            ],
+            vec![key, generation, owner],
+        ),
         Operation::Acquire => (
             vec![
                 format!("{0} = {0} + 1", n.generation),
                 format!("{} = {}", n.owner, p("owner", 3)),
                 format!("{} = {}", n.expiry, dialect.ttl()),
             ],
-            vec![key, Slot::Free(format!("({0} IS NULL OR {0} <= {1})", n.expiry, dialect.clock()))],
+            vec![
+                key,
+                Slot::Free(format!(
+                    "({0} IS NULL OR {0} <= {1})",
+                    n.expiry,
+                    dialect.clock()
+                )),
+            ],
         ),
     };
     if caller {
-        slots.push(Slot::Caller(format!("({} IS NULL OR {} <> {})", n.payload, n.payload, p("payload", 4))));
+        slots.push(Slot::Caller(format!(
+            "({} IS NULL OR {} <> {})",
+            n.payload,
+            n.payload,
+            p("payload", 4)
+        )));
     }
-    Statement { dialect, set, slots }
+    Statement {
+        dialect,
+        set,
+        slots,
+    }
 }
 
 impl Statement {
@@ -171,7 +204,8 @@ fn mutate(statement: &mut Statement, mutation: Mutation) -> Option<()> {
         Mutation::FenceUnderOr(i) => {
             let index = *fences.get(i % fences.len().max(1))?;
             let text = statement.slots[index].text().to_owned();
-            statement.slots[index] = Slot::Caller(format!("({text} OR {} = 1)", d.param("force", 8)));
+            statement.slots[index] =
+                Slot::Caller(format!("({text} OR {} = 1)", d.param("force", 8)));
         }
         Mutation::FenceUnderNot(i) => {
             let index = *fences.get(i % fences.len().max(1))?;
@@ -184,17 +218,28 @@ fn mutate(statement: &mut Statement, mutation: Mutation) -> Option<()> {
             statement.slots[last] = Slot::Caller(format!("{text} OR {} = 1", d.param("force", 8)));
         }
         Mutation::ClockToParameter => {
-            let index = statement.slots.iter().position(|s| matches!(s, Slot::Expiry(_) | Slot::Free(_)))?;
-            let text = statement.slots[index].text().replace(d.clock(), &d.param("now", 7));
+            let index = statement
+                .slots
+                .iter()
+                .position(|s| matches!(s, Slot::Expiry(_) | Slot::Free(_)))?;
+            let text = statement.slots[index]
+                .text()
+                .replace(d.clock(), &d.param("now", 7));
             statement.slots[index] = Slot::Caller(text);
         }
         Mutation::GenerationToParameter => {
             let n = d.names();
-            let index = statement.set.iter().position(|s| s.starts_with(n.generation))?;
+            let index = statement
+                .set
+                .iter()
+                .position(|s| s.starts_with(n.generation))?;
             statement.set[index] = format!("{} = {}", n.generation, d.param("generation", 2));
         }
         Mutation::DropFree => {
-            let index = statement.slots.iter().position(|s| matches!(s, Slot::Free(_)))?;
+            let index = statement
+                .slots
+                .iter()
+                .position(|s| matches!(s, Slot::Free(_)))?;
             statement.slots.remove(index);
         }
         Mutation::DropWhere => {
@@ -220,17 +265,31 @@ fn errors(linter: &Linter, sql: &str) -> usize {
     let in_sql = linter.check_file(Path::new("q.sql"), sql.as_bytes());
     let rust = format!("fn q() {{\n    client.execute(r#\"{sql}\"#, &[]);\n}}\n");
     let in_rust = linter.check_file(Path::new("q.rs"), rust.as_bytes());
-    let count = |r: &fenced_lint::FileReport| r.diagnostics.iter().filter(|d| d.severity() == Severity::Error).count();
+    let count = |r: &fenced_lint::FileReport| {
+        r.diagnostics
+            .iter()
+            .filter(|d| d.severity() == Severity::Error)
+            .count()
+    };
     assert_eq!(count(&in_sql), count(&in_rust), "{sql}");
     count(&in_sql)
 }
 
 fn dialect() -> impl Strategy<Value = Dialect> {
-    prop_oneof![Just(Dialect::SqlServer), Just(Dialect::Postgres), Just(Dialect::Sqlite)]
+    prop_oneof![
+        Just(Dialect::SqlServer),
+        Just(Dialect::Postgres),
+        Just(Dialect::Sqlite)
+    ]
 }
 
 fn operation() -> impl Strategy<Value = Operation> {
-    prop_oneof![Just(Operation::Publish), Just(Operation::Renew), Just(Operation::Release), Just(Operation::Acquire)]
+    prop_oneof![
+        Just(Operation::Publish),
+        Just(Operation::Renew),
+        Just(Operation::Release),
+        Just(Operation::Acquire)
+    ]
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {

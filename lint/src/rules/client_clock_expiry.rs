@@ -35,7 +35,11 @@ WHERE ReportId = @reportId AND Generation = @generation AND LeaseOwner = @owner
 
 pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
     let Some(table) = context.table else { return };
-    if context.arms.iter().any(|facts| !facts.client_clock.is_empty()) {
+    if context
+        .arms
+        .iter()
+        .any(|facts| !facts.client_clock.is_empty())
+    {
         out.push(context.finding(
             Rule::ClientClockExpiry,
             format!("the expiry `{}` of fenced table `{}` is compared with a client-supplied value instead of the database clock", table.expiry, table.display_name()),

@@ -66,7 +66,10 @@ pub(crate) fn is_target_column(statement: &Statement, column: &ColumnRef, name: 
 fn is_target_ref(statement: &Statement, column: &ColumnRef) -> bool {
     match &column.qualifier {
         None => true,
-        Some(q) => statement.target_names.iter().any(|n| n.eq_ignore_ascii_case(q)),
+        Some(q) => statement
+            .target_names
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(q)),
     }
 }
 
@@ -80,36 +83,49 @@ fn is_target_ref(statement: &Statement, column: &ColumnRef) -> bool {
 fn is_value(statement: &Statement, table: &TableSpec, operand: &Operand) -> bool {
     let fence = [&table.key, &table.generation, &table.owner, &table.expiry];
     !operand.range.is_empty()
-        && !operand
-            .columns
-            .iter()
-            .any(|c| is_target_ref(statement, c) && fence.iter().any(|f| c.name.eq_ignore_ascii_case(f)))
+        && !operand.columns.iter().any(|c| {
+            is_target_ref(statement, c) && fence.iter().any(|f| c.name.eq_ignore_ascii_case(f))
+        })
 }
 
 /// `column op value`, normalised so that the target column is on the left.
-fn comparison<'a>(statement: &Statement, table: &TableSpec, predicate: &'a Predicate) -> Option<(&'a ColumnRef, CompareOp, &'a Operand)> {
-    let Predicate::Compare { left, op, right } = predicate else { return None };
-    if let Some(column) = left.single_column().filter(|c| is_target_ref(statement, c)) {
-        if is_value(statement, table, right) {
-            return Some((column, *op, right));
-        }
+fn comparison<'a>(
+    statement: &Statement,
+    table: &TableSpec,
+    predicate: &'a Predicate,
+) -> Option<(&'a ColumnRef, CompareOp, &'a Operand)> {
+    let Predicate::Compare { left, op, right } = predicate else {
+        return None;
+    };
+    if let Some(column) = left.single_column().filter(|c| is_target_ref(statement, c))
+        && is_value(statement, table, right)
+    {
+        return Some((column, *op, right));
     }
-    if let Some(column) = right.single_column().filter(|c| is_target_ref(statement, c)) {
-        if is_value(statement, table, left) {
-            return Some((column, op.flipped(), left));
-        }
+    if let Some(column) = right
+        .single_column()
+        .filter(|c| is_target_ref(statement, c))
+        && is_value(statement, table, left)
+    {
+        return Some((column, op.flipped(), left));
     }
     None
 }
 
 fn is_free_leaf(statement: &Statement, table: &TableSpec, predicate: &Predicate) -> bool {
-    if let Predicate::IsNull { operand, negated: false } = predicate {
-        return operand
-            .single_column()
-            .is_some_and(|c| is_target_column(statement, c, &table.expiry) || is_target_column(statement, c, &table.owner));
+    if let Predicate::IsNull {
+        operand,
+        negated: false,
+    } = predicate
+    {
+        return operand.single_column().is_some_and(|c| {
+            is_target_column(statement, c, &table.expiry)
+                || is_target_column(statement, c, &table.owner)
+        });
     }
     comparison(statement, table, predicate).is_some_and(|(column, op, _)| {
-        column.name.eq_ignore_ascii_case(&table.expiry) && matches!(op, CompareOp::Lt | CompareOp::LtEq)
+        column.name.eq_ignore_ascii_case(&table.expiry)
+            && matches!(op, CompareOp::Lt | CompareOp::LtEq)
     })
 }
 
@@ -161,12 +177,18 @@ pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -
     let mut unexpired = Presence::Absent;
     let mut client_clock = Vec::new();
     let mut lease_free = false;
-    if arm.implied_equal.iter().any(|c| c.eq_ignore_ascii_case(&table.key)) {
+    if arm
+        .implied_equal
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case(&table.key))
+    {
         key = Presence::Required;
     }
     for condition in &arm.conditions {
         for (leaf, guarded) in condition.leaves() {
-            let Some((column, op, value)) = comparison(statement, table, leaf) else { continue };
+            let Some((column, op, value)) = comparison(statement, table, leaf) else {
+                continue;
+            };
             let name = &column.name;
             if op == CompareOp::Eq {
                 if name.eq_ignore_ascii_case(&table.key) {
@@ -177,20 +199,30 @@ pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -
                     owner = owner.add(guarded);
                 }
             }
-            if name.eq_ignore_ascii_case(&table.expiry) && op != CompareOp::Eq && op != CompareOp::NotEq {
+            if name.eq_ignore_ascii_case(&table.expiry)
+                && op != CompareOp::Eq
+                && op != CompareOp::NotEq
+            {
                 if value.clock {
                     if matches!(op, CompareOp::Gt | CompareOp::GtEq) {
                         unexpired = unexpired.add(guarded);
                     }
                 } else {
-                    let Predicate::Compare { left, right, .. } = leaf else { continue };
-                    client_clock.push(left.range.start.min(right.range.start)..left.range.end.max(right.range.end));
+                    let Predicate::Compare { left, right, .. } = leaf else {
+                        continue;
+                    };
+                    client_clock.push(
+                        left.range.start.min(right.range.start)
+                            ..left.range.end.max(right.range.end),
+                    );
                 }
             }
         }
         for conjunct in condition.conjuncts() {
             lease_free |= match conjunct {
-                Predicate::Or(items) => items.iter().all(|p| is_free_leaf(statement, table, p) || client_free(statement, table, p)),
+                Predicate::Or(items) => items
+                    .iter()
+                    .all(|p| is_free_leaf(statement, table, p) || client_free(statement, table, p)),
                 leaf => is_free_leaf(statement, table, leaf) || client_free(statement, table, leaf),
             };
         }
@@ -212,6 +244,8 @@ pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -
 /// `client-clock-expiry`, and counted as present for `unchecked-acquire`).
 fn client_free(statement: &Statement, table: &TableSpec, predicate: &Predicate) -> bool {
     comparison(statement, table, predicate).is_some_and(|(column, op, value)| {
-        column.name.eq_ignore_ascii_case(&table.expiry) && matches!(op, CompareOp::Lt | CompareOp::LtEq) && !value.clock
+        column.name.eq_ignore_ascii_case(&table.expiry)
+            && matches!(op, CompareOp::Lt | CompareOp::LtEq)
+            && !value.clock
     })
 }

@@ -26,10 +26,14 @@ GRANT EXECUTE ON dbo.PublishReport TO ReportService;
 ```
 ";
 
-const WRITE_PRIVILEGES: &[&str] = &["UPDATE", "INSERT", "DELETE", "ALL", "CONTROL", "MERGE", "TRUNCATE"];
+const WRITE_PRIVILEGES: &[&str] = &[
+    "UPDATE", "INSERT", "DELETE", "ALL", "CONTROL", "MERGE", "TRUNCATE",
+];
 
 pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
-    let Some((privileges, objects)) = &context.statement.grant else { return };
+    let Some((privileges, objects)) = &context.statement.grant else {
+        return;
+    };
     let granted: Vec<&str> = privileges
         .iter()
         .map(String::as_str)
@@ -39,7 +43,11 @@ pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
         return;
     }
     for object in objects {
-        if let Some(table) = context.tables.iter().find(|t| t.matches(object.schema.as_deref(), &object.name)) {
+        if let Some(table) = context
+            .tables
+            .iter()
+            .find(|t| t.matches(object.schema.as_deref(), &object.name))
+        {
             out.push(Finding {
                 rule: Rule::FencedTableGrant,
                 range: context.statement.range.clone(),

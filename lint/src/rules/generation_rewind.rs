@@ -36,11 +36,21 @@ WHERE ReportId = @reportId
 pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
     let Some(table) = context.table else { return };
     let name = table.display_name();
-    let help = Some(format!("only ever assign `{0} = {0} + 1`, in the acquisition", table.generation));
-    if context.arms.iter().any(|facts| !facts.generation_rewinds.is_empty()) {
+    let help = Some(format!(
+        "only ever assign `{0} = {0} + 1`, in the acquisition",
+        table.generation
+    ));
+    if context
+        .arms
+        .iter()
+        .any(|facts| !facts.generation_rewinds.is_empty())
+    {
         out.push(context.finding(
             Rule::GenerationRewind,
-            format!("the generation of fenced table `{name}` is assigned a value other than `{} + 1`", table.generation),
+            format!(
+                "the generation of fenced table `{name}` is assigned a value other than `{} + 1`",
+                table.generation
+            ),
             help.clone(),
         ));
     }
@@ -53,10 +63,18 @@ pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
             ));
             continue;
         }
-        let Some(index) = insert.columns.iter().position(|c| c.eq_ignore_ascii_case(&table.generation)) else { continue };
+        let Some(index) = insert
+            .columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(&table.generation))
+        else {
+            continue;
+        };
         let bad = match &insert.rows {
             None => true,
-            Some(rows) => rows.iter().any(|row| row.get(index).is_none_or(|v| v.integer != Some(0))),
+            Some(rows) => rows
+                .iter()
+                .any(|row| row.get(index).is_none_or(|v| v.integer != Some(0))),
         };
         if bad {
             out.push(context.finding(

@@ -121,7 +121,6 @@ impl FromStr for Rule {
     }
 }
 
-
 impl Rule {
     /// The rule's documentation: What it does / Why is this bad? / Example / Use instead.
     pub fn documentation(self) -> &'static str {
@@ -167,14 +166,26 @@ pub(crate) struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub(crate) fn new(statement: &'a Statement, tables: &'a [TableSpec]) -> Context<'a> {
-        let table = statement
-            .target
-            .as_ref()
-            .and_then(|t| tables.iter().find(|spec| spec.matches(t.schema.as_deref(), &t.name)));
+        let table = statement.target.as_ref().and_then(|t| {
+            tables
+                .iter()
+                .find(|spec| spec.matches(t.schema.as_deref(), &t.name))
+        });
         let arms = table
-            .map(|table| statement.updates.iter().map(|arm| fence::facts(statement, table, arm)).collect())
+            .map(|table| {
+                statement
+                    .updates
+                    .iter()
+                    .map(|arm| fence::facts(statement, table, arm))
+                    .collect()
+            })
             .unwrap_or_default();
-        Context { statement, table, arms, tables }
+        Context {
+            statement,
+            table,
+            arms,
+            tables,
+        }
     }
 
     fn finding(&self, rule: Rule, message: String, help: Option<String>) -> Finding {
@@ -204,16 +215,31 @@ pub(crate) fn check_statement(statement: &Statement, tables: &[TableSpec]) -> Ve
 }
 
 /// The fence columns an operation must constrain, as `(name, presence, predicate)`.
-fn required(context: &Context<'_>, facts: &fence::ArmFacts) -> Vec<(&'static str, fence::Presence, String)> {
-    let Some(table) = context.table else { return Vec::new() };
+fn required(
+    context: &Context<'_>,
+    facts: &fence::ArmFacts,
+) -> Vec<(&'static str, fence::Presence, String)> {
+    let Some(table) = context.table else {
+        return Vec::new();
+    };
     let key = ("key", facts.key, format!("{} = @key", table.key));
-    let generation = ("generation", facts.generation, format!("{} = @generation", table.generation));
+    let generation = (
+        "generation",
+        facts.generation,
+        format!("{} = @generation", table.generation),
+    );
     let owner = ("owner", facts.owner, format!("{} = @owner", table.owner));
-    let unexpired = ("unexpired lease", facts.unexpired, format!("{} > <database clock>", table.expiry));
+    let unexpired = (
+        "unexpired lease",
+        facts.unexpired,
+        format!("{} > <database clock>", table.expiry),
+    );
     match facts.operation {
         fence::Operation::Acquire => vec![key],
         fence::Operation::Release => vec![key, generation, owner],
-        fence::Operation::Renew | fence::Operation::Write => vec![key, generation, owner, unexpired],
+        fence::Operation::Renew | fence::Operation::Write => {
+            vec![key, generation, owner, unexpired]
+        }
     }
 }
 
@@ -260,13 +286,19 @@ WHERE ReportId = @reportId
   AND LeaseOwner = @owner
   AND LeaseUntilUtc > SYSUTCDATETIME();";
 
-    pub(crate) const PROVISION: &str =
-        "INSERT INTO dbo.ReportPublication (ReportId, Generation, PublishedGeneration) VALUES (@reportId, 0, 0);";
+    pub(crate) const PROVISION: &str = "INSERT INTO dbo.ReportPublication (ReportId, Generation, PublishedGeneration) VALUES (@reportId, 0, 0);";
 
     pub(crate) fn linter() -> Linter {
         let mut config = Config::default();
-        config.tables.push(TableSpec::new("dbo.ReportPublication", "ReportId"));
-        config.tables.push(TableSpec { expiry: "lease_until".into(), owner: "lease_owner".into(), generation: "generation".into(), ..TableSpec::new("report_publication", "report_id") });
+        config
+            .tables
+            .push(TableSpec::new("dbo.ReportPublication", "ReportId"));
+        config.tables.push(TableSpec {
+            expiry: "lease_until".into(),
+            owner: "lease_owner".into(),
+            generation: "generation".into(),
+            ..TableSpec::new("report_publication", "report_id")
+        });
         Linter::new(&config)
     }
 

@@ -35,7 +35,9 @@ WHERE ReportId = @reportId AND Generation = @generation AND LeaseOwner = @owner
 pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
     let Some(table) = context.table else { return };
     let reviving = context.arms.iter().any(|facts| {
-        facts.operation == Operation::Renew && facts.unexpired == Presence::Absent && facts.client_clock.is_empty()
+        facts.operation == Operation::Renew
+            && facts.unexpired == Presence::Absent
+            && facts.client_clock.is_empty()
     });
     if reviving {
         out.push(context.finding(

@@ -37,7 +37,11 @@ WHERE ReportId = @reportId
 
 pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
     let Some(table) = context.table else { return };
-    if context.arms.iter().any(|facts| facts.operation == Operation::Acquire && !facts.lease_free) {
+    if context
+        .arms
+        .iter()
+        .any(|facts| facts.operation == Operation::Acquire && !facts.lease_free)
+    {
         out.push(context.finding(
             Rule::UncheckedAcquire,
             format!("the generation of fenced table `{}` is incremented without requiring the lease to be free", table.display_name()),

@@ -54,12 +54,26 @@ pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
         }
         let names: Vec<&str> = missing.iter().map(|(what, _)| *what).collect();
         let message = if facts.has_condition {
-            format!("write to fenced table `{}` does not require the {} in its top-level WHERE", table.display_name(), names.join(", "))
+            format!(
+                "write to fenced table `{}` does not require the {} in its top-level WHERE",
+                table.display_name(),
+                names.join(", ")
+            )
         } else {
-            format!("write to fenced table `{}` has no WHERE clause and so no fence", table.display_name())
+            format!(
+                "write to fenced table `{}` has no WHERE clause and so no fence",
+                table.display_name()
+            )
         };
         let predicates: Vec<String> = missing.into_iter().map(|(_, p)| p).collect();
-        out.push(context.finding(Rule::UnfencedWrite, message, Some(format!("add `AND {}` to the WHERE clause", predicates.join(" AND ")))));
+        out.push(context.finding(
+            Rule::UnfencedWrite,
+            message,
+            Some(format!(
+                "add `AND {}` to the WHERE clause",
+                predicates.join(" AND ")
+            )),
+        ));
     }
 }
 

@@ -22,9 +22,14 @@ impl std::fmt::Display for Undecodable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Undecodable::TooLarge(size) => {
-                write!(f, "{size} bytes is larger than the {MAX_FILE_SIZE}-byte limit for source files")
+                write!(
+                    f,
+                    "{size} bytes is larger than the {MAX_FILE_SIZE}-byte limit for source files"
+                )
             }
-            Undecodable::Binary => f.write_str("binary content (NUL bytes) without a UTF-16 byte order mark"),
+            Undecodable::Binary => {
+                f.write_str("binary content (NUL bytes) without a UTF-16 byte order mark")
+            }
             Undecodable::InvalidEncoding(encoding) => write!(f, "not valid {encoding}"),
         }
     }
@@ -74,7 +79,10 @@ impl LineIndex {
         let offset = offset.min(text.len());
         let line = self.line(offset);
         let start = self.starts[line as usize - 1];
-        let column = text.get(start..offset).map_or(offset - start, |s| s.chars().count()) as u32 + 1;
+        let column = text
+            .get(start..offset)
+            .map_or(offset - start, |s| s.chars().count()) as u32
+            + 1;
         crate::diagnostic::Position { line, column }
     }
 }
@@ -86,17 +94,29 @@ mod tests {
     #[test]
     fn decodes_boms() {
         assert_eq!(decode(b"\xEF\xBB\xBFselect").unwrap(), "select");
-        let utf16: Vec<u8> = [0xFF, 0xFE].into_iter().chain("sé".encode_utf16().flat_map(u16::to_le_bytes)).collect();
+        let utf16: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain("sé".encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
         assert_eq!(decode(&utf16).unwrap(), "sé");
-        let utf16be: Vec<u8> = [0xFE, 0xFF].into_iter().chain("go".encode_utf16().flat_map(u16::to_be_bytes)).collect();
+        let utf16be: Vec<u8> = [0xFE, 0xFF]
+            .into_iter()
+            .chain("go".encode_utf16().flat_map(u16::to_be_bytes))
+            .collect();
         assert_eq!(decode(&utf16be).unwrap(), "go");
     }
 
     #[test]
     fn rejects_binary_and_invalid() {
         assert_eq!(decode(b"a\0b"), Err(Undecodable::Binary));
-        assert_eq!(decode(b"\xC3\x28"), Err(Undecodable::InvalidEncoding("UTF-8")));
-        assert!(matches!(decode(&vec![b' '; MAX_FILE_SIZE + 1]), Err(Undecodable::TooLarge(_))));
+        assert_eq!(
+            decode(b"\xC3\x28"),
+            Err(Undecodable::InvalidEncoding("UTF-8"))
+        );
+        assert!(matches!(
+            decode(&vec![b' '; MAX_FILE_SIZE + 1]),
+            Err(Undecodable::TooLarge(_))
+        ));
     }
 
     #[test]
@@ -104,7 +124,13 @@ mod tests {
         let text = "ab\néé x";
         let index = LineIndex::new(text);
         let x = text.find('x').unwrap();
-        assert_eq!(index.position(text, x), crate::diagnostic::Position { line: 2, column: 4 });
-        assert_eq!(index.position(text, 0), crate::diagnostic::Position { line: 1, column: 1 });
+        assert_eq!(
+            index.position(text, x),
+            crate::diagnostic::Position { line: 2, column: 4 }
+        );
+        assert_eq!(
+            index.position(text, 0),
+            crate::diagnostic::Position { line: 1, column: 1 }
+        );
     }
 }

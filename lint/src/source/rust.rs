@@ -70,7 +70,8 @@ pub fn scan(text: &str) -> Scanned {
         // Comments.
         if b == b'/' && bytes.get(i + 1) == Some(&b'/') {
             let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
-            let doc = matches!(bytes.get(i + 2), Some(b'/') | Some(b'!')) && bytes.get(i + 3) != Some(&b'/');
+            let doc = matches!(bytes.get(i + 2), Some(b'/') | Some(b'!'))
+                && bytes.get(i + 3) != Some(&b'/');
             if !doc {
                 out.comments.push(LineComment { range: i..end });
             }
@@ -133,7 +134,9 @@ pub fn scan(text: &str) -> Scanned {
                     }
                 }
             }
-            b'#' if bytes.get(i + 1) == Some(&b'[') || (bytes.get(i + 1) == Some(&b'!') && bytes.get(i + 2) == Some(&b'[')) => {
+            b'#' if bytes.get(i + 1) == Some(&b'[')
+                || (bytes.get(i + 1) == Some(&b'!') && bytes.get(i + 2) == Some(&b'[')) =>
+            {
                 i += if bytes[i + 1] == b'!' { 3 } else { 2 };
                 bracket_depth_in_attribute = Some(1);
                 attribute_has_fenced_write = false;
@@ -200,7 +203,11 @@ pub fn scan(text: &str) -> Scanned {
                 last_ident = start..i;
             }
             b'0'..=b'9' => {
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || (bytes[i] == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))) {
+                while i < bytes.len()
+                    && (bytes[i].is_ascii_alphanumeric()
+                        || bytes[i] == b'_'
+                        || (bytes[i] == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)))
+                {
                     i += 1;
                 }
             }
@@ -209,7 +216,8 @@ pub fn scan(text: &str) -> Scanned {
             }
         }
         // An attribute is not the start of the statement it decorates.
-        if bracket_depth_in_attribute.is_some() && statement_start == Some(token_start) && b == b'#' {
+        if bracket_depth_in_attribute.is_some() && statement_start == Some(token_start) && b == b'#'
+        {
             statement_start = Some(token_start);
         }
     }
@@ -241,7 +249,15 @@ fn string_at(bytes: &[u8], i: usize) -> Option<(usize, Range<usize>, bool)> {
         let open = j + 1;
         let mut k = open;
         while k < bytes.len() {
-            if bytes[k] == b'"' && bytes[k + 1..].iter().take(hashes).filter(|b| **b == b'#').count() == hashes && bytes.len() >= k + 1 + hashes {
+            if bytes[k] == b'"'
+                && bytes[k + 1..]
+                    .iter()
+                    .take(hashes)
+                    .filter(|b| **b == b'#')
+                    .count()
+                    == hashes
+                && bytes.len() >= k + 1 + hashes
+            {
                 return Some((k + 1 + hashes, open..k, true));
             }
             k += 1;
@@ -283,7 +299,9 @@ pub fn literal_value(text: &str, literal: &Literal) -> (String, Vec<usize>) {
             push(&mut value, &mut offsets, c, source);
             continue;
         }
-        let Some((_, escape)) = chars.next() else { break };
+        let Some((_, escape)) = chars.next() else {
+            break;
+        };
         let decoded = match escape {
             'n' => Some('\n'),
             't' => Some('\t'),
@@ -293,7 +311,9 @@ pub fn literal_value(text: &str, literal: &Literal) -> (String, Vec<usize>) {
             '\'' => Some('\''),
             '"' => Some('"'),
             'x' => {
-                let hex: String = (0..2).filter_map(|_| chars.next().map(|(_, h)| h)).collect();
+                let hex: String = (0..2)
+                    .filter_map(|_| chars.next().map(|(_, h)| h))
+                    .collect();
                 u8::from_str_radix(&hex, 16).ok().map(char::from)
             }
             'u' => {
@@ -335,7 +355,11 @@ mod tests {
     use super::*;
 
     fn values(text: &str) -> Vec<(String, bool)> {
-        scan(text).literals.iter().map(|l| (literal_value(text, l).0, l.skipped)).collect()
+        scan(text)
+            .literals
+            .iter()
+            .map(|l| (literal_value(text, l).0, l.skipped))
+            .collect()
     }
 
     #[test]
@@ -373,7 +397,11 @@ impl Repo {
 "#;
         assert_eq!(
             values(text),
-            vec![("T".to_owned(), true), ("UPDATE T SET a = 1".to_owned(), true), ("UPDATE T SET b = 2".to_owned(), false)]
+            vec![
+                ("T".to_owned(), true),
+                ("UPDATE T SET a = 1".to_owned(), true),
+                ("UPDATE T SET b = 2".to_owned(), false)
+            ]
         );
     }
 
@@ -387,7 +415,10 @@ impl Repo {
         assert_eq!(&text[offsets[update]..offsets[update] + 6], "UPDATE");
         let x = value.find('x').unwrap();
         assert_eq!(&text[offsets[x]..=offsets[x]], "x");
-        assert_eq!(&text[scanned.literals[0].statement_start..scanned.literals[0].statement_start + 3], "let");
+        assert_eq!(
+            &text[scanned.literals[0].statement_start..scanned.literals[0].statement_start + 3],
+            "let"
+        );
     }
 
     #[test]

@@ -112,7 +112,10 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
         // GO batch separators and SQLCMD commands only at the start of a line.
         if at_line_start {
             if let Some(end) = go_line(bytes, i) {
-                out.tokens.push(Token { kind: TokenKind::BatchSeparator, range: i..end });
+                out.tokens.push(Token {
+                    kind: TokenKind::BatchSeparator,
+                    range: i..end,
+                });
                 i = end;
                 continue;
             }
@@ -124,7 +127,10 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
         let kind = match b {
             b'-' if bytes.get(i + 1) == Some(&b'-') => {
                 let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
-                out.comments.push(Comment { range: i..end, line: true });
+                out.comments.push(Comment {
+                    range: i..end,
+                    line: true,
+                });
                 i = end;
                 continue;
             }
@@ -142,7 +148,10 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                         j += 1;
                     }
                 }
-                out.comments.push(Comment { range: i..j, line: false });
+                out.comments.push(Comment {
+                    range: i..j,
+                    line: false,
+                });
                 i = j;
                 continue;
             }
@@ -150,9 +159,15 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                 i = quoted_end(bytes, i + 1, b'\'');
                 TokenKind::String
             }
-            b'N' | b'n' | b'E' | b'e' | b'X' | b'x' | b'B' | b'b' | b'U' | b'u' if bytes.get(i + 1) == Some(&b'\'') => {
+            b'N' | b'n' | b'E' | b'e' | b'X' | b'x' | b'B' | b'b' | b'U' | b'u'
+                if bytes.get(i + 1) == Some(&b'\'') =>
+            {
                 let escapes = matches!(b, b'E' | b'e');
-                i = if escapes { backslash_quoted_end(bytes, i + 2) } else { quoted_end(bytes, i + 2, b'\'') };
+                i = if escapes {
+                    backslash_quoted_end(bytes, i + 2)
+                } else {
+                    quoted_end(bytes, i + 2, b'\'')
+                };
                 TokenKind::String
             }
             b'"' => {
@@ -180,19 +195,38 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                 } else if let Some(end) = dollar_quoted_end(text, i) {
                     let body_follows = out.tokens.last().is_some_and(|t| {
                         t.kind == TokenKind::Word
-                            && (text[t.range.clone()].eq_ignore_ascii_case("AS") || text[t.range.clone()].eq_ignore_ascii_case("DO"))
+                            && (text[t.range.clone()].eq_ignore_ascii_case("AS")
+                                || text[t.range.clone()].eq_ignore_ascii_case("DO"))
                     });
                     if body_follows && nesting < MAX_BODY_NESTING {
                         let tag_len = text[i + 1..].find('$').map_or(1, |n| n + 2);
                         let body_start = i + tag_len;
-                        let body_end = if end - body_start >= tag_len && text[..end].ends_with(&text[i..body_start]) { end - tag_len } else { end };
-                        out.tokens.push(Token { kind: TokenKind::Semicolon, range: i..body_start });
+                        let body_end = if end - body_start >= tag_len
+                            && text[..end].ends_with(&text[i..body_start])
+                        {
+                            end - tag_len
+                        } else {
+                            end
+                        };
+                        out.tokens.push(Token {
+                            kind: TokenKind::Semicolon,
+                            range: i..body_start,
+                        });
                         let inner = lex_nested(&text[body_start..body_end], nesting + 1);
                         let shift = |r: &Range<usize>| r.start + body_start..r.end + body_start;
-                        out.tokens.extend(inner.tokens.iter().map(|t| Token { kind: t.kind, range: shift(&t.range) }));
-                        out.comments.extend(inner.comments.iter().map(|c| Comment { range: shift(&c.range), line: c.line }));
+                        out.tokens.extend(inner.tokens.iter().map(|t| Token {
+                            kind: t.kind,
+                            range: shift(&t.range),
+                        }));
+                        out.comments.extend(inner.comments.iter().map(|c| Comment {
+                            range: shift(&c.range),
+                            line: c.line,
+                        }));
                         if body_end < end {
-                            out.tokens.push(Token { kind: TokenKind::Semicolon, range: body_end..end });
+                            out.tokens.push(Token {
+                                kind: TokenKind::Semicolon,
+                                range: body_end..end,
+                            });
                         }
                         i = end;
                         continue;
@@ -259,7 +293,8 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                 i += 1;
                 TokenKind::Dot
             }
-            b'<' | b'>' | b'=' | b'!' | b'+' | b'-' | b'*' | b'/' | b'%' | b'|' | b'&' | b'^' | b'~' => {
+            b'<' | b'>' | b'=' | b'!' | b'+' | b'-' | b'*' | b'/' | b'%' | b'|' | b'&' | b'^'
+            | b'~' => {
                 i += 1;
                 while i < bytes.len()
                     && matches!(bytes[i], b'<' | b'>' | b'=' | b'|' | b'&')
@@ -278,7 +313,10 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                 TokenKind::Other
             }
         };
-        out.tokens.push(Token { kind, range: start..i });
+        out.tokens.push(Token {
+            kind,
+            range: start..i,
+        });
     }
     out
 }
@@ -286,8 +324,20 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
 fn operator_continues(so_far: &[u8], next: u8) -> bool {
     matches!(
         (so_far, next),
-        (b"<", b'=') | (b"<", b'>') | (b">", b'=') | (b"!", b'=') | (b"|", b'|') | (b"<", b'<') | (b">", b'>')
-            | (b"+", b'=') | (b"-", b'=') | (b"*", b'=') | (b"/", b'=') | (b"=", b'=') | (b"!", b'<') | (b"!", b'>')
+        (b"<", b'=')
+            | (b"<", b'>')
+            | (b">", b'=')
+            | (b"!", b'=')
+            | (b"|", b'|')
+            | (b"<", b'<')
+            | (b">", b'>')
+            | (b"+", b'=')
+            | (b"-", b'=')
+            | (b"*", b'=')
+            | (b"/", b'=')
+            | (b"=", b'=')
+            | (b"!", b'<')
+            | (b"!", b'>')
     )
 }
 
@@ -303,7 +353,9 @@ fn ident_end(text: &str, mut i: usize) -> usize {
 }
 
 fn number_end(bytes: &[u8], mut i: usize) -> usize {
-    while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.' || bytes[i] == b'_') {
+    while i < bytes.len()
+        && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.' || bytes[i] == b'_')
+    {
         if matches!(bytes[i], b'e' | b'E') && matches!(bytes.get(i + 1), Some(b'+' | b'-')) {
             i += 1;
         }
@@ -350,12 +402,20 @@ fn dollar_quoted_end(text: &str, i: usize) -> Option<usize> {
     }
     let tag = &text[i..=j];
     let body = j + 1;
-    Some(text[body..].find(tag).map_or(text.len(), |n| body + n + tag.len()))
+    Some(
+        text[body..]
+            .find(tag)
+            .map_or(text.len(), |n| body + n + tag.len()),
+    )
 }
 
 /// A `GO` or `GO n` line starting at `i`: returns the end of the line.
 fn go_line(bytes: &[u8], i: usize) -> Option<usize> {
-    if !(bytes.get(i).is_some_and(|b| b.eq_ignore_ascii_case(&b'g')) && bytes.get(i + 1).is_some_and(|b| b.eq_ignore_ascii_case(&b'o'))) {
+    if !(bytes.get(i).is_some_and(|b| b.eq_ignore_ascii_case(&b'g'))
+        && bytes
+            .get(i + 1)
+            .is_some_and(|b| b.eq_ignore_ascii_case(&b'o')))
+    {
         return None;
     }
     let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
@@ -364,7 +424,11 @@ fn go_line(bytes: &[u8], i: usize) -> Option<usize> {
         Some(p) if rest.get(p + 1) == Some(&b'-') => &rest[..p],
         _ => rest,
     };
-    let trimmed: Vec<u8> = rest.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
+    let trimmed: Vec<u8> = rest
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
     let starts_with_space = rest.first().is_none_or(|b| b.is_ascii_whitespace());
     (starts_with_space && trimmed.iter().all(u8::is_ascii_digit)).then_some(end)
 }
@@ -376,8 +440,11 @@ fn template_end(bytes: &[u8], i: usize) -> Option<usize> {
     let inner = &bytes[i + 1..close];
     let commas = inner.iter().filter(|b| **b == b',').count();
     let first = inner.first()?;
-    (commas == 2 && (first.is_ascii_alphabetic() || *first == b'_') && !inner.contains(&b'<') && !inner.contains(&b'\''))
-        .then_some(close + 1)
+    (commas == 2
+        && (first.is_ascii_alphabetic() || *first == b'_')
+        && !inner.contains(&b'<')
+        && !inner.contains(&b'\''))
+    .then_some(close + 1)
 }
 
 /// The identifier a token denotes: quotes and brackets removed; for a template
@@ -386,9 +453,11 @@ pub fn ident_text<'a>(text: &'a str, token: &Token) -> &'a str {
     let raw = &text[token.range.clone()];
     match token.kind {
         TokenKind::QuotedIdent if raw.len() >= 2 => &raw[1..raw.len() - 1],
-        TokenKind::Placeholder if raw.starts_with('<') => {
-            raw[1..raw.len() - 1].rsplit(',').next().unwrap_or("").trim()
-        }
+        TokenKind::Placeholder if raw.starts_with('<') => raw[1..raw.len() - 1]
+            .rsplit(',')
+            .next()
+            .unwrap_or("")
+            .trim(),
         _ => raw,
     }
 }
@@ -398,14 +467,20 @@ mod tests {
     use super::*;
 
     fn kinds(text: &str) -> Vec<(TokenKind, &str)> {
-        lex(text).tokens.iter().map(|t| (t.kind, &text[t.range.clone()])).collect()
+        lex(text)
+            .tokens
+            .iter()
+            .map(|t| (t.kind, &text[t.range.clone()]))
+            .collect()
     }
 
     #[test]
     fn lexes_dialect_features() {
         use TokenKind::*;
         assert_eq!(
-            kinds("UPDATE [dbo].[T] SET \"a\"=N'x''y' WHERE b<>@p AND c::int=$1 -- c\n/* x /* y */ */ go"),
+            kinds(
+                "UPDATE [dbo].[T] SET \"a\"=N'x''y' WHERE b<>@p AND c::int=$1 -- c\n/* x /* y */ */ go"
+            ),
             vec![
                 (Word, "UPDATE"),
                 (QuotedIdent, "[dbo]"),
@@ -433,7 +508,8 @@ mod tests {
     #[test]
     fn go_lines_sqlcmd_and_templates() {
         use TokenKind::*;
-        let text = ":setvar X 1\nselect 1\nGO 5\nupdate <tbl, sysname, Report> set x = $(X)\ngoto_x";
+        let text =
+            ":setvar X 1\nselect 1\nGO 5\nupdate <tbl, sysname, Report> set x = $(X)\ngoto_x";
         assert_eq!(
             kinds(text),
             vec![
@@ -457,17 +533,44 @@ mod tests {
     fn function_bodies_are_sql() {
         let text = "CREATE FUNCTION f() RETURNS void AS $body$ UPDATE t SET a = 'x' -- note\n $body$ LANGUAGE sql; SELECT $$UPDATE u$$";
         let lexed = lex(text);
-        let words: Vec<&str> = lexed.tokens.iter().filter(|t| t.kind == TokenKind::Word).map(|t| &text[t.range.clone()]).collect();
-        assert!(words.contains(&"UPDATE") && words.contains(&"LANGUAGE"), "{words:?}");
+        let words: Vec<&str> = lexed
+            .tokens
+            .iter()
+            .filter(|t| t.kind == TokenKind::Word)
+            .map(|t| &text[t.range.clone()])
+            .collect();
+        assert!(
+            words.contains(&"UPDATE") && words.contains(&"LANGUAGE"),
+            "{words:?}"
+        );
         assert_eq!(lexed.comments.len(), 1);
         assert_eq!(&text[lexed.comments[0].range.clone()], "-- note");
-        assert_eq!(lexed.tokens.iter().filter(|t| t.kind == TokenKind::String).count(), 2, "the `$$UPDATE u$$` literal stays a string");
+        assert_eq!(
+            lexed
+                .tokens
+                .iter()
+                .filter(|t| t.kind == TokenKind::String)
+                .count(),
+            2,
+            "the `$$UPDATE u$$` literal stays a string"
+        );
         let _ = lex("DO $a$ $b$ unterminated");
     }
 
     #[test]
     fn unterminated_things_do_not_panic() {
-        for text in ["'abc", "[abc", "/* abc", "$tag$ abc", "E'\\", "\"x", "<a, b", "é", "$", "@"] {
+        for text in [
+            "'abc",
+            "[abc",
+            "/* abc",
+            "$tag$ abc",
+            "E'\\",
+            "\"x",
+            "<a, b",
+            "é",
+            "$",
+            "@",
+        ] {
             let _ = lex(text);
         }
     }

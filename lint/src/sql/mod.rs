@@ -42,7 +42,12 @@ pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
                 let end = tokens[found.keyword..]
                     .iter()
                     .skip(1)
-                    .position(|t| matches!(t.kind, lexer::TokenKind::Semicolon | lexer::TokenKind::BatchSeparator))
+                    .position(|t| {
+                        matches!(
+                            t.kind,
+                            lexer::TokenKind::Semicolon | lexer::TokenKind::BatchSeparator
+                        )
+                    })
                     .map_or(tokens.len(), |p| found.keyword + 1 + p);
                 let end = end.min(found.keyword + 200).min(tokens.len());
                 let slice = &tokens[found.first..end];
@@ -51,13 +56,28 @@ pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
                 mentioned.extend(
                     slice
                         .iter()
-                        .filter(|t| matches!(t.kind, lexer::TokenKind::Word | lexer::TokenKind::QuotedIdent | lexer::TokenKind::Placeholder))
-                        .map(|t| TableName { schema: None, name: lexer::ident_text(text, t).to_owned(), range: t.range.clone() }),
+                        .filter(|t| {
+                            matches!(
+                                t.kind,
+                                lexer::TokenKind::Word
+                                    | lexer::TokenKind::QuotedIdent
+                                    | lexer::TokenKind::Placeholder
+                            )
+                        })
+                        .map(|t| TableName {
+                            schema: None,
+                            name: lexer::ident_text(text, t).to_owned(),
+                            range: t.range.clone(),
+                        }),
                 );
                 let range = keyword.start..slice.last().map_or(keyword.end, |t| t.range.end);
                 (error, range, mentioned)
             });
-            Analysed { kind: found.kind, keyword, result }
+            Analysed {
+                kind: found.kind,
+                keyword,
+                result,
+            }
         })
         .collect()
 }

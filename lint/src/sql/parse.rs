@@ -125,43 +125,161 @@ pub struct Found {
 }
 
 const STOP_WORDS: &[&str] = &[
-    "SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "IF", "ELSE", "BEGIN", "END", "DECLARE", "SET", "RETURN", "PRINT",
-    "EXEC", "EXECUTE", "WHILE", "COMMIT", "ROLLBACK", "RAISERROR", "THROW", "GRANT", "REVOKE", "DENY", "CREATE",
-    "ALTER", "DROP", "TRUNCATE", "OPTION", "RETURNING", "OUTPUT", "FROM", "WHERE", "ORDER", "LIMIT", "GROUP", "HAVING",
-    "UNION", "EXCEPT", "INTERSECT", "WHEN", "THEN", "USING", "FETCH", "OPEN", "CLOSE", "DEALLOCATE", "WAITFOR",
-    "BREAK", "CONTINUE", "GOTO", "USE", "LOOP", "RAISE", "PERFORM", "VALUES", "ON", "INTO", "WITH", "GO", "SAVE",
-    "OFFSET", "WINDOW", "FOR", "ELSIF", "ELSEIF", "EXCEPTION", "CALL", "DO", "REPLACE",
+    "SELECT",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "MERGE",
+    "IF",
+    "ELSE",
+    "BEGIN",
+    "END",
+    "DECLARE",
+    "SET",
+    "RETURN",
+    "PRINT",
+    "EXEC",
+    "EXECUTE",
+    "WHILE",
+    "COMMIT",
+    "ROLLBACK",
+    "RAISERROR",
+    "THROW",
+    "GRANT",
+    "REVOKE",
+    "DENY",
+    "CREATE",
+    "ALTER",
+    "DROP",
+    "TRUNCATE",
+    "OPTION",
+    "RETURNING",
+    "OUTPUT",
+    "FROM",
+    "WHERE",
+    "ORDER",
+    "LIMIT",
+    "GROUP",
+    "HAVING",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "WHEN",
+    "THEN",
+    "USING",
+    "FETCH",
+    "OPEN",
+    "CLOSE",
+    "DEALLOCATE",
+    "WAITFOR",
+    "BREAK",
+    "CONTINUE",
+    "GOTO",
+    "USE",
+    "LOOP",
+    "RAISE",
+    "PERFORM",
+    "VALUES",
+    "ON",
+    "INTO",
+    "WITH",
+    "GO",
+    "SAVE",
+    "OFFSET",
+    "WINDOW",
+    "FOR",
+    "ELSIF",
+    "ELSEIF",
+    "EXCEPTION",
+    "CALL",
+    "DO",
+    "REPLACE",
 ];
 
-const BEFORE_NON_STATEMENT: &[&str] = &["FOR", "AFTER", "BEFORE", "OF", "GRANT", "DENY", "REVOKE", "OR", "INSTEAD", "DO", "NO", "TO"];
+const BEFORE_NON_STATEMENT: &[&str] = &[
+    "FOR", "AFTER", "BEFORE", "OF", "GRANT", "DENY", "REVOKE", "OR", "INSTEAD", "DO", "NO", "TO",
+];
 
 /// After `ON UPDATE` / `ON DELETE` of a foreign key.
 const REFERENTIAL_ACTIONS: &[&str] = &["CASCADE", "RESTRICT", "NO", "SET"];
 
 const CLOCK_FUNCTIONS: &[&str] = &[
-    "sysutcdatetime", "sysdatetime", "sysdatetimeoffset", "getutcdate", "getdate", "now", "clock_timestamp",
-    "statement_timestamp", "transaction_timestamp", "current_timestamp", "localtimestamp",
+    "sysutcdatetime",
+    "sysdatetime",
+    "sysdatetimeoffset",
+    "getutcdate",
+    "getdate",
+    "now",
+    "clock_timestamp",
+    "statement_timestamp",
+    "transaction_timestamp",
+    "current_timestamp",
+    "localtimestamp",
 ];
-const SQLITE_CLOCK_FUNCTIONS: &[&str] = &["unixepoch", "julianday", "strftime", "datetime", "date", "time"];
+const SQLITE_CLOCK_FUNCTIONS: &[&str] = &[
+    "unixepoch",
+    "julianday",
+    "strftime",
+    "datetime",
+    "date",
+    "time",
+];
 const CLOCK_KEYWORDS: &[&str] = &["CURRENT_TIMESTAMP", "LOCALTIMESTAMP", "SYSTIMESTAMP"];
 const VALUE_KEYWORDS: &[&str] = &[
-    "NULL", "TRUE", "FALSE", "CURRENT_DATE", "CURRENT_TIME", "INTERVAL", "DEFAULT", "DISTINCT", "CASE", "WHEN",
-    "THEN", "ELSE", "END", "AT", "TIME", "ZONE", "COLLATE", "ESCAPE", "ASC", "DESC", "ALL", "ANY", "SOME", "EXISTS",
+    "NULL",
+    "TRUE",
+    "FALSE",
+    "CURRENT_DATE",
+    "CURRENT_TIME",
+    "INTERVAL",
+    "DEFAULT",
+    "DISTINCT",
+    "CASE",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "END",
+    "AT",
+    "TIME",
+    "ZONE",
+    "COLLATE",
+    "ESCAPE",
+    "ASC",
+    "DESC",
+    "ALL",
+    "ANY",
+    "SOME",
+    "EXISTS",
     "UNKNOWN",
 ];
-const DATE_FUNCTIONS: &[&str] =
-    &["dateadd", "datediff", "datediff_big", "datepart", "datename", "date_part", "extract", "date_trunc", "datetrunc"];
+const DATE_FUNCTIONS: &[&str] = &[
+    "dateadd",
+    "datediff",
+    "datediff_big",
+    "datepart",
+    "datename",
+    "date_part",
+    "extract",
+    "date_trunc",
+    "datetrunc",
+];
 
 pub(crate) fn is_word(text: &str, token: &Token, word: &str) -> bool {
     token.kind == TokenKind::Word && text[token.range.clone()].eq_ignore_ascii_case(word)
 }
 
 fn is_any_word(text: &str, token: &Token, words: &[&str]) -> bool {
-    token.kind == TokenKind::Word && words.iter().any(|w| text[token.range.clone()].eq_ignore_ascii_case(w))
+    token.kind == TokenKind::Word
+        && words
+            .iter()
+            .any(|w| text[token.range.clone()].eq_ignore_ascii_case(w))
 }
 
 fn is_name(token: &Token) -> bool {
-    matches!(token.kind, TokenKind::Word | TokenKind::QuotedIdent | TokenKind::Placeholder)
+    matches!(
+        token.kind,
+        TokenKind::Word | TokenKind::QuotedIdent | TokenKind::Placeholder
+    )
 }
 
 /// Finds the statement keywords of writes and grants in a token stream.
@@ -189,25 +307,41 @@ pub fn find_statements(text: &str, tokens: &[Token]) -> Vec<Found> {
         };
         let prev = i.checked_sub(1).map(|p| &tokens[p]);
         let next = tokens.get(i + 1);
-        if prev.is_some_and(|p| p.kind == TokenKind::Comma || p.kind == TokenKind::Dot || is_any_word(text, p, BEFORE_NON_STATEMENT)) {
+        if prev.is_some_and(|p| {
+            p.kind == TokenKind::Comma
+                || p.kind == TokenKind::Dot
+                || is_any_word(text, p, BEFORE_NON_STATEMENT)
+        }) {
             continue;
         }
         // Function-like uses (`UPDATE(col)` in triggers, `REPLACE(x, ...)`), `UPDATE STATISTICS`, `MERGE JOIN`.
-        if next.is_none_or(|n| n.kind == TokenKind::LParen && kind != StatementKind::Insert && kind != StatementKind::Grant) {
+        if next.is_none_or(|n| {
+            n.kind == TokenKind::LParen
+                && kind != StatementKind::Insert
+                && kind != StatementKind::Grant
+        }) {
             continue;
         }
         let next = next.unwrap_or(token);
         // `SET NOCOUNT ON` then a statement, versus `ON DELETE CASCADE`.
-        if prev.is_some_and(|p| is_word(text, p, "ON")) && is_any_word(text, next, REFERENTIAL_ACTIONS) {
+        if prev.is_some_and(|p| is_word(text, p, "ON"))
+            && is_any_word(text, next, REFERENTIAL_ACTIONS)
+        {
             continue;
         }
         match kind {
             StatementKind::Update if is_any_word(text, next, &["SET", "STATISTICS"]) => continue,
             StatementKind::Merge if is_word(text, next, "JOIN") => continue,
-            StatementKind::Delete if is_any_word(text, next, &["WHEN", "OUTPUT", "END"]) || next.kind == TokenKind::Semicolon => continue,
+            StatementKind::Delete
+                if is_any_word(text, next, &["WHEN", "OUTPUT", "END"])
+                    || next.kind == TokenKind::Semicolon =>
+            {
+                continue;
+            }
             StatementKind::Insert => {
                 let replace = word.eq_ignore_ascii_case("REPLACE");
-                if next.kind == TokenKind::LParen || is_any_word(text, next, &["VALUES", "DEFAULT"]) {
+                if next.kind == TokenKind::LParen || is_any_word(text, next, &["VALUES", "DEFAULT"])
+                {
                     continue;
                 }
                 if replace && !is_word(text, next, "INTO") {
@@ -220,7 +354,11 @@ pub fn find_statements(text: &str, tokens: &[Token]) -> Vec<Found> {
             _ => {}
         }
         let first = cte_start(text, tokens, i).unwrap_or(i);
-        found.push(Found { keyword: i, first, kind });
+        found.push(Found {
+            keyword: i,
+            first,
+            kind,
+        });
     }
     found
 }
@@ -251,7 +389,10 @@ fn cte_start(text: &str, tokens: &[Token], i: usize) -> Option<usize> {
             return None;
         }
         let before = k.checked_sub(1)?;
-        if is_word(text, &tokens[before], "RECURSIVE") && before > 0 && is_word(text, &tokens[before - 1], "WITH") {
+        if is_word(text, &tokens[before], "RECURSIVE")
+            && before > 0
+            && is_word(text, &tokens[before - 1], "WITH")
+        {
             return Some(before - 1);
         }
         if is_word(text, &tokens[before], "WITH") {
@@ -283,7 +424,13 @@ fn matching_open(tokens: &[Token], close: usize) -> Option<usize> {
 
 /// Parses the statement found at `found`.
 pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statement, SqlError> {
-    let mut parser = Parser { text, tokens, pos: found.keyword, ctes: Vec::new(), nesting: 0 };
+    let mut parser = Parser {
+        text,
+        tokens,
+        pos: found.keyword,
+        ctes: Vec::new(),
+        nesting: 0,
+    };
     if found.first < found.keyword {
         parser.ctes = parser.cte_tables(found.first, found.keyword);
     }
@@ -301,13 +448,15 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
         statement.mentioned.push(table.clone());
     }
     // CTE targets: `WITH c AS (SELECT ... FROM t) UPDATE c SET ...` writes `t`.
-    if let Some(target) = &statement.target {
-        if target.schema.is_none() {
-            if let Some((table, _)) = parser.ctes.iter().find(|(_, name)| name.eq_ignore_ascii_case(&target.name)) {
-                statement.target = Some(table.clone());
-                statement.target_names.push(table.name.clone());
-            }
-        }
+    if let Some(target) = &statement.target
+        && target.schema.is_none()
+        && let Some((table, _)) = parser
+            .ctes
+            .iter()
+            .find(|(_, name)| name.eq_ignore_ascii_case(&target.name))
+    {
+        statement.target = Some(table.clone());
+        statement.target_names.push(table.name.clone());
     }
     Ok(statement)
 }
@@ -353,11 +502,15 @@ impl<'a> Parser<'a> {
     }
 
     fn error(&self, message: &str) -> SqlError {
-        let range = self
-            .peek()
-            .map(|t| t.range.clone())
-            .unwrap_or_else(|| self.tokens.last().map_or(0..0, |t| t.range.end..t.range.end));
-        SqlError { message: message.to_owned(), range }
+        let range = self.peek().map(|t| t.range.clone()).unwrap_or_else(|| {
+            self.tokens
+                .last()
+                .map_or(0..0, |t| t.range.end..t.range.end)
+        });
+        SqlError {
+            message: message.to_owned(),
+            range,
+        }
     }
 
     /// At a token that ends the current clause: end of input, `;`, `GO`, `)` closing an
@@ -454,14 +607,22 @@ impl<'a> Parser<'a> {
 
     fn table_name(&mut self) -> Option<TableName> {
         // T-SQL `OBJECT::name`.
-        if self.at_word("OBJECT") && self.peek_at(1).is_some_and(|t| &self.text[t.range.clone()] == "::") {
+        if self.at_word("OBJECT")
+            && self
+                .peek_at(1)
+                .is_some_and(|t| &self.text[t.range.clone()] == "::")
+        {
             self.pos += 2;
         }
         let (parts, range) = self.dotted_name()?;
         let n = parts.len();
         let name = parts[n - 1].clone();
         let schema = (n >= 2 && !parts[n - 2].is_empty()).then(|| parts[n - 2].clone());
-        Some(TableName { schema, name, range })
+        Some(TableName {
+            schema,
+            name,
+            range,
+        })
     }
 
     /// An optional alias after a table reference: `[AS] alias`, skipping table hints
@@ -473,7 +634,12 @@ impl<'a> Parser<'a> {
         }
         let explicit = self.eat_word("AS");
         let alias = match self.peek() {
-            Some(t) if is_name(t) && (explicit || !is_any_word(self.text, t, STOP_WORDS) && !is_any_word(self.text, t, JOIN_WORDS)) => {
+            Some(t)
+                if is_name(t)
+                    && (explicit
+                        || !is_any_word(self.text, t, STOP_WORDS)
+                            && !is_any_word(self.text, t, JOIN_WORDS)) =>
+            {
                 self.pos += 1;
                 Some(ident_text(self.text, t).to_owned())
             }
@@ -489,7 +655,7 @@ impl<'a> Parser<'a> {
     /// A `FROM`/`USING` list: table references with aliases, joins with their `ON`
     /// conditions skipped. Returns `(table, alias)` pairs; subqueries are scanned for
     /// the tables they mention.
-    fn from_list(&mut self, mentioned: &mut Vec<TableName>) -> Vec<(TableName, Option<String>)> {
+    fn table_list(&mut self, mentioned: &mut Vec<TableName>) -> Vec<(TableName, Option<String>)> {
         let mut out = Vec::new();
         let mut after_join = false;
         loop {
@@ -521,7 +687,10 @@ impl<'a> Parser<'a> {
                 continue;
             }
             let mut joined = false;
-            while self.peek().is_some_and(|t| is_any_word(self.text, t, JOIN_WORDS)) {
+            while self
+                .peek()
+                .is_some_and(|t| is_any_word(self.text, t, JOIN_WORDS))
+            {
                 joined |= self.at_word("JOIN") || self.at_word("APPLY");
                 self.pos += 1;
             }
@@ -534,7 +703,10 @@ impl<'a> Parser<'a> {
                 let _ = self.condition();
                 mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
                 let mut joined = false;
-                while self.peek().is_some_and(|t| is_any_word(self.text, t, JOIN_WORDS)) {
+                while self
+                    .peek()
+                    .is_some_and(|t| is_any_word(self.text, t, JOIN_WORDS))
+                {
                     joined |= self.at_word("JOIN") || self.at_word("APPLY");
                     self.pos += 1;
                 }
@@ -555,10 +727,17 @@ impl<'a> Parser<'a> {
         let mut out = Vec::new();
         let mut i = first + 1;
         while i < keyword {
-            if is_word(self.text, &self.tokens[i], "AS") && self.tokens.get(i + 1).is_some_and(|t| t.kind == TokenKind::LParen) {
+            if is_word(self.text, &self.tokens[i], "AS")
+                && self
+                    .tokens
+                    .get(i + 1)
+                    .is_some_and(|t| t.kind == TokenKind::LParen)
+            {
                 let mut name_index = i - 1;
                 if self.tokens[name_index].kind == TokenKind::RParen {
-                    name_index = matching_open(self.tokens, name_index).unwrap_or(1).saturating_sub(1);
+                    name_index = matching_open(self.tokens, name_index)
+                        .unwrap_or(1)
+                        .saturating_sub(1);
                 }
                 let name = ident_text(self.text, &self.tokens[name_index]).to_owned();
                 let open = i + 1;
@@ -577,7 +756,10 @@ impl<'a> Parser<'a> {
                         _ => {}
                     }
                 }
-                if let Some(table) = tables_in(self.text, &self.tokens[open..close]).into_iter().next() {
+                if let Some(table) = tables_in(self.text, &self.tokens[open..close])
+                    .into_iter()
+                    .next()
+                {
                     out.push((table, name));
                 }
                 i = close + 1;
@@ -595,7 +777,9 @@ impl<'a> Parser<'a> {
         }
         self.skip_top();
         self.eat_word("ONLY");
-        let mut target = self.table_name().ok_or_else(|| self.error("expected the table after UPDATE"))?;
+        let mut target = self
+            .table_name()
+            .ok_or_else(|| self.error("expected the table after UPDATE"))?;
         let mut alias = self.alias();
         if !self.eat_word("SET") {
             return Err(self.error("expected SET"));
@@ -607,14 +791,20 @@ impl<'a> Parser<'a> {
             self.skip_output();
         }
         if self.eat_word("FROM") {
-            let from = self.from_list(&mut mentioned);
+            let from = self.table_list(&mut mentioned);
             // `UPDATE alias SET ... FROM schema.table alias`
             if target.schema.is_none() {
-                if let Some((table, table_alias)) = from.iter().find(|(_, a)| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(&target.name))) {
+                if let Some((table, table_alias)) = from.iter().find(|(_, a)| {
+                    a.as_deref()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(&target.name))
+                }) {
                     names.push(table_alias.clone().unwrap_or_default());
                     target = table.clone();
                     alias = table_alias.clone();
-                } else if let Some((table, table_alias)) = from.iter().find(|(t, _)| t.name.eq_ignore_ascii_case(&target.name)) {
+                } else if let Some((table, table_alias)) = from
+                    .iter()
+                    .find(|(t, _)| t.name.eq_ignore_ascii_case(&target.name))
+                {
                     target = table.clone();
                     if let Some(a) = table_alias {
                         names.push(a.clone());
@@ -633,7 +823,12 @@ impl<'a> Parser<'a> {
             range: 0..0,
             target: Some(target),
             target_names: names,
-            updates: vec![UpdateArm { assignments, conditions, where_range, implied_equal: Vec::new() }],
+            updates: vec![UpdateArm {
+                assignments,
+                conditions,
+                where_range,
+                implied_equal: Vec::new(),
+            }],
             deletes: false,
             inserts: Vec::new(),
             grant: None,
@@ -646,7 +841,9 @@ impl<'a> Parser<'a> {
         self.skip_top();
         self.eat_word("FROM");
         self.eat_word("ONLY");
-        let mut target = self.table_name().ok_or_else(|| self.error("expected the table after DELETE"))?;
+        let mut target = self
+            .table_name()
+            .ok_or_else(|| self.error("expected the table after DELETE"))?;
         let alias = self.alias();
         let mut mentioned = vec![target.clone()];
         let mut names = vec![target.name.clone()];
@@ -654,12 +851,15 @@ impl<'a> Parser<'a> {
             self.skip_output();
         }
         if self.eat_word("FROM") || self.eat_word("USING") {
-            let from = self.from_list(&mut mentioned);
-            if target.schema.is_none() {
-                if let Some((table, table_alias)) = from.iter().find(|(_, a)| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(&target.name))) {
-                    names.push(table_alias.clone().unwrap_or_default());
-                    target = table.clone();
-                }
+            let from = self.table_list(&mut mentioned);
+            if target.schema.is_none()
+                && let Some((table, table_alias)) = from.iter().find(|(_, a)| {
+                    a.as_deref()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(&target.name))
+                })
+            {
+                names.push(table_alias.clone().unwrap_or_default());
+                target = table.clone();
             }
         }
         let _ = self.where_clause();
@@ -682,7 +882,9 @@ impl<'a> Parser<'a> {
         self.pos += 1;
         self.eat_word("TABLE");
         self.eat_word("ONLY");
-        let target = self.table_name().ok_or_else(|| self.error("expected the table after TRUNCATE"))?;
+        let target = self
+            .table_name()
+            .ok_or_else(|| self.error("expected the table after TRUNCATE"))?;
         let mut mentioned = vec![target.clone()];
         while self.at_kind(TokenKind::Comma) {
             self.pos += 1;
@@ -706,13 +908,15 @@ impl<'a> Parser<'a> {
         self.pos += 1; // MERGE
         self.skip_top();
         self.eat_word("INTO");
-        let target = self.table_name().ok_or_else(|| self.error("expected the table after MERGE"))?;
+        let target = self
+            .table_name()
+            .ok_or_else(|| self.error("expected the table after MERGE"))?;
         let alias = self.alias();
         let mut mentioned = vec![target.clone()];
         if !self.eat_word("USING") {
             return Err(self.error("expected USING"));
         }
-        let _ = self.from_list(&mut mentioned);
+        let _ = self.table_list(&mut mentioned);
         if !self.eat_word("ON") {
             return Err(self.error("expected ON"));
         }
@@ -730,7 +934,11 @@ impl<'a> Parser<'a> {
                 by_source = self.at_word("SOURCE");
                 self.pos += 1;
             }
-            let arm_condition = if self.eat_word("AND") { Some(self.condition()?) } else { None };
+            let arm_condition = if self.eat_word("AND") {
+                Some(self.condition()?)
+            } else {
+                None
+            };
             if !self.eat_word("THEN") {
                 return Err(self.error("expected THEN"));
             }
@@ -744,7 +952,12 @@ impl<'a> Parser<'a> {
                     conditions.push(on.clone());
                 }
                 conditions.extend(arm_condition);
-                updates.push(UpdateArm { assignments, conditions, where_range: None, implied_equal: Vec::new() });
+                updates.push(UpdateArm {
+                    assignments,
+                    conditions,
+                    where_range: None,
+                    implied_equal: Vec::new(),
+                });
             } else if self.eat_word("DELETE") {
                 deletes = true;
             } else if self.eat_word("INSERT") {
@@ -784,7 +997,9 @@ impl<'a> Parser<'a> {
         }
         self.skip_top();
         self.eat_word("INTO");
-        let target = self.table_name().ok_or_else(|| self.error("expected the table after INSERT"))?;
+        let target = self
+            .table_name()
+            .ok_or_else(|| self.error("expected the table after INSERT"))?;
         let alias = self.alias();
         let mut mentioned = vec![target.clone()];
         let start = self.pos;
@@ -812,7 +1027,12 @@ impl<'a> Parser<'a> {
                     }
                     let assignments = self.assignments()?;
                     let (conditions, where_range) = self.where_clause()?;
-                    updates.push(UpdateArm { assignments, conditions, where_range, implied_equal: implied });
+                    updates.push(UpdateArm {
+                        assignments,
+                        conditions,
+                        where_range,
+                        implied_equal: implied,
+                    });
                 } else {
                     self.eat_word("NOTHING");
                 }
@@ -820,7 +1040,12 @@ impl<'a> Parser<'a> {
                 self.eat_word("KEY");
                 self.eat_word("UPDATE");
                 let assignments = self.assignments()?;
-                updates.push(UpdateArm { assignments, conditions: Vec::new(), where_range: None, implied_equal: Vec::new() });
+                updates.push(UpdateArm {
+                    assignments,
+                    conditions: Vec::new(),
+                    where_range: None,
+                    implied_equal: Vec::new(),
+                });
             }
         }
         self.tail();
@@ -841,7 +1066,11 @@ impl<'a> Parser<'a> {
 
     /// After the target of an INSERT (or `THEN INSERT` in MERGE): column list and source.
     fn insert_body(&mut self, replace: bool) -> Result<InsertPart, SqlError> {
-        let columns = if self.at_kind(TokenKind::LParen) { self.column_list() } else { Vec::new() };
+        let columns = if self.at_kind(TokenKind::LParen) {
+            self.column_list()
+        } else {
+            Vec::new()
+        };
         if self.eat_word("OUTPUT") {
             self.skip_output();
         }
@@ -881,10 +1110,37 @@ impl<'a> Parser<'a> {
             self.eat_word("EXECUTE");
             loop {
                 self.skip_clause();
-                if self.at_word("ON") && self.peek_at(1).is_some_and(|t| is_any_word(self.text, t, &["CONFLICT", "DUPLICATE"])) {
+                if self.at_word("ON")
+                    && self
+                        .peek_at(1)
+                        .is_some_and(|t| is_any_word(self.text, t, &["CONFLICT", "DUPLICATE"]))
+                {
                     break;
                 }
-                if self.at_boundary() && self.peek().is_some_and(|t| is_any_word(self.text, t, &["FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "UNION", "EXCEPT", "INTERSECT", "ON", "SELECT", "OFFSET", "WINDOW", "INTO"])) {
+                if self.at_boundary()
+                    && self.peek().is_some_and(|t| {
+                        is_any_word(
+                            self.text,
+                            t,
+                            &[
+                                "FROM",
+                                "WHERE",
+                                "GROUP",
+                                "HAVING",
+                                "ORDER",
+                                "LIMIT",
+                                "UNION",
+                                "EXCEPT",
+                                "INTERSECT",
+                                "ON",
+                                "SELECT",
+                                "OFFSET",
+                                "WINDOW",
+                                "INTO",
+                            ],
+                        )
+                    })
+                {
                     self.pos += 1;
                     continue;
                 }
@@ -892,7 +1148,11 @@ impl<'a> Parser<'a> {
             }
             None
         };
-        Ok(InsertPart { columns, rows, replace })
+        Ok(InsertPart {
+            columns,
+            rows,
+            replace,
+        })
     }
 
     fn column_list(&mut self) -> Vec<String> {
@@ -909,7 +1169,9 @@ impl<'a> Parser<'a> {
         self.pos += 1; // GRANT
         let mut privileges = Vec::new();
         while let Some(t) = self.peek() {
-            if is_word(self.text, t, "ON") || matches!(t.kind, TokenKind::Semicolon | TokenKind::BatchSeparator) {
+            if is_word(self.text, t, "ON")
+                || matches!(t.kind, TokenKind::Semicolon | TokenKind::BatchSeparator)
+            {
                 break;
             }
             if is_word(self.text, t, "TO") {
@@ -928,22 +1190,39 @@ impl<'a> Parser<'a> {
         let mut objects = Vec::new();
         let mut mentioned = Vec::new();
         if self.eat_word("ON") {
-            let is_table_class = self.eat_word("TABLE") || !self.peek().is_some_and(|t| {
-                is_any_word(self.text, t, &["SCHEMA", "DATABASE", "ALL", "SEQUENCE", "FUNCTION", "PROCEDURE", "TYPE", "DOMAIN", "LANGUAGE", "LARGE", "FOREIGN", "TABLESPACE", "ROUTINE"])
-                    || self.tokens.get(self.pos + 1).is_some_and(|n| &self.text[n.range.clone()] == "::") && !is_word(self.text, t, "OBJECT")
-            });
+            let is_table_class = self.eat_word("TABLE")
+                || !self.peek().is_some_and(|t| {
+                    is_any_word(
+                        self.text,
+                        t,
+                        &[
+                            "SCHEMA",
+                            "DATABASE",
+                            "ALL",
+                            "SEQUENCE",
+                            "FUNCTION",
+                            "PROCEDURE",
+                            "TYPE",
+                            "DOMAIN",
+                            "LANGUAGE",
+                            "LARGE",
+                            "FOREIGN",
+                            "TABLESPACE",
+                            "ROUTINE",
+                        ],
+                    ) || self
+                        .tokens
+                        .get(self.pos + 1)
+                        .is_some_and(|n| &self.text[n.range.clone()] == "::")
+                        && !is_word(self.text, t, "OBJECT")
+                });
             if is_table_class {
-                loop {
-                    match self.table_name() {
-                        Some(table) => {
-                            if self.at_kind(TokenKind::LParen) {
-                                self.skip_group();
-                            }
-                            mentioned.push(table.clone());
-                            objects.push(table);
-                        }
-                        None => break,
+                while let Some(table) = self.table_name() {
+                    if self.at_kind(TokenKind::LParen) {
+                        self.skip_group();
                     }
+                    mentioned.push(table.clone());
+                    objects.push(table);
                     if self.at_kind(TokenKind::Comma) {
                         self.pos += 1;
                     } else {
@@ -998,10 +1277,14 @@ impl<'a> Parser<'a> {
         loop {
             if self.eat_word("RETURNING") || self.eat_word("LIMIT") || self.eat_word("OFFSET") {
                 self.skip_clause();
-            } else if self.at_word("ORDER") && self.peek_at(1).is_some_and(|t| is_word(self.text, t, "BY")) {
+            } else if self.at_word("ORDER")
+                && self.peek_at(1).is_some_and(|t| is_word(self.text, t, "BY"))
+            {
                 self.pos += 2;
                 self.skip_clause();
-            } else if self.at_word("OPTION") && self.peek_at(1).is_some_and(|t| t.kind == TokenKind::LParen) {
+            } else if self.at_word("OPTION")
+                && self.peek_at(1).is_some_and(|t| t.kind == TokenKind::LParen)
+            {
                 self.pos += 1;
                 self.skip_group();
             } else {
@@ -1018,7 +1301,10 @@ impl<'a> Parser<'a> {
             self.pos += 3;
             return Ok((Vec::new(), None));
         }
-        let start = self.peek().map(|t| t.range.start).unwrap_or(self.text.len());
+        let start = self
+            .peek()
+            .map(|t| t.range.start)
+            .unwrap_or(self.text.len());
         let first = self.pos;
         let condition = self.condition()?;
         if self.pos == first {
@@ -1032,10 +1318,18 @@ impl<'a> Parser<'a> {
         let mut out = Vec::new();
         loop {
             // T-SQL `@var = col = expr` and `@var = expr`.
-            if self.at_kind(TokenKind::Parameter) && self.peek_at(1).is_some_and(|t| &self.text[t.range.clone()] == "=") {
+            if self.at_kind(TokenKind::Parameter)
+                && self
+                    .peek_at(1)
+                    .is_some_and(|t| &self.text[t.range.clone()] == "=")
+            {
                 self.pos += 2;
                 let save = self.pos;
-                if self.dotted_name().is_some() && self.peek().is_some_and(|t| &self.text[t.range.clone()] == "=") {
+                if self.dotted_name().is_some()
+                    && self
+                        .peek()
+                        .is_some_and(|t| &self.text[t.range.clone()] == "=")
+                {
                     self.pos = save;
                 } else {
                     self.pos = save;
@@ -1050,24 +1344,44 @@ impl<'a> Parser<'a> {
             if self.at_kind(TokenKind::LParen) {
                 // PostgreSQL `(a, b) = (x, y)` / `= (SELECT ...)`.
                 let columns = self.column_list();
-                let op = self.peek().filter(|t| &self.text[t.range.clone()] == "=").ok_or_else(|| self.error("expected `=`"))?;
+                let op = self
+                    .peek()
+                    .filter(|t| &self.text[t.range.clone()] == "=")
+                    .ok_or_else(|| self.error("expected `=`"))?;
                 let column_range = op.range.clone();
                 self.pos += 1;
                 let value = self.operand();
                 for column in columns {
-                    out.push(Assignment { column, column_range: column_range.clone(), value: value.clone() });
+                    out.push(Assignment {
+                        column,
+                        column_range: column_range.clone(),
+                        value: value.clone(),
+                    });
                 }
             } else {
-                let (parts, column_range) = self.dotted_name().ok_or_else(|| self.error("expected a column in SET"))?;
-                let op = self.peek().filter(|t| t.kind == TokenKind::Operator).ok_or_else(|| self.error("expected `=`"))?;
+                let (parts, column_range) = self
+                    .dotted_name()
+                    .ok_or_else(|| self.error("expected a column in SET"))?;
+                let op = self
+                    .peek()
+                    .filter(|t| t.kind == TokenKind::Operator)
+                    .ok_or_else(|| self.error("expected `=`"))?;
                 let op_text = &self.text[op.range.clone()];
                 self.pos += 1;
                 let mut value = self.operand();
                 if op_text != "=" {
                     // `+=` and friends: the value is computed from the column itself.
-                    value.columns.push(ColumnRef { qualifier: None, name: parts.last().cloned().unwrap_or_default(), range: column_range.clone() });
+                    value.columns.push(ColumnRef {
+                        qualifier: None,
+                        name: parts.last().cloned().unwrap_or_default(),
+                        range: column_range.clone(),
+                    });
                 }
-                out.push(Assignment { column: parts.last().cloned().unwrap_or_default(), column_range, value });
+                out.push(Assignment {
+                    column: parts.last().cloned().unwrap_or_default(),
+                    column_range,
+                    value,
+                });
             }
             if self.at_kind(TokenKind::Comma) {
                 self.pos += 1;
@@ -1094,7 +1408,11 @@ impl<'a> Parser<'a> {
         while self.eat_word("OR") {
             items.push(self.conjunction()?);
         }
-        Ok(if items.len() == 1 { items.pop().unwrap_or(Predicate::Or(Vec::new())) } else { Predicate::Or(items) })
+        Ok(if items.len() == 1 {
+            items.pop().unwrap_or(Predicate::Or(Vec::new()))
+        } else {
+            Predicate::Or(items)
+        })
     }
 
     fn conjunction(&mut self) -> Result<Predicate, SqlError> {
@@ -1109,7 +1427,11 @@ impl<'a> Parser<'a> {
                 other => flat.push(other),
             }
         }
-        Ok(if flat.len() == 1 { flat.pop().unwrap_or(Predicate::And(Vec::new())) } else { Predicate::And(flat) })
+        Ok(if flat.len() == 1 {
+            flat.pop().unwrap_or(Predicate::And(Vec::new()))
+        } else {
+            Predicate::And(flat)
+        })
     }
 
     fn negation(&mut self) -> Result<Predicate, SqlError> {
@@ -1119,7 +1441,11 @@ impl<'a> Parser<'a> {
                 count += 1;
             }
             let inner = self.predicate()?;
-            return Ok(if count % 2 == 1 { Predicate::Not(Box::new(inner)) } else { inner });
+            return Ok(if count % 2 == 1 {
+                Predicate::Not(Box::new(inner))
+            } else {
+                inner
+            });
         }
         self.predicate()
     }
@@ -1128,7 +1454,9 @@ impl<'a> Parser<'a> {
         if self.at_word("EXISTS") {
             self.pos += 1;
             self.skip_group();
-            return Ok(Predicate::Other { operands: Vec::new() });
+            return Ok(Predicate::Other {
+                operands: Vec::new(),
+            });
         }
         if self.at_kind(TokenKind::LParen) && !self.paren_is_operand() {
             self.pos += 1;
@@ -1144,15 +1472,25 @@ impl<'a> Parser<'a> {
             return Err(self.error("expected an expression"));
         }
         let Some(next) = self.peek() else {
-            return Ok(Predicate::Other { operands: vec![left] });
+            return Ok(Predicate::Other {
+                operands: vec![left],
+            });
         };
         let next_text = &self.text[next.range.clone()];
         let op = match next_text {
             "=" | "==" => Some(CompareOp::Eq),
             "<>" | "!=" => Some(CompareOp::NotEq),
-            "<" | "!>" => Some(if next_text == "<" { CompareOp::Lt } else { CompareOp::LtEq }),
+            "<" | "!>" => Some(if next_text == "<" {
+                CompareOp::Lt
+            } else {
+                CompareOp::LtEq
+            }),
             "<=" => Some(CompareOp::LtEq),
-            ">" | "!<" => Some(if next_text == ">" { CompareOp::Gt } else { CompareOp::GtEq }),
+            ">" | "!<" => Some(if next_text == ">" {
+                CompareOp::Gt
+            } else {
+                CompareOp::GtEq
+            }),
             ">=" => Some(CompareOp::GtEq),
             _ => None,
         };
@@ -1161,7 +1499,9 @@ impl<'a> Parser<'a> {
             if self.at_word("ANY") || self.at_word("ALL") || self.at_word("SOME") {
                 self.pos += 1;
                 let right = self.operand();
-                return Ok(Predicate::Other { operands: vec![left, right] });
+                return Ok(Predicate::Other {
+                    operands: vec![left, right],
+                });
             }
             let right = self.operand();
             if right.range.is_empty() {
@@ -1172,19 +1512,26 @@ impl<'a> Parser<'a> {
         if self.eat_word("IS") {
             let negated = self.eat_word("NOT");
             if self.eat_word("NULL") {
-                return Ok(Predicate::IsNull { operand: left, negated });
+                return Ok(Predicate::IsNull {
+                    operand: left,
+                    negated,
+                });
             }
             if self.eat_word("DISTINCT") {
                 self.eat_word("FROM");
             }
             let right = self.operand();
-            return Ok(Predicate::Other { operands: vec![left, right] });
+            return Ok(Predicate::Other {
+                operands: vec![left, right],
+            });
         }
         let negated = self.eat_word("NOT");
         if self.eat_word("IN") {
             let right = self.operand();
             let _ = negated;
-            return Ok(Predicate::Other { operands: vec![left, right] });
+            return Ok(Predicate::Other {
+                operands: vec![left, right],
+            });
         }
         if self.eat_word("BETWEEN") {
             let low = self.operand();
@@ -1192,26 +1539,40 @@ impl<'a> Parser<'a> {
                 return Err(self.error("expected AND in BETWEEN"));
             }
             let high = self.operand();
-            return Ok(Predicate::Other { operands: vec![left, low, high] });
+            return Ok(Predicate::Other {
+                operands: vec![left, low, high],
+            });
         }
-        if self.eat_word("LIKE") || self.eat_word("ILIKE") || self.eat_word("GLOB") || self.eat_word("SIMILAR") || self.eat_word("REGEXP") {
+        if self.eat_word("LIKE")
+            || self.eat_word("ILIKE")
+            || self.eat_word("GLOB")
+            || self.eat_word("SIMILAR")
+            || self.eat_word("REGEXP")
+        {
             self.eat_word("TO");
             let right = self.operand();
             if self.eat_word("ESCAPE") {
                 let _ = self.operand();
             }
-            return Ok(Predicate::Other { operands: vec![left, right] });
+            return Ok(Predicate::Other {
+                operands: vec![left, right],
+            });
         }
         if negated {
             return Err(self.error("expected IN, BETWEEN or LIKE after NOT"));
         }
-        Ok(Predicate::Other { operands: vec![left] })
+        Ok(Predicate::Other {
+            operands: vec![left],
+        })
     }
 
     /// At `(`: whether the group is a value (followed by an arithmetic or comparison
     /// operator, or a subquery) rather than a parenthesised condition.
     fn paren_is_operand(&self) -> bool {
-        if self.peek_at(1).is_some_and(|t| is_any_word(self.text, t, &["SELECT", "WITH", "VALUES"])) {
+        if self
+            .peek_at(1)
+            .is_some_and(|t| is_any_word(self.text, t, &["SELECT", "WITH", "VALUES"]))
+        {
             return true;
         }
         let mut depth = 0usize;
@@ -1233,14 +1594,27 @@ impl<'a> Parser<'a> {
                         has_boolean = true;
                     }
                 }
-                TokenKind::Word if depth == 1 && is_any_word(self.text, t, &["AND", "OR", "NOT", "IS", "IN", "LIKE", "BETWEEN", "EXISTS"]) => has_boolean = true,
+                TokenKind::Word
+                    if depth == 1
+                        && is_any_word(
+                            self.text,
+                            t,
+                            &["AND", "OR", "NOT", "IS", "IN", "LIKE", "BETWEEN", "EXISTS"],
+                        ) =>
+                {
+                    has_boolean = true
+                }
                 _ => {}
             }
             j += 1;
         }
         let after = self.tokens.get(j + 1);
-        let followed_by_operator = after.is_some_and(|t| t.kind == TokenKind::Operator && !matches!(&self.text[t.range.clone()], "&&"))
-            || after.is_some_and(|t| is_any_word(self.text, t, &["IS", "IN", "LIKE", "BETWEEN", "NOT"]) && !is_word(self.text, t, "NOT"));
+        let followed_by_operator = after.is_some_and(|t| {
+            t.kind == TokenKind::Operator && !matches!(&self.text[t.range.clone()], "&&")
+        }) || after.is_some_and(|t| {
+            is_any_word(self.text, t, &["IS", "IN", "LIKE", "BETWEEN", "NOT"])
+                && !is_word(self.text, t, "NOT")
+        });
         followed_by_operator || !has_boolean
     }
 
@@ -1250,13 +1624,18 @@ impl<'a> Parser<'a> {
         let start_pos = self.pos;
         let mut operand = Operand::default();
         let mut count = 0;
-        loop {
-            let Some(t) = self.peek() else { break };
+        while let Some(t) = self.peek() {
             let text = &self.text[t.range.clone()];
             match t.kind {
-                TokenKind::Semicolon | TokenKind::BatchSeparator | TokenKind::RParen | TokenKind::Comma => break,
+                TokenKind::Semicolon
+                | TokenKind::BatchSeparator
+                | TokenKind::RParen
+                | TokenKind::Comma => break,
                 TokenKind::Operator => {
-                    if matches!(text, "=" | "==" | "<>" | "!=" | "<" | "<=" | ">" | ">=" | "!<" | "!>") {
+                    if matches!(
+                        text,
+                        "=" | "==" | "<>" | "!=" | "<" | "<=" | ">" | ">=" | "!<" | "!>"
+                    ) {
                         break;
                     }
                     if text == "::" {
@@ -1266,7 +1645,10 @@ impl<'a> Parser<'a> {
                         if self.at_kind(TokenKind::LParen) {
                             self.skip_group();
                         }
-                        while self.peek().is_some_and(|t| &self.text[t.range.clone()] == "[") {
+                        while self
+                            .peek()
+                            .is_some_and(|t| &self.text[t.range.clone()] == "[")
+                        {
                             self.pos += 1;
                         }
                         count += 1;
@@ -1275,7 +1657,9 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                 }
                 TokenKind::LParen => {
-                    let sub = self.peek_at(1).is_some_and(|t| is_any_word(self.text, t, &["SELECT", "WITH", "VALUES"]));
+                    let sub = self
+                        .peek_at(1)
+                        .is_some_and(|t| is_any_word(self.text, t, &["SELECT", "WITH", "VALUES"]));
                     if sub {
                         operand.subquery = true;
                         self.skip_group();
@@ -1314,13 +1698,23 @@ impl<'a> Parser<'a> {
                             count += 1;
                             continue;
                         }
-                        if is_any_word(self.text, t, CLOCK_KEYWORDS) && !self.peek_at(1).is_some_and(|n| n.kind == TokenKind::LParen) {
+                        if is_any_word(self.text, t, CLOCK_KEYWORDS)
+                            && !self.peek_at(1).is_some_and(|n| n.kind == TokenKind::LParen)
+                        {
                             operand.clock = true;
                             self.pos += 1;
                             count += 1;
                             continue;
                         }
-                        if is_any_word(self.text, t, &["AND", "OR", "NOT", "IS", "IN", "LIKE", "ILIKE", "BETWEEN", "ESCAPE", "GLOB", "SIMILAR", "REGEXP", "AS"]) || is_any_word(self.text, t, STOP_WORDS) {
+                        if is_any_word(
+                            self.text,
+                            t,
+                            &[
+                                "AND", "OR", "NOT", "IS", "IN", "LIKE", "ILIKE", "BETWEEN",
+                                "ESCAPE", "GLOB", "SIMILAR", "REGEXP", "AS",
+                            ],
+                        ) || is_any_word(self.text, t, STOP_WORDS)
+                        {
                             break;
                         }
                         if is_word(self.text, t, "NULL") {
@@ -1343,7 +1737,11 @@ impl<'a> Parser<'a> {
                         continue;
                     };
                     if self.at_kind(TokenKind::LParen) && parts.len() <= 3 {
-                        let function = parts.last().cloned().unwrap_or_default().to_ascii_lowercase();
+                        let function = parts
+                            .last()
+                            .cloned()
+                            .unwrap_or_default()
+                            .to_ascii_lowercase();
                         self.pos += 1;
                         if CLOCK_FUNCTIONS.contains(&function.as_str()) {
                             operand.clock = true;
@@ -1353,20 +1751,35 @@ impl<'a> Parser<'a> {
                             let mut inner = Operand::default();
                             self.call_arguments(&mut inner);
                             let args = &self.tokens[arg_start..self.pos];
-                            let literal = |a: &Token, s: &str| a.kind == TokenKind::String && self.text[a.range.clone()].eq_ignore_ascii_case(s);
+                            let literal = |a: &Token, s: &str| {
+                                a.kind == TokenKind::String
+                                    && self.text[a.range.clone()].eq_ignore_ascii_case(s)
+                            };
                             let now = args.iter().any(|a| literal(a, "'now'"));
                             // `unixepoch()`, `unixepoch('subsec')`: no time value means now.
                             let implicit_now = function == "unixepoch"
-                                && args.iter().all(|a| matches!(a.kind, TokenKind::RParen | TokenKind::Comma) || literal(a, "'subsec'") || literal(a, "'subsecond'"));
+                                && args.iter().all(|a| {
+                                    matches!(a.kind, TokenKind::RParen | TokenKind::Comma)
+                                        || literal(a, "'subsec'")
+                                        || literal(a, "'subsecond'")
+                                });
                             operand.clock |= inner.clock || now || implicit_now;
                             operand.columns.append(&mut inner.columns);
                             operand.parameter |= inner.parameter;
                             operand.subquery |= inner.subquery;
-                        } else if function == "cast" || function == "try_cast" || function == "convert" || function == "try_convert" {
+                        } else if function == "cast"
+                            || function == "try_cast"
+                            || function == "convert"
+                            || function == "try_convert"
+                        {
                             self.call_arguments(&mut operand);
                         } else {
                             let datepart = DATE_FUNCTIONS.contains(&function.as_str());
-                            if datepart && self.peek().is_some_and(|t| t.kind == TokenKind::Word || t.kind == TokenKind::String) {
+                            if datepart
+                                && self.peek().is_some_and(|t| {
+                                    t.kind == TokenKind::Word || t.kind == TokenKind::String
+                                })
+                            {
                                 self.pos += 1; // the date part
                                 if self.at_word("FROM") {
                                     self.pos += 1;
@@ -1378,7 +1791,11 @@ impl<'a> Parser<'a> {
                     } else {
                         let name = parts.last().cloned().unwrap_or_default();
                         let qualifier = (parts.len() >= 2).then(|| parts[parts.len() - 2].clone());
-                        operand.columns.push(ColumnRef { qualifier, name, range });
+                        operand.columns.push(ColumnRef {
+                            qualifier,
+                            name,
+                            range,
+                        });
                     }
                 }
                 TokenKind::Dot | TokenKind::Other => {
@@ -1390,10 +1807,10 @@ impl<'a> Parser<'a> {
         if self.pos > start_pos {
             operand.range = self.tokens[start_pos].range.start..self.tokens[self.pos - 1].range.end;
             let slice = &self.tokens[start_pos..self.pos];
-            if let [only] = slice {
-                if only.kind == TokenKind::Number {
-                    operand.integer = self.text[only.range.clone()].parse().ok();
-                }
+            if let [only] = slice
+                && only.kind == TokenKind::Number
+            {
+                operand.integer = self.text[only.range.clone()].parse().ok();
             }
             operand.increment_of = self.increment(slice);
         } else {
@@ -1407,10 +1824,20 @@ impl<'a> Parser<'a> {
         match self.peek() {
             None => true,
             Some(t) => match t.kind {
-                TokenKind::Semicolon | TokenKind::BatchSeparator | TokenKind::RParen | TokenKind::Comma => true,
-                TokenKind::Operator => matches!(&self.text[t.range.clone()], "=" | "<>" | "!=" | "<" | "<=" | ">" | ">="),
+                TokenKind::Semicolon
+                | TokenKind::BatchSeparator
+                | TokenKind::RParen
+                | TokenKind::Comma => true,
+                TokenKind::Operator => matches!(
+                    &self.text[t.range.clone()],
+                    "=" | "<>" | "!=" | "<" | "<=" | ">" | ">="
+                ),
                 TokenKind::Word => {
-                    is_any_word(self.text, t, &["AND", "OR", "NOT", "IS", "IN", "LIKE", "BETWEEN"]) || is_any_word(self.text, t, STOP_WORDS)
+                    is_any_word(
+                        self.text,
+                        t,
+                        &["AND", "OR", "NOT", "IS", "IN", "LIKE", "BETWEEN"],
+                    ) || is_any_word(self.text, t, STOP_WORDS)
                 }
                 _ => false,
             },
@@ -1419,16 +1846,22 @@ impl<'a> Parser<'a> {
 
     /// `col + 1` or `1 + col`.
     fn increment(&self, slice: &[Token]) -> Option<ColumnRef> {
-        let plus = slice.iter().position(|t| t.kind == TokenKind::Operator && &self.text[t.range.clone()] == "+")?;
+        let plus = slice
+            .iter()
+            .position(|t| t.kind == TokenKind::Operator && &self.text[t.range.clone()] == "+")?;
         let (left, right) = (&slice[..plus], &slice[plus + 1..]);
         let column_of = |side: &[Token]| -> Option<ColumnRef> {
             let names: Vec<&Token> = side.iter().filter(|t| t.kind != TokenKind::Dot).collect();
-            if names.is_empty() || !names.iter().all(|t| is_name(t)) || side.len() != names.len() * 2 - 1 {
+            if names.is_empty()
+                || !names.iter().all(|t| is_name(t))
+                || side.len() != names.len() * 2 - 1
+            {
                 return None;
             }
             let last = names.last()?;
             Some(ColumnRef {
-                qualifier: (names.len() >= 2).then(|| ident_text(self.text, names[names.len() - 2]).to_owned()),
+                qualifier: (names.len() >= 2)
+                    .then(|| ident_text(self.text, names[names.len() - 2]).to_owned()),
                 name: ident_text(self.text, last).to_owned(),
                 range: side[0].range.start..last.range.end,
             })
@@ -1480,7 +1913,9 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     return;
                 }
-                Some(t) if t.kind == TokenKind::Comma || t.kind == TokenKind::Operator => self.pos += 1,
+                Some(t) if t.kind == TokenKind::Comma || t.kind == TokenKind::Operator => {
+                    self.pos += 1
+                }
                 Some(t) if is_word(self.text, t, "AS") => {
                     // CAST(x AS type(n))
                     self.pos += 1;
@@ -1494,7 +1929,9 @@ impl<'a> Parser<'a> {
                     // `EXTRACT(x FROM y)`, window `OVER (ORDER BY ...)`): step over.
                     self.pos += 1;
                 }
-                Some(t) if matches!(t.kind, TokenKind::Semicolon | TokenKind::BatchSeparator) => return,
+                Some(t) if matches!(t.kind, TokenKind::Semicolon | TokenKind::BatchSeparator) => {
+                    return;
+                }
                 Some(_) => self.pos += 1,
                 None => return,
             }
@@ -1502,19 +1939,31 @@ impl<'a> Parser<'a> {
     }
 }
 
-const JOIN_WORDS: &[&str] = &["JOIN", "INNER", "LEFT", "RIGHT", "FULL", "OUTER", "CROSS", "NATURAL", "APPLY", "LOOP", "HASH"];
+const JOIN_WORDS: &[&str] = &[
+    "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "OUTER", "CROSS", "NATURAL", "APPLY", "LOOP", "HASH",
+];
 
 /// Tables named after `FROM`, `JOIN`, `UPDATE`, `INTO` or `USING` in a token slice.
 pub fn tables_in(text: &str, tokens: &[Token]) -> Vec<TableName> {
     let mut out = Vec::new();
     for (i, t) in tokens.iter().enumerate() {
-        if is_any_word(text, t, &["FROM", "JOIN", "UPDATE", "INTO", "USING", "APPLY"]) {
-            let mut parser = Parser { text, tokens, pos: i + 1, ctes: Vec::new(), nesting: 0 };
+        if is_any_word(
+            text,
+            t,
+            &["FROM", "JOIN", "UPDATE", "INTO", "USING", "APPLY"],
+        ) {
+            let mut parser = Parser {
+                text,
+                tokens,
+                pos: i + 1,
+                ctes: Vec::new(),
+                nesting: 0,
+            };
             parser.eat_word("ONLY");
-            if let Some(table) = parser.table_name() {
-                if !parser.at_kind(TokenKind::LParen) {
-                    out.push(table);
-                }
+            if let Some(table) = parser.table_name()
+                && !parser.at_kind(TokenKind::LParen)
+            {
+                out.push(table);
             }
         }
     }

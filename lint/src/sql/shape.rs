@@ -52,16 +52,30 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
     let tokens = &lexed.tokens;
     let placeholders = tokens
         .iter()
-        .filter(|t| t.kind == TokenKind::Parameter && sql[t.range.clone()].starts_with('@') && !sql[t.range.clone()].starts_with("@@"))
-        .map(|t| Placeholder { name: sql[t.range.start + 1..t.range.end].to_owned(), range: t.range.clone() })
+        .filter(|t| {
+            t.kind == TokenKind::Parameter
+                && sql[t.range.clone()].starts_with('@')
+                && !sql[t.range.clone()].starts_with("@@")
+        })
+        .map(|t| Placeholder {
+            name: sql[t.range.start + 1..t.range.end].to_owned(),
+            range: t.range.clone(),
+        })
         .collect();
     let Some(first) = tokens.first() else {
-        return Err(SqlError { message: "expected a SQL statement".to_owned(), range: 0..sql.len() });
+        return Err(SqlError {
+            message: "expected a SQL statement".to_owned(),
+            range: 0..sql.len(),
+        });
     };
     let found = parse::find_statements(sql, tokens);
     let Some(head) = found.iter().find(|f| f.first == 0) else {
         // Not a write: report its extent only.
-        let last = tokens.iter().rev().find(|t| t.kind != TokenKind::Semicolon).unwrap_or(first);
+        let last = tokens
+            .iter()
+            .rev()
+            .find(|t| t.kind != TokenKind::Semicolon)
+            .unwrap_or(first);
         return Ok(UpdateShape {
             kind: None,
             target: None,
@@ -72,7 +86,9 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
         });
     };
     let statement = parse::parse_found(sql, tokens, head)?;
-    let rest = tokens.iter().find(|t| t.range.start >= statement.range.end && t.kind != TokenKind::Semicolon);
+    let rest = tokens
+        .iter()
+        .find(|t| t.range.start >= statement.range.end && t.kind != TokenKind::Semicolon);
     if let Some(extra) = rest {
         return Err(SqlError {
             message: "expected one statement; this continues after it".to_owned(),
@@ -82,12 +98,19 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
     let arm = statement.updates.first();
     Ok(UpdateShape {
         kind: Some(statement.kind),
-        target: statement.target.as_ref().map(|t| (sql[t.range.clone()].to_owned(), t.range.clone())),
+        target: statement
+            .target
+            .as_ref()
+            .map(|t| (sql[t.range.clone()].to_owned(), t.range.clone())),
         assignments: arm
             .map(|arm| {
                 arm.assignments
                     .iter()
-                    .map(|a| SetShape { column: a.column.clone(), column_range: a.column_range.clone(), value_range: a.value.range.clone() })
+                    .map(|a| SetShape {
+                        column: a.column.clone(),
+                        column_range: a.column_range.clone(),
+                        value_range: a.value.range.clone(),
+                    })
                     .collect()
             })
             .unwrap_or_default(),
@@ -106,11 +129,23 @@ mod tests {
         let sql = "UPDATE dbo.ReportPublication SET Payload = @payload, PublishedAtUtc = SYSUTCDATETIME() WHERE ReportId = @reportId";
         let shape = parse_update(sql).unwrap();
         assert_eq!(shape.kind, Some(StatementKind::Update));
-        assert_eq!(shape.target.as_ref().map(|t| t.0.as_str()), Some("dbo.ReportPublication"));
+        assert_eq!(
+            shape.target.as_ref().map(|t| t.0.as_str()),
+            Some("dbo.ReportPublication")
+        );
         assert_eq!(shape.assignments.len(), 2);
-        assert_eq!(&sql[shape.assignments[1].column_range.clone()], "PublishedAtUtc");
-        assert_eq!(&sql[shape.assignments[1].value_range.clone()], "SYSUTCDATETIME()");
-        assert_eq!(&sql[shape.where_range.clone().unwrap()], "ReportId = @reportId");
+        assert_eq!(
+            &sql[shape.assignments[1].column_range.clone()],
+            "PublishedAtUtc"
+        );
+        assert_eq!(
+            &sql[shape.assignments[1].value_range.clone()],
+            "SYSUTCDATETIME()"
+        );
+        assert_eq!(
+            &sql[shape.where_range.clone().unwrap()],
+            "ReportId = @reportId"
+        );
         let names: Vec<_> = shape.placeholders.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["payload", "reportId"]);
     }
