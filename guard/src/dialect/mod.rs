@@ -106,22 +106,24 @@ pub fn fence_predicate(dialect: Dialect, table: &FencedTable, first: usize) -> S
 }
 
 /// The publish-once condition, appended with `AND` after [`fence_predicate`]:
-/// `published < p`, where `p` is the generation's parameter (`first + 1`).
-pub fn publish_once_predicate(dialect: Dialect, table: &FencedTable, generation: usize) -> String {
+/// `published < p`, where `p` is the generation's parameter, `first + 1`. Takes the
+/// same `first` as [`fence_predicate`].
+pub fn publish_once_predicate(dialect: Dialect, table: &FencedTable, first: usize) -> String {
     format!(
         "{} < {}",
         q(dialect, table.published_column()),
-        dialect.placeholder(generation)
+        dialect.placeholder(first + 1)
     )
 }
 
 /// The publish-once assignment, added to the `SET` list: `published = p`, where `p` is
-/// the generation's parameter (`first + 1` of [`fence_predicate`]).
-pub fn publish_once_assignment(dialect: Dialect, table: &FencedTable, generation: usize) -> String {
+/// the generation's parameter, `first + 1`. Takes the same `first` as
+/// [`fence_predicate`].
+pub fn publish_once_assignment(dialect: Dialect, table: &FencedTable, first: usize) -> String {
     format!(
         "{} = {}",
         q(dialect, table.published_column()),
-        dialect.placeholder(generation)
+        dialect.placeholder(first + 1)
     )
 }
 
@@ -248,7 +250,7 @@ pub fn publish(
 ) -> String {
     let first = columns.len() + 1;
     let mut set = assignments(dialect, columns);
-    set.push(publish_once_assignment(dialect, table, first + 1));
+    set.push(publish_once_assignment(dialect, table, first));
     if let Some(published_at) = table.published_at_column() {
         set.push(format!(
             "{} = {}",
@@ -265,7 +267,7 @@ pub fn publish(
         table.name().quoted(dialect),
         set.join(", "),
         fence_predicate(dialect, table, first),
-        publish_once_predicate(dialect, table, first + 1)
+        publish_once_predicate(dialect, table, first)
     )
 }
 
@@ -298,7 +300,7 @@ impl Statements {
 /// top-level `WHERE` ends with [`fence_predicate`] starting at `n + 1`; the guard
 /// appends the lease's key, generation and owner as parameters `n + 1`, `n + 2`,
 /// `n + 3`. For a publication, add [`publish_once_assignment`] and
-/// [`publish_once_predicate`] with the generation's parameter `n + 2`.
+/// [`publish_once_predicate`] with the same `first`, `n + 1`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FencedSql {
     postgres: &'static str,

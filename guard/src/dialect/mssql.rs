@@ -105,9 +105,9 @@ mod tests {
         clock: D.clock() => "SYSUTCDATETIME()",
         fence: dialect::fence_predicate(D, &table(), 3) =>
             "[ReportId] = @P3 AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseUntilUtc] > SYSUTCDATETIME()",
-        publish_once_predicate: dialect::publish_once_predicate(D, &table(), 4) =>
+        publish_once_predicate: dialect::publish_once_predicate(D, &table(), 3) =>
             "[PublishedGeneration] < @P4",
-        publish_once_assignment: dialect::publish_once_assignment(D, &table(), 4) =>
+        publish_once_assignment: dialect::publish_once_assignment(D, &table(), 3) =>
             "[PublishedGeneration] = @P4",
         create_schema: dialect::create_schema(D, &table()) =>
             "IF OBJECT_ID(N'[dbo].[ReportPublication]', N'U') IS NULL CREATE TABLE [dbo].[ReportPublication] ([ReportId] uniqueidentifier NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0, [Payload] nvarchar(max) NULL)",

@@ -103,9 +103,9 @@ mod tests {
         clock_is_not_now: D.clock() => "clock_timestamp()",
         fence: dialect::fence_predicate(D, &table(), 3) =>
             r#""ReportId" = $3 AND "Generation" = $4 AND "LeaseOwner" = $5 AND "LeaseUntilUtc" > clock_timestamp()"#,
-        publish_once_predicate: dialect::publish_once_predicate(D, &table(), 4) =>
+        publish_once_predicate: dialect::publish_once_predicate(D, &table(), 3) =>
             r#""PublishedGeneration" < $4"#,
-        publish_once_assignment: dialect::publish_once_assignment(D, &table(), 4) =>
+        publish_once_assignment: dialect::publish_once_assignment(D, &table(), 3) =>
             r#""PublishedGeneration" = $4"#,
         create_schema: dialect::create_schema(D, &table()) =>
             r#"CREATE TABLE IF NOT EXISTS "app"."ReportPublication" ("ReportId" uuid NOT NULL PRIMARY KEY, "Generation" bigint NOT NULL DEFAULT 0, "LeaseOwner" uuid NULL, "LeaseUntilUtc" timestamptz NULL, "PublishedGeneration" bigint NOT NULL DEFAULT 0, "Payload" text NULL)"#,

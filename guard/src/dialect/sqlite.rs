@@ -100,9 +100,9 @@ mod tests {
         clock: D.clock() => "NOW",
         fence: dialect::fence_predicate(D, &table(), 3) =>
             r#""ReportId" = ?3 AND "Generation" = ?4 AND "LeaseOwner" = ?5 AND "LeaseUntilUtc" > NOW"#,
-        publish_once_predicate: dialect::publish_once_predicate(D, &table(), 4) =>
+        publish_once_predicate: dialect::publish_once_predicate(D, &table(), 3) =>
             r#""PublishedGeneration" < ?4"#,
-        publish_once_assignment: dialect::publish_once_assignment(D, &table(), 4) =>
+        publish_once_assignment: dialect::publish_once_assignment(D, &table(), 3) =>
             r#""PublishedGeneration" = ?4"#,
         create_schema: dialect::create_schema(D, &table()) =>
             r#"CREATE TABLE IF NOT EXISTS "ReportPublication" ("ReportId" TEXT NOT NULL PRIMARY KEY, "Generation" INTEGER NOT NULL DEFAULT 0, "LeaseOwner" TEXT NULL, "LeaseUntilUtc" INTEGER NULL, "PublishedGeneration" INTEGER NOT NULL DEFAULT 0, "Payload" TEXT NULL)"#,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use fenced_guard::{
     Backend, CancellationToken, ColumnType, Dialect, Error, FencedSql, FencedTable, Key, Lease,
-    Outcome, Store, Value, Wait, fence_predicate,
+    Outcome, Store, Value, Wait, fence_predicate, publish_once_assignment, publish_once_predicate,
 };
 use tokio::sync::{Barrier, oneshot};
 use uuid::Uuid;
@@ -61,6 +61,7 @@ macro_rules! conformance {
             missing_row_is_not_acquired,
             publish_and_release_frees_the_row,
             fenced_update_and_caller_sql,
+            caller_publication_is_fenced_and_once,
             revoked_lease_is_refused_locally,
             key_type_mismatch_is_an_error,
             acquire_waits_until_the_holder_releases,
@@ -627,6 +628,62 @@ pub async fn fenced_update_and_caller_sql<F: Fixture>(fx: Arc<F>) {
         Outcome::Refused
     );
     assert_eq!(read(&a, &key).await.payload.as_deref(), Some("final"));
+}
+
+/// Caller SQL built with the public predicate functions, as the macro does: a
+/// publication applies once per generation and not after a successor.
+pub async fn caller_publication_is_fenced_and_once<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let render = |d: Dialect| -> &'static str {
+        let t = a.table();
+        Box::leak(
+            format!(
+                "UPDATE {} SET {} = {}, {} WHERE {} AND {}",
+                t.name().quoted(d),
+                fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+                d.placeholder(1),
+                publish_once_assignment(d, t, 2),
+                fence_predicate(d, t, 2),
+                publish_once_predicate(d, t, 2)
+            )
+            .into_boxed_str(),
+        )
+    };
+    let sql = FencedSql::new(
+        render(Dialect::Postgres),
+        render(Dialect::Sqlite),
+        render(Dialect::Mssql),
+    );
+    let lease = acquire(&a, &key).await;
+    let first = a
+        .execute_fenced(&lease, &sql, &[Value::from("one")])
+        .await
+        .unwrap();
+    assert_eq!(first, Outcome::Applied);
+    let again = a
+        .execute_fenced(&lease, &sql, &[Value::from("two")])
+        .await
+        .unwrap();
+    assert_eq!(again, Outcome::Refused);
+    let row = read(&a, &key).await;
+    assert_eq!((row.published, row.payload.as_deref()), (1, Some("one")));
+
+    expire(&a, &key).await;
+    let b = store(&*fx).await;
+    let lease_b = acquire(&b, &key).await;
+    let late = a
+        .execute_fenced(&lease, &sql, &[Value::from("late")])
+        .await
+        .unwrap();
+    assert_eq!(late, Outcome::Refused);
+    let by_b = b
+        .execute_fenced(&lease_b, &sql, &[Value::from("from B")])
+        .await
+        .unwrap();
+    assert_eq!(by_b, Outcome::Applied);
+    let row = read(&a, &key).await;
+    assert_eq!((row.published, row.payload.as_deref()), (2, Some("from B")));
 }
 
 /// A revoked lease is refused for writes, publication and renewal even while the
