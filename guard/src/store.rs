@@ -30,7 +30,15 @@ pub const MAX_TTL: Duration = Duration::from_millis(i32::MAX as u64);
 /// why, and neither does the store: several causes are possible for each operation (they
 /// are listed on each method). A refusal never means that a driver, network or SQL error
 /// happened: those are [`Error`]s. Conversely, an error does not prove that nothing
-/// happened: a statement may commit and its acknowledgement be lost.
+/// happened: a statement may commit and its acknowledgement be lost. A publication
+/// retried after such a loss is refused (this generation already published), so a
+/// refusal after an error is ambiguous; read the row (its published generation) to
+/// tell.
+///
+/// After a refusal, the work done under that lease must be discarded: acquiring a new
+/// lease and publishing the old result under it would authorise old work under a new
+/// ownership generation. Build again under the new lease. Log a refusal as "refused",
+/// not as "another worker took over": that is only one of its causes.
 #[derive(Clone, Debug)]
 pub struct Store<B> {
     backend: B,
