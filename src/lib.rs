@@ -1,3 +1,61 @@
-//! fenced.
+//! Distributed-lock fencing that the database enforces.
+//!
+//! A lease can expire while the code that took it is still running: a paused worker
+//! wakes up after its successor has published and overwrites the newer result. fenced
+//! keeps the lease's *generation* in the protected row itself, so that every write
+//! carries the generation, the owner and an expiry check against the database's clock in
+//! its own `WHERE` clause, and a superseded worker's write matches no row.
+//!
+//! This crate is the one an application depends on. It re-exports
+//!
+//! - the runtime guard ([`fenced_guard`]): [`Store`], [`Lease`], [`FencedTable`] and the
+//!   backends for SQL Server, PostgreSQL and SQLite, behind the features `mssql`,
+//!   `postgres` and `sqlite` (the default);
+//! - the [`fenced_write`] attribute ([`fenced_macros`]): a repository method that writes a
+//!   fenced table does not compile unless it takes the lease, and its SQL gets the fence.
+//!
+//! The third part, `fenced-lint`, is a command-line tool for CI: it finds writes that
+//! bypass the fence in `.sql` files and in SQL inside Rust code.
+//!
+//! # Example
+//!
+//! The article's cycle on embedded SQLite: acquire, publish once, release.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use fenced::{ColumnType, FencedTable, Outcome, Sqlite, Store, Value};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let table = FencedTable::builder().column("Payload", ColumnType::Text).build()?;
+//! let store = Store::new(Sqlite::open(dir.path().join("reports.db")).await?, table);
+//! store.create_schema().await?;
+//!
+//! let report = uuid::Uuid::new_v4();
+//! store.provision(report).await?;
+//!
+//! let a = store.try_acquire(report, Duration::from_secs(30)).await?.expect("free");
+//! // While A holds the lease, nobody else can take it.
+//! assert!(store.try_acquire(report, Duration::from_secs(30)).await?.is_none());
+//!
+//! let published = store.publish(&a, &[("Payload", Value::from("A's report"))]).await?;
+//! assert_eq!(published, Outcome::Applied);
+//! // Once per generation: a second publication by the same lease is refused.
+//! let again = store.publish(&a, &[("Payload", Value::from("again"))]).await?;
+//! assert_eq!(again, Outcome::Refused);
+//!
+//! assert_eq!(store.release(&a).await?, Outcome::Applied);
+//! # Ok(())
+//! # }
+//! ```
+
+#[doc(inline)]
 pub use fenced_guard::*;
+#[doc(inline)]
 pub use fenced_macros::*;
+
+/// The runtime guard, for paths such as `fenced::fenced_guard::dialect`.
+pub use fenced_guard;
+/// The `#[fenced_write]` attribute's crate.
+pub use fenced_macros;

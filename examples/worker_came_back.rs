@@ -1,0 +1,346 @@
+//! The article's story, replayed twice against a real database.
+//!
+//! Worker A takes the lease on a report and pauses before publishing. Its lease expires
+//! by the database's clock; worker B takes over, builds and publishes. Then A resumes and
+//! writes. The first run uses a naive lease: the lock is real, but the writes are plain
+//! `UPDATE ... WHERE key = @key`, so A's stale report overwrites B's. The second run
+//! publishes through `fenced`: A's write carries its generation, owner and an expiry
+//! check, and the database refuses it.
+//!
+//! ```text
+//! cargo run --example worker_came_back                      # embedded SQLite, temp file
+//! cargo run --example worker_came_back --features postgres -- \
+//!     --database-url "host=127.0.0.1 user=postgres dbname=test"
+//! cargo run --example worker_came_back --features mssql -- \
+//!     --database-url "server=tcp:localhost,1433;user=sa;password=...;TrustServerCertificate=true"
+//! ```
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use fenced::{Backend, ColumnType, FencedTable, Lease, Outcome, Store, Value, Wait};
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+/// Short enough that the demonstration runs in about a second, long enough that the
+/// statements themselves never outlive it.
+const LEASE_TTL: Duration = Duration::from_millis(400);
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let database_url = parse_args()?;
+    let table = FencedTable::builder()
+        .table("ReportPublication")
+        .column("Payload", ColumnType::Text)
+        .build()?;
+
+    match database_url {
+        None => {
+            let dir = tempfile::tempdir()?;
+            let path = dir.path().join("reports.db");
+            let backend = fenced::Sqlite::open(&path).await?;
+            let label = format!("embedded SQLite ({})", path.display());
+            run(Store::new(backend, table), &label).await
+        }
+        Some(url) if is_ado_connection_string(&url) => connect_mssql(&url, table).await,
+        Some(url) => connect_postgres(&url, table).await,
+    }
+}
+
+fn parse_args() -> anyhow::Result<Option<String>> {
+    let mut args = std::env::args().skip(1);
+    let mut url = None;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--database-url" => {
+                url = Some(args.next().context("--database-url needs a value")?);
+            }
+            "-h" | "--help" => {
+                println!(
+                    "usage: worker_came_back [--database-url URL]\n\n\
+                     Without a URL the story runs on an embedded SQLite file.\n\
+                     A PostgreSQL URL (postgres://... or host=...) needs --features postgres;\n\
+                     an ADO.NET connection string (server=...) needs --features mssql."
+                );
+                std::process::exit(0);
+            }
+            other => bail!("unexpected argument `{other}`; see --help"),
+        }
+    }
+    Ok(url)
+}
+
+fn is_ado_connection_string(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    lower.starts_with("server=") || lower.contains(";server=") || lower.starts_with("data source=")
+}
+
+#[cfg(feature = "postgres")]
+async fn connect_postgres(url: &str, table: FencedTable) -> anyhow::Result<()> {
+    let backend = fenced::Postgres::connect(url).await?;
+    run(Store::new(backend, table), "PostgreSQL").await
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn connect_postgres(_url: &str, _table: FencedTable) -> anyhow::Result<()> {
+    bail!("this build has no PostgreSQL backend: run with `--features postgres`")
+}
+
+#[cfg(feature = "mssql")]
+async fn connect_mssql(url: &str, table: FencedTable) -> anyhow::Result<()> {
+    let backend = fenced::Mssql::connect(url).await?;
+    run(Store::new(backend, table), "SQL Server").await
+}
+
+#[cfg(not(feature = "mssql"))]
+async fn connect_mssql(_url: &str, _table: FencedTable) -> anyhow::Result<()> {
+    bail!("this build has no SQL Server backend: run with `--features mssql`")
+}
+
+async fn run<B: Backend>(store: Store<B>, database: &str) -> anyhow::Result<()> {
+    store.create_schema().await?;
+
+    let naive = replay(&store, Writes::Naive).await?;
+    let fenced = replay(&store, Writes::Fenced).await?;
+
+    println!("The worker that came back: lease of {LEASE_TTL:?}, on {database}\n");
+    print!("{}", side_by_side(&naive, &fenced));
+    Ok(())
+}
+
+/// How the workers write the report once they hold the lease.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Writes {
+    /// `UPDATE ... WHERE key = @key`: the lock was taken, but the write does not carry it.
+    Naive,
+    /// The guard's publication: key, generation, owner and expiry in the `WHERE`.
+    Fenced,
+}
+
+impl Writes {
+    fn title(self) -> &'static str {
+        match self {
+            Writes::Naive => "naive lease: writes by key only",
+            Writes::Fenced => "fenced: writes carry the lease",
+        }
+    }
+}
+
+/// One line of a timeline.
+struct Event {
+    at: Duration,
+    text: String,
+}
+
+struct Timeline {
+    title: &'static str,
+    events: Vec<Event>,
+    verdict: String,
+}
+
+struct Clock(Instant);
+
+impl Clock {
+    fn event(&self, text: impl Into<String>) -> Event {
+        Event {
+            at: self.0.elapsed(),
+            text: text.into(),
+        }
+    }
+}
+
+/// Plays the story once on a fresh report row and reads the row back at the end.
+async fn replay<B: Backend>(store: &Store<B>, writes: Writes) -> anyhow::Result<Timeline> {
+    let report = Uuid::new_v4();
+    store.provision(report).await?;
+    let clock = Clock(Instant::now());
+    let mut events = Vec::new();
+
+    // A takes the lease and starts building.
+    let lease_a = store
+        .try_acquire(report, LEASE_TTL)
+        .await?
+        .context("a freshly provisioned report is free")?;
+    events.push(clock.event(format!("A acquires: generation {}", lease_a.generation())));
+    events.push(clock.event("A builds, then pauses (GC, debugger...)"));
+
+    // A's pause is a task blocked on a channel: nothing A does can renew its lease.
+    let (resume_a, paused) = oneshot::channel::<()>();
+    let worker_a = async {
+        paused.await.ok();
+        let at = clock.event("A resumes and publishes its report");
+        let outcome = write(store, writes, &lease_a, "report by A").await?;
+        anyhow::Ok((at, outcome))
+    };
+
+    // B waits for the lease, which frees only when the database's clock passes A's expiry.
+    let worker_b = async {
+        let mut b_events = Vec::new();
+        let lease_b = store
+            .acquire(
+                report,
+                LEASE_TTL,
+                &Wait::timeout(Duration::from_secs(10)),
+                &Default::default(),
+            )
+            .await?
+            .context("A's lease should have expired within 10 s")?;
+        b_events.push(clock.event(format!(
+            "A's lease expired; B acquires: generation {}",
+            lease_b.generation()
+        )));
+        let outcome = write(store, writes, &lease_b, "report by B").await?;
+        b_events.push(clock.event(format!("B publishes its report: {}", describe(outcome))));
+        resume_a.send(()).ok();
+        anyhow::Ok(b_events)
+    };
+
+    let ((a_resumes, a_outcome), b_events) = tokio::try_join!(worker_a, worker_b)?;
+    events.extend(b_events);
+    events.push(a_resumes);
+    events.push(clock.event(format!("A's write: {}", describe(a_outcome))));
+
+    let (payload, published) = read_back(store, report).await?;
+    let verdict = if payload.as_deref() == Some("report by B") {
+        format!("row holds B's report (published generation {published}): correct")
+    } else {
+        format!(
+            "row holds {} (published generation {published}): B's result is lost",
+            payload
+                .as_deref()
+                .map_or("nothing".into(), |p| format!("\"{p}\""))
+        )
+    };
+    Ok(Timeline {
+        title: writes.title(),
+        events,
+        verdict,
+    })
+}
+
+/// Writes the worker's report the way `writes` says.
+async fn write<B: Backend>(
+    store: &Store<B>,
+    writes: Writes,
+    lease: &Lease,
+    payload: &str,
+) -> anyhow::Result<Outcome> {
+    match writes {
+        Writes::Fenced => Ok(store
+            .publish(lease, &[("Payload", Value::from(payload))])
+            .await?),
+        Writes::Naive => {
+            // What code without fencing sends: the lease was checked in memory, the row
+            // is found by key alone.
+            let dialect = store.dialect();
+            let table = store.table();
+            let sql = format!(
+                "UPDATE {} SET {} = {}, {} = {} WHERE {} = {}",
+                table.name().quoted(dialect),
+                quote(dialect, "Payload"),
+                dialect.placeholder(1),
+                table.published_column().quoted(dialect),
+                dialect.placeholder(2),
+                table.key_column().quoted(dialect),
+                dialect.placeholder(3),
+            );
+            let rows = store
+                .backend()
+                .execute(
+                    &sql,
+                    &[
+                        Value::from(payload),
+                        Value::I64(lease.generation()),
+                        Value::from(lease.key()),
+                    ],
+                )
+                .await?;
+            Ok(Outcome::from_rows(rows))
+        }
+    }
+}
+
+fn quote(dialect: fenced::Dialect, column: &str) -> String {
+    fenced::Identifier::new(column)
+        .expect("a valid column name")
+        .quoted(dialect)
+}
+
+async fn read_back<B: Backend>(
+    store: &Store<B>,
+    report: Uuid,
+) -> anyhow::Result<(Option<String>, i64)> {
+    let dialect = store.dialect();
+    let table = store.table();
+    let sql = format!(
+        "SELECT {}, {} FROM {} WHERE {} = {}",
+        quote(dialect, "Payload"),
+        table.published_column().quoted(dialect),
+        table.name().quoted(dialect),
+        table.key_column().quoted(dialect),
+        dialect.placeholder(1),
+    );
+    let row = store
+        .backend()
+        .query_row(&sql, &[Value::Uuid(report)])
+        .await?
+        .context("the report row exists")?;
+    let payload = row[0].as_str().map(str::to_owned);
+    let published = row[1]
+        .as_i64()
+        .context("published generation is an integer")?;
+    Ok((payload, published))
+}
+
+fn describe(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Applied => "applied",
+        Outcome::Refused => "REFUSED by the database",
+    }
+}
+
+const COLUMN: usize = 56;
+
+fn side_by_side(left: &Timeline, right: &Timeline) -> String {
+    let mut out = String::new();
+    let row = |out: &mut String, l: &str, r: &str| {
+        let _ = writeln!(out, "  {l:<COLUMN$} | {r}");
+    };
+    row(&mut out, left.title, right.title);
+    row(&mut out, &"-".repeat(COLUMN), &"-".repeat(COLUMN));
+    let lines = left.events.len().max(right.events.len());
+    let line = |t: &Timeline, i: usize| {
+        t.events
+            .get(i)
+            .map(|e| format!("{:>5} ms  {}", e.at.as_millis(), e.text))
+            .unwrap_or_default()
+    };
+    for i in 0..lines {
+        row(&mut out, &line(left, i), &line(right, i));
+    }
+    row(&mut out, &"-".repeat(COLUMN), &"-".repeat(COLUMN));
+    let (l, r) = (wrap(&left.verdict), wrap(&right.verdict));
+    for i in 0..l.len().max(r.len()) {
+        let cell = |lines: &[String]| lines.get(i).cloned().unwrap_or_default();
+        row(&mut out, &cell(&l), &cell(&r));
+    }
+    out
+}
+
+/// Splits a verdict into lines that fit a column.
+fn wrap(text: &str) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let current = lines.last_mut().expect("never empty");
+        if !current.is_empty() && current.len() + 1 + word.len() > COLUMN {
+            lines.push(word.to_owned());
+        } else {
+            if !current.is_empty() {
+                current.push(' ');
+            }
+            current.push_str(word);
+        }
+    }
+    lines
+}
