@@ -27,11 +27,19 @@ impl Fixture for MssqlFixture {
         report_table(&format!("dbo.{}", self.table))
     }
 
+    fn other_table(&self, suffix: &str) -> String {
+        format!("dbo.{}_{suffix}", self.table)
+    }
+
     async fn teardown(&self) {
+        let t = &self.table;
         self.admin
-            .execute_batch(&format!("DROP TABLE IF EXISTS [dbo].[{}]", self.table))
+            .execute_batch(&format!(
+                "DROP TABLE IF EXISTS [dbo].[{t}]; DROP TABLE IF EXISTS [dbo].[{t}_bigint]; \
+                 DROP TABLE IF EXISTS [dbo].[{t}_text]"
+            ))
             .await
-            .expect("drop the test table");
+            .expect("drop the test tables");
     }
 }
 

@@ -29,6 +29,10 @@ impl Fixture for PostgresFixture {
         report_table(&format!("{}.ReportPublication", self.schema))
     }
 
+    fn other_table(&self, suffix: &str) -> String {
+        format!("{}.Report_{suffix}", self.schema)
+    }
+
     async fn teardown(&self) {
         self.admin
             .execute_batch(&format!(

@@ -22,6 +22,10 @@ impl Fixture for SqliteFixture {
         report_table("ReportPublication")
     }
 
+    fn other_table(&self, suffix: &str) -> String {
+        format!("Report_{suffix}")
+    }
+
     async fn teardown(&self) {}
 }
 

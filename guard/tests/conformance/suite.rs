@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fenced_guard::{
-    Backend, CancellationToken, ColumnType, Dialect, Error, FencedSql, FencedTable, Key, Lease,
-    Outcome, Store, Value, Wait, fence_predicate, publish_once_assignment, publish_once_predicate,
+    Backend, CancellationToken, ColumnType, Dialect, Error, FencedSql, FencedTable, Key, KeyType,
+    Lease, Outcome, Store, Value, Wait, fence_predicate, publish_once_assignment,
+    publish_once_predicate,
 };
 use tokio::sync::{Barrier, oneshot};
 use uuid::Uuid;
@@ -25,6 +26,10 @@ pub trait Fixture: Send + Sync + 'static {
 
     /// The fenced table, with a `Payload` text column.
     fn table(&self) -> FencedTable;
+
+    /// The name of another table in the fixture's place, for `suffix` in `bigint` and
+    /// `text` (dropped by the teardown too).
+    fn other_table(&self, suffix: &str) -> String;
 
     /// Drops whatever the fixture created.
     fn teardown(&self) -> impl Future<Output = ()> + Send;
@@ -64,6 +69,7 @@ macro_rules! conformance {
             caller_publication_is_fenced_and_once,
             revoked_lease_is_refused_locally,
             key_type_mismatch_is_an_error,
+            bigint_and_text_keys_are_fenced_too,
             acquire_waits_until_the_holder_releases,
             acquire_gives_up_at_the_deadline,
             acquire_stops_when_cancelled,
@@ -798,4 +804,68 @@ pub async fn acquire_stops_when_cancelled<F: Fixture>(fx: Arc<F>) {
     token.cancel();
     assert!(matches!(waiting.await.unwrap(), Err(Error::Cancelled)));
     assert_eq!(read(&a, &key).await.generation, 1);
+}
+
+/// The protocol with `bigint` and `text` keys: the handover refuses the old owner and the
+/// generation rises per key.
+pub async fn bigint_and_text_keys_are_fenced_too<F: Fixture>(fx: Arc<F>) {
+    for (suffix, key_type, keys) in [
+        ("bigint", KeyType::BigInt, [Key::BigInt(7), Key::BigInt(8)]),
+        (
+            "text",
+            KeyType::Text,
+            [Key::from("report-7"), Key::from("report-8")],
+        ),
+    ] {
+        let table = FencedTable::builder()
+            .table(fx.other_table(suffix))
+            .key_type(key_type)
+            .column("Payload", ColumnType::Text)
+            .build()
+            .unwrap();
+        let a = Store::new(fx.connect().await, table.clone());
+        let b = Store::new(fx.connect().await, table);
+        a.create_schema().await.unwrap();
+        for key in &keys {
+            assert!(a.provision(key.clone()).await.unwrap());
+        }
+        let [key, other] = keys;
+        let lease_a = acquire(&a, &key).await;
+        let lease_other = acquire(&a, &other).await;
+        assert_eq!((lease_a.generation(), lease_other.generation()), (1, 1));
+        assert_eq!(a.release(&lease_other).await.unwrap(), Outcome::Applied);
+        expire(&a, &key).await;
+        let lease_b = acquire(&b, &key).await;
+        assert_eq!(lease_b.generation(), 2, "{suffix}");
+        assert_eq!(
+            a.publish(&lease_a, &payload("from A")).await.unwrap(),
+            Outcome::Refused
+        );
+        assert_eq!(
+            b.publish(&lease_b, &payload("from B")).await.unwrap(),
+            Outcome::Applied
+        );
+        let (d, name) = table_sql(&a);
+        let sql = format!(
+            "SELECT {}, {} FROM {name} WHERE {} = {}",
+            a.table().generation_column().quoted(d),
+            fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+            a.table().key_column().quoted(d),
+            d.placeholder(1)
+        );
+        let row = a
+            .backend()
+            .query_row(&sql, &[Value::from(&key)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(row, vec![Value::I64(2), Value::from("from B")], "{suffix}");
+        let row = a
+            .backend()
+            .query_row(&sql, &[Value::from(&other)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(row, vec![Value::I64(1), Value::Null], "{suffix}: other key");
+    }
 }
