@@ -91,7 +91,7 @@ impl FencedWrite {
         let mut sql = String::from(parts.head);
         if self.publish_once {
             sql.push_str(", ");
-            sql.push_str(&dialect::publish_once_assignment(dialect, table, first + 1));
+            sql.push_str(&dialect::publish_once_assignment(dialect, table, first));
         }
         sql.push_str(parts.middle);
         sql.push_str(" WHERE ");
@@ -103,7 +103,7 @@ impl FencedWrite {
         sql.push_str(&dialect::fence_predicate(dialect, table, first));
         if self.publish_once {
             sql.push_str(" AND ");
-            sql.push_str(&dialect::publish_once_predicate(dialect, table, first + 1));
+            sql.push_str(&dialect::publish_once_predicate(dialect, table, first));
         }
         sql.push_str(parts.tail);
         sql
