@@ -135,6 +135,22 @@ fn f(client: &Client) {
 }
 
 #[test]
+fn prose_in_rust_strings_is_not_sql() {
+    let text = r#"
+fn f() -> anyhow::Result<()> {
+    bail!("cannot update ReportPublication row {id}: lease lost");
+    log::warn!("will delete ReportPublication entries later");
+    client.execute("UPDATE dbo.ReportPublication SET WHERE", &[])?;
+}
+"#;
+    // Negative control: the genuinely broken SQL on line 5 is still reported.
+    assert_eq!(
+        found("src/messages.rs", text.as_bytes()),
+        [(Rule::UnanalysedWrite, 5, 21)]
+    );
+}
+
+#[test]
 fn fenced_write_methods_are_skipped() {
     let text = r#"
 impl Store {

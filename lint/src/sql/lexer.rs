@@ -452,8 +452,16 @@ fn template_end(bytes: &[u8], i: usize) -> Option<usize> {
 pub fn ident_text<'a>(text: &'a str, token: &Token) -> &'a str {
     let raw = &text[token.range.clone()];
     match token.kind {
-        TokenKind::QuotedIdent if raw.len() >= 2 => &raw[1..raw.len() - 1],
-        TokenKind::Placeholder if raw.starts_with('<') => raw[1..raw.len() - 1]
+        TokenKind::QuotedIdent => {
+            // The opening quote is ASCII; the closing one may be missing (end of input).
+            let inner = &raw[1..];
+            inner
+                .strip_suffix([']', '"', '`'])
+                .filter(|_| raw.len() >= 2)
+                .unwrap_or(inner)
+        }
+        TokenKind::Placeholder if raw.starts_with('<') && raw.ends_with('>') => raw
+            [1..raw.len() - 1]
             .rsplit(',')
             .next()
             .unwrap_or("")

@@ -22,6 +22,34 @@ pub struct Analysed {
     /// The parsed statement, or why it could not be parsed together with the byte range
     /// the statement spans as far as it could be followed and the tables named there.
     pub result: Result<Statement, (SqlError, Range<usize>, Vec<TableName>)>,
+    /// The first keyword begins the text, or follows anything but a word, or follows a
+    /// keyword that opens or closes a block (`BEGIN`, `THEN`, `AS`...). Prose in a Rust
+    /// string ("cannot update ReportPublication") fails this test; SQL almost never does.
+    pub at_statement_start: bool,
+}
+
+const BLOCK_WORDS: &[&str] = &[
+    "BEGIN",
+    "THEN",
+    "ELSE",
+    "AS",
+    "DO",
+    "LOOP",
+    "END",
+    "TRY",
+    "CATCH",
+    "TRAN",
+    "TRANSACTION",
+];
+
+fn at_statement_start(text: &str, tokens: &[lexer::Token], first: usize) -> bool {
+    let Some(prev) = first.checked_sub(1).map(|p| &tokens[p]) else {
+        return true;
+    };
+    prev.kind != lexer::TokenKind::Word
+        || BLOCK_WORDS
+            .iter()
+            .any(|w| text[prev.range.clone()].eq_ignore_ascii_case(w))
 }
 
 /// Finds and parses every `UPDATE`, `DELETE`, `MERGE`, `INSERT`, `GRANT` and `TRUNCATE`
@@ -77,6 +105,7 @@ pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
                 kind: found.kind,
                 keyword,
                 result,
+                at_statement_start: at_statement_start(text, tokens, found.first),
             }
         })
         .collect()
