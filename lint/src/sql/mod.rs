@@ -110,3 +110,59 @@ pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Statements from real T-SQL, PostgreSQL and SQLite code: each must be found and parsed.
+    macro_rules! reached {
+        ($( $name:ident: $sql:expr; )*) => {
+            $(
+                #[test]
+                fn $name() {
+                    let analysed = analyse($sql);
+                    assert!(!analysed.is_empty(), "not found: {}", $sql);
+                    for a in &analysed {
+                        assert!(a.result.is_ok(), "{:?} in {}", a.result.as_ref().err().map(|e| &e.0), $sql);
+                    }
+                }
+            )*
+        };
+    }
+
+    reached! {
+        variable_and_column_assignment: "UPDATE dbo.Counter SET @next = Value = Value + 1 WHERE Name = @name";
+        table_hints: "UPDATE t WITH (ROWLOCK, UPDLOCK) SET a = 1 WHERE id = @id";
+        from_with_hints: "UPDATE dbo.T SET x = 1 FROM dbo.T WITH (NOLOCK) INNER JOIN dbo.U u ON u.Id = T.Id WHERE u.Flag = 1";
+        xml_modify: "UPDATE dbo.Docs SET Body.modify('delete /a') WHERE Id = @id";
+        write_method: "UPDATE dbo.Docs SET Body.WRITE(@chunk, NULL, 0) WHERE Id = @id";
+        top_variable: "UPDATE TOP (@n) q SET Taken = 1 OUTPUT inserted.Id INTO @taken (Id) WHERE Taken = 0";
+        default_value: "UPDATE t SET a = DEFAULT, b = (SELECT MAX(x) FROM u), c = CASE WHEN d > 1 THEN 2 ELSE 3 END WHERE id = 1";
+        current_of: "UPDATE t SET a = 1 WHERE CURRENT OF cur";
+        table_variable: "UPDATE @work SET done = 1 WHERE id = @id; DELETE FROM @work; DELETE @work WHERE done = 1";
+        temp_table: "UPDATE #work SET done = 1; DELETE ##global WHERE x IS NOT NULL";
+        delete_output: "DELETE FROM dbo.Queue OUTPUT deleted.Id, deleted.Payload WHERE Id = @id";
+        insert_exec: "INSERT INTO @t EXEC dbo.GetThings @a = 1; INSERT dbo.T (a) SELECT a FROM dbo.U; INSERT INTO dbo.T DEFAULT VALUES";
+        merge_full: "MERGE dbo.T AS t USING dbo.S AS s ON t.Id = s.Id WHEN MATCHED AND s.Deleted = 1 THEN DELETE WHEN MATCHED THEN UPDATE SET t.A = s.A WHEN NOT MATCHED BY TARGET THEN INSERT (Id, A) VALUES (s.Id, s.A) WHEN NOT MATCHED BY SOURCE THEN DELETE OUTPUT $action, inserted.Id;";
+        option_clause: "UPDATE t SET a = 1 WHERE b = 2 OPTION (RECOMPILE, MAXDOP 1)";
+        collate: "UPDATE t SET a = 1 WHERE name = @n COLLATE Latin1_General_CI_AS AND x LIKE N'%a%' ESCAPE '~'";
+        between_in_exists: "UPDATE t SET a = 1 WHERE b BETWEEN 1 AND 2 AND c IN (1, 2) AND EXISTS (SELECT 1 FROM u WHERE u.id = t.id) AND NOT d IS NULL";
+        if_else_without_semicolons: "IF @x = 1 UPDATE t SET a = 1 WHERE id = @id ELSE UPDATE t SET a = 2 WHERE id = @id";
+        try_catch: "BEGIN TRY UPDATE t SET a = 1 WHERE id = 1 END TRY BEGIN CATCH UPDATE t SET a = 0 WHERE id = 1 END CATCH";
+        pg_alias_from: "UPDATE t AS x SET a = y.a FROM y WHERE y.id = x.id RETURNING *";
+        pg_only_and_row_assign: "UPDATE ONLY t SET (a, b) = (1, 2) WHERE id = $1";
+        pg_casts: "UPDATE t SET a = $1::jsonb, b = $2::text[] WHERE id = $3::uuid AND c @> $4";
+        pg_conflict_nothing: "INSERT INTO t (id) VALUES ($1) ON CONFLICT DO NOTHING";
+        pg_conflict_constraint: "INSERT INTO t (id, a) VALUES ($1, $2) ON CONFLICT ON CONSTRAINT t_pkey DO UPDATE SET a = EXCLUDED.a";
+        pg_cte_delete: "WITH gone AS (DELETE FROM t WHERE id = $1 RETURNING id) SELECT count(*) FROM gone";
+        sqlite_or_ignore: "UPDATE OR IGNORE t SET a = ?1 WHERE id = ?2; INSERT OR IGNORE INTO t (id) VALUES (?1)";
+        sqlite_limit: "UPDATE t SET a = 1 WHERE b = 2 ORDER BY c LIMIT 1; DELETE FROM t WHERE a = :a LIMIT 5";
+        window_in_subquery: "UPDATE t SET rank = (SELECT ROW_NUMBER() OVER (PARTITION BY g ORDER BY v) FROM u WHERE u.id = t.id) WHERE id > 0";
+        iif_and_cast: "UPDATE t SET a = IIF(b > 1, CAST(c AS int), TRY_CONVERT(int, d)) WHERE e = 1";
+        date_functions: "UPDATE t SET a = DATEADD(minute, -5, GETUTCDATE()), b = EXTRACT(epoch FROM now()) WHERE c < DATEDIFF(second, d, SYSUTCDATETIME())";
+        multi_join_delete: "DELETE a FROM dbo.A a LEFT OUTER JOIN dbo.B b ON b.Id = a.BId CROSS APPLY dbo.F(a.Id) f WHERE b.Id IS NULL";
+        grant_variants: "GRANT UPDATE ON dbo.T TO r; GRANT SELECT ON SCHEMA::dbo TO r; GRANT USAGE ON SEQUENCE s TO r; GRANT EXECUTE ON FUNCTION f() TO r";
+        truncate: "TRUNCATE TABLE dbo.T; TRUNCATE a, b RESTART IDENTITY";
+    }
+}

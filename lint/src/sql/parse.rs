@@ -614,6 +614,15 @@ impl<'a> Parser<'a> {
         {
             self.pos += 2;
         }
+        // T-SQL table variables: `UPDATE @work SET ...`.
+        if let Some(t) = self.peek().filter(|t| t.kind == TokenKind::Parameter) {
+            self.pos += 1;
+            return Some(TableName {
+                schema: None,
+                name: self.text[t.range.clone()].to_owned(),
+                range: t.range.clone(),
+            });
+        }
         let (parts, range) = self.dotted_name()?;
         let n = parts.len();
         let name = parts[n - 1].clone();
@@ -1362,6 +1371,32 @@ impl<'a> Parser<'a> {
                 let (parts, column_range) = self
                     .dotted_name()
                     .ok_or_else(|| self.error("expected a column in SET"))?;
+                if self.at_kind(TokenKind::LParen) && parts.len() >= 2 {
+                    // T-SQL mutator methods: `SET Body.WRITE(@chunk, NULL, 0)`,
+                    // `SET Doc.modify('...')`. The column is changed from its own value.
+                    let column = parts[parts.len() - 2].clone();
+                    let start = self.pos;
+                    self.pos += 1;
+                    let mut value = Operand::default();
+                    self.call_arguments(&mut value);
+                    value.range =
+                        self.tokens[start].range.start..self.tokens[self.pos - 1].range.end;
+                    value.columns.push(ColumnRef {
+                        qualifier: None,
+                        name: column.clone(),
+                        range: column_range.clone(),
+                    });
+                    out.push(Assignment {
+                        column,
+                        column_range,
+                        value,
+                    });
+                    if self.at_kind(TokenKind::Comma) {
+                        self.pos += 1;
+                        continue;
+                    }
+                    break;
+                }
                 let op = self
                     .peek()
                     .filter(|t| t.kind == TokenKind::Operator)
