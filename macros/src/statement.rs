@@ -1,0 +1,577 @@
+//! The method's SQL: checked with the lint's analysis (`fenced_lint::sql`), then cut
+//! where the fence goes and rendered per dialect with numbered parameters and the table
+//! quoted.
+
+use std::ops::Range;
+
+use fenced_lint::sql::lexer::{self, Token, TokenKind};
+use fenced_lint::sql::{StatementKind, UpdateShape, parse_update};
+
+/// A dialect, as the macro renders it (the runtime's `Dialect` has the same three).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Postgres,
+    Sqlite,
+    Mssql,
+}
+
+impl Dialect {
+    pub(crate) const ALL: [Dialect; 3] = [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql];
+
+    fn placeholder(self, n: usize) -> String {
+        match self {
+            Dialect::Postgres => format!("${n}"),
+            Dialect::Sqlite => format!("?{n}"),
+            Dialect::Mssql => format!("@P{n}"),
+        }
+    }
+
+    fn quote(self, identifier: &str) -> String {
+        match self {
+            Dialect::Postgres | Dialect::Sqlite => format!("\"{identifier}\""),
+            Dialect::Mssql => format!("[{identifier}]"),
+        }
+    }
+}
+
+/// The protocol's names the method is declared with.
+#[derive(Clone, Debug)]
+pub(crate) struct Declared {
+    /// `name` or `schema.name`, validated.
+    pub(crate) table: String,
+    pub(crate) key: String,
+    pub(crate) generation: String,
+    pub(crate) owner: String,
+    pub(crate) expiry: String,
+    pub(crate) published: String,
+    pub(crate) publish_once: bool,
+}
+
+/// Something wrong with the SQL, at a byte range of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Problem {
+    pub(crate) range: Range<usize>,
+    pub(crate) message: String,
+}
+
+/// The statement cut where the fence goes, in one dialect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Parts {
+    pub(crate) head: String,
+    pub(crate) middle: String,
+    pub(crate) filter: Option<String>,
+    pub(crate) tail: String,
+}
+
+/// A checked statement: its parts per dialect (in the order of [`Dialect::ALL`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Checked {
+    pub(crate) parts: [Parts; 3],
+}
+
+/// What checking found: the statement, or every problem; and, either way, the value
+/// parameters that no placeholder uses (by index).
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    pub(crate) result: Result<Checked, Vec<Problem>>,
+    pub(crate) unused: Vec<usize>,
+}
+
+fn problem(range: Range<usize>, message: impl Into<String>) -> Problem {
+    Problem {
+        range,
+        message: message.into(),
+    }
+}
+
+/// Normalises a table name as written: quotes and brackets removed, case folded.
+fn plain_name(text: &str) -> String {
+    text.chars()
+        .filter(|c| !matches!(c, '"' | '[' | ']' | '`') && !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
+
+fn refusal(shape: &UpdateShape, table: &str) -> Option<String> {
+    match shape.kind {
+        Some(StatementKind::Update) => None,
+        Some(StatementKind::Delete) => Some(format!(
+            "`DELETE` is refused: deleting the fenced row destroys its generation, so the next \
+             acquisition starts again from 0 and a stale lease can match again; \
+             write an `UPDATE {table} SET ...` that marks the row instead (for example a `Deleted` column)"
+        )),
+        Some(StatementKind::Merge) => Some(format!(
+            "`MERGE` is refused: its arms can insert or delete the fenced row and cannot carry one \
+             top-level fence; provision the row once with `Store::provision`, then write it with \
+             `UPDATE {table} SET ...`"
+        )),
+        Some(StatementKind::Insert) if !shape.assignments.is_empty() => Some(format!(
+            "an upsert (`INSERT ... ON CONFLICT DO UPDATE`) is refused: its insert arm writes \
+             without a fence and can recreate the row with a reset generation; provision the row \
+             once with `Store::provision`, then write it with `UPDATE {table} SET ...`"
+        )),
+        Some(StatementKind::Insert) => Some(format!(
+            "`INSERT` is refused: a fenced write changes the existing row under its lease; create \
+             the row with `Store::provision`, then write it with `UPDATE {table} SET ...`"
+        )),
+        _ => Some(format!(
+            "expected `UPDATE {table} SET ...`: a fenced write is exactly one UPDATE of the fenced table"
+        )),
+    }
+}
+
+/// Checks `sql` against the declared table and the method's value parameters (`params`,
+/// by name, in order), and renders it per dialect.
+pub(crate) fn check(sql: &str, declared: &Declared, method: &str, params: &[String]) -> Outcome {
+    let lexed = lexer::lex(sql);
+    let tokens = &lexed.tokens;
+    let mut problems = Vec::new();
+
+    // Placeholders: each must name a value parameter; every value parameter must be used.
+    let mut used = vec![false; params.len()];
+    let mut numbered: Vec<(Range<usize>, usize)> = Vec::new();
+    for token in tokens.iter().filter(|t| t.kind == TokenKind::Parameter) {
+        let text = &sql[token.range.clone()];
+        if text.starts_with("@@") {
+            continue;
+        }
+        let Some(name) = text.strip_prefix('@') else {
+            problems.push(problem(
+                token.range.clone(),
+                format!(
+                    "`{text}` is a positional parameter: write a named placeholder `@name` for a \
+                     parameter of `{method}`, and the macro numbers it for each database"
+                ),
+            ));
+            continue;
+        };
+        match params.iter().position(|p| p == name) {
+            Some(i) => {
+                used[i] = true;
+                numbered.push((token.range.clone(), i + 1));
+            }
+            None => {
+                let known = if params.is_empty() {
+                    format!("`{method}` has no value parameters")
+                } else {
+                    let list: Vec<String> = params.iter().map(|p| format!("`@{p}`")).collect();
+                    format!("the placeholders it can bind are {}", list.join(", "))
+                };
+                problems.push(problem(
+                    token.range.clone(),
+                    format!(
+                        "`{text}` is not a parameter of `{method}`: add a parameter `{name}` to \
+                         the method or fix the name ({known}); the lease's key, generation and \
+                         owner are bound by the fence itself"
+                    ),
+                ));
+            }
+        }
+    }
+    let unused = (0..params.len()).filter(|&i| !used[i]).collect();
+
+    let shape = match parse_update(sql) {
+        Ok(shape) => shape,
+        Err(error) => {
+            problems.push(problem(
+                error.range,
+                format!("cannot parse the SQL: {}", error.message),
+            ));
+            return Outcome {
+                result: Err(problems),
+                unused,
+            };
+        }
+    };
+    if let Some(message) = refusal(&shape, &declared.table) {
+        problems.push(problem(shape.range.clone(), message));
+        return Outcome {
+            result: Err(problems),
+            unused,
+        };
+    }
+    let first = tokens
+        .iter()
+        .position(|t| t.range.start >= shape.range.start)
+        .unwrap_or(0);
+    if !is_word(sql, &tokens[first], "UPDATE") {
+        problems.push(problem(
+            tokens[first].range.clone(),
+            "a statement that starts before its `UPDATE` (a `WITH` list) is not supported: write \
+             the `UPDATE` of the fenced table directly",
+        ));
+    }
+
+    let target = match &shape.target {
+        Some((text, range)) => {
+            if plain_name(text) != declared.table.to_ascii_lowercase() {
+                problems.push(problem(
+                    range.clone(),
+                    format!(
+                        "this UPDATE writes `{text}`, but the attribute declares `table = \"{}\"`: \
+                         a `#[fenced_write]` method writes only its fenced table",
+                        declared.table
+                    ),
+                ));
+            }
+            range.clone()
+        }
+        None => {
+            problems.push(problem(shape.range.clone(), "expected the UPDATE's table"));
+            0..0
+        }
+    };
+
+    for assignment in &shape.assignments {
+        let column = assignment.column.as_str();
+        let is = |name: &str| column.eq_ignore_ascii_case(name);
+        let message = if is(&declared.generation) || is(&declared.owner) || is(&declared.expiry) {
+            Some(format!(
+                "`{column}` belongs to the fencing protocol (acquire, renew and release set it, \
+                 the fence checks it): remove this assignment"
+            ))
+        } else if is(&declared.key) {
+            Some(format!(
+                "`{column}` is the fenced row's key: changing it would move the row away from the \
+                 lease that covers it; remove this assignment"
+            ))
+        } else if is(&declared.published) && declared.publish_once {
+            Some(format!(
+                "`{column}` is set to the lease's generation by `publish_once`: remove this \
+                 assignment"
+            ))
+        } else if is(&declared.published) {
+            Some(format!(
+                "`{column}` may only be set through the publish-once option: add `publish_once` \
+                 to the attribute, which sets it to the lease's generation and refuses a second \
+                 publication by the same generation, and remove this assignment"
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = message {
+            problems.push(problem(assignment.column_range.clone(), message));
+        }
+    }
+
+    // RETURNING / OUTPUT: the method returns whether the write applied, not rows.
+    let statement_tokens: Vec<&Token> = tokens
+        .iter()
+        .filter(|t| t.range.start >= shape.range.start && t.range.end <= shape.range.end)
+        .collect();
+    let mut depth = 0usize;
+    for token in &statement_tokens {
+        match token.kind {
+            TokenKind::LParen => depth += 1,
+            TokenKind::RParen => depth = depth.saturating_sub(1),
+            _ if depth == 0
+                && (is_word(sql, token, "RETURNING") || is_word(sql, token, "OUTPUT")) =>
+            {
+                problems.push(problem(
+                    token.range.clone(),
+                    format!(
+                        "`{}` is not supported: the method returns whether the write applied \
+                         (`Outcome`), not rows; read the row afterwards if you need it",
+                        &sql[token.range.clone()]
+                    ),
+                ));
+            }
+            _ => {}
+        }
+    }
+
+    if !problems.is_empty() {
+        return Outcome {
+            result: Err(problems),
+            unused,
+        };
+    }
+
+    let set_end = shape
+        .assignments
+        .last()
+        .map_or(shape.range.end, |a| a.value_range.end);
+    let (where_keyword, filter) = match &shape.where_range {
+        Some(range) => {
+            let keyword = statement_tokens
+                .iter()
+                .rev()
+                .find(|t| t.range.end <= range.start && is_word(sql, t, "WHERE"))
+                .map_or(range.start, |t| t.range.start);
+            (keyword, Some(range.clone()))
+        }
+        None => (shape.range.end, None),
+    };
+    let parts = Dialect::ALL.map(|dialect| {
+        let render = |range: Range<usize>| {
+            render(
+                sql,
+                &statement_tokens,
+                range,
+                &target,
+                &declared.table,
+                &numbered,
+                dialect,
+            )
+        };
+        let middle = render(set_end..where_keyword);
+        Parts {
+            head: render(shape.range.start..set_end),
+            middle: if middle.is_empty() {
+                middle
+            } else {
+                format!(" {middle}")
+            },
+            filter: filter.clone().map(render),
+            tail: filter
+                .as_ref()
+                .map(|f| render(f.end..shape.range.end))
+                .filter(|t| !t.is_empty())
+                .map(|t| format!(" {t}"))
+                .unwrap_or_default(),
+        }
+    });
+    Outcome {
+        result: Ok(Checked { parts }),
+        unused,
+    }
+}
+
+fn is_word(sql: &str, token: &Token, word: &str) -> bool {
+    token.kind == TokenKind::Word && sql[token.range.clone()].eq_ignore_ascii_case(word)
+}
+
+/// The tokens inside `range`, joined by one space wherever the SQL had whitespace or a
+/// comment between them (so no comment can swallow what is appended), with the target
+/// table quoted and placeholders numbered for `dialect`.
+fn render(
+    sql: &str,
+    tokens: &[&Token],
+    range: Range<usize>,
+    target: &Range<usize>,
+    table: &str,
+    numbered: &[(Range<usize>, usize)],
+    dialect: Dialect,
+) -> String {
+    let mut out = String::new();
+    let mut previous_end: Option<usize> = None;
+    for token in tokens
+        .iter()
+        .filter(|t| t.range.start >= range.start && t.range.end <= range.end)
+    {
+        let inside_target = token.range.start >= target.start
+            && token.range.end <= target.end
+            && target.start < target.end;
+        if inside_target && token.range.start != target.start {
+            previous_end = Some(token.range.end);
+            continue;
+        }
+        if let Some(end) = previous_end
+            && end < token.range.start
+        {
+            out.push(' ');
+        }
+        if inside_target {
+            let quoted: Vec<String> = table.split('.').map(|p| dialect.quote(p)).collect();
+            out.push_str(&quoted.join("."));
+        } else if let Some((_, n)) = numbered.iter().find(|(r, _)| *r == token.range) {
+            out.push_str(&dialect.placeholder(*n));
+        } else {
+            out.push_str(&sql[token.range.clone()]);
+        }
+        previous_end = Some(token.range.end);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn declared(publish_once: bool) -> Declared {
+        Declared {
+            table: "dbo.ReportPublication".into(),
+            key: "ReportId".into(),
+            generation: "Generation".into(),
+            owner: "LeaseOwner".into(),
+            expiry: "LeaseUntilUtc".into(),
+            published: "PublishedGeneration".into(),
+            publish_once,
+        }
+    }
+
+    fn params(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    fn parts(sql: &str, names: &[&str]) -> [Parts; 3] {
+        let outcome = check(sql, &declared(false), "save", &params(names));
+        assert!(outcome.unused.is_empty(), "{:?}", outcome.unused);
+        outcome.result.expect("the statement is accepted").parts
+    }
+
+    fn problems(sql: &str, names: &[&str], publish_once: bool) -> Vec<(String, String)> {
+        let outcome = check(sql, &declared(publish_once), "save", &params(names));
+        outcome
+            .result
+            .expect_err("the statement is refused")
+            .into_iter()
+            .map(|p| (sql[p.range].to_owned(), p.message))
+            .collect()
+    }
+
+    #[test]
+    fn renders_the_three_dialects() {
+        let [pg, lite, ms] = parts(
+            "UPDATE dbo.ReportPublication SET Payload = @payload WHERE Draft = @draft OR Kind = @payload",
+            &["payload", "draft"],
+        );
+        assert_eq!(
+            pg.head,
+            "UPDATE \"dbo\".\"ReportPublication\" SET Payload = $1"
+        );
+        assert_eq!(pg.filter.as_deref(), Some("Draft = $2 OR Kind = $1"));
+        assert_eq!(
+            lite.head,
+            "UPDATE \"dbo\".\"ReportPublication\" SET Payload = ?1"
+        );
+        assert_eq!(lite.filter.as_deref(), Some("Draft = ?2 OR Kind = ?1"));
+        assert_eq!(ms.head, "UPDATE [dbo].[ReportPublication] SET Payload = @P1");
+        assert_eq!(ms.filter.as_deref(), Some("Draft = @P2 OR Kind = @P1"));
+        for p in [&pg, &lite, &ms] {
+            assert_eq!(p.middle, "");
+            assert_eq!(p.tail, "");
+        }
+    }
+
+    #[test]
+    fn numbers_by_parameter_order_not_by_appearance() {
+        let [pg, ..] = parts(
+            "UPDATE [dbo].[ReportPublication] SET A = @b, B = @a",
+            &["a", "b"],
+        );
+        assert_eq!(pg.head, "UPDATE \"dbo\".\"ReportPublication\" SET A = $2, B = $1");
+        assert_eq!(pg.filter, None);
+    }
+
+    #[test]
+    fn comments_cannot_swallow_the_fence() {
+        let [pg, ..] = parts(
+            "UPDATE dbo.ReportPublication\n  SET Payload = @payload -- the body\n  WHERE Draft = 1 -- drafts only",
+            &["payload"],
+        );
+        assert_eq!(
+            pg.head,
+            "UPDATE \"dbo\".\"ReportPublication\" SET Payload = $1"
+        );
+        assert_eq!(pg.middle, "");
+        assert_eq!(pg.filter.as_deref(), Some("Draft = 1"));
+        assert_eq!(pg.tail, "");
+    }
+
+    #[test]
+    fn keeps_strings_and_from_clauses() {
+        let [pg, _, ms] = parts(
+            "UPDATE dbo.ReportPublication SET Payload = 'a -- @x' FROM Other o WHERE o.Id = @id",
+            &["id"],
+        );
+        assert_eq!(
+            pg.head,
+            "UPDATE \"dbo\".\"ReportPublication\" SET Payload = 'a -- @x'"
+        );
+        assert_eq!(pg.middle, " FROM Other o");
+        assert_eq!(ms.filter.as_deref(), Some("o.Id = @P1"));
+    }
+
+    #[test]
+    fn reports_every_placeholder_mismatch() {
+        let outcome = check(
+            "UPDATE dbo.ReportPublication SET Payload = @payloda WHERE Draft = @drfat",
+            &declared(false),
+            "save",
+            &params(&["payload", "draft"]),
+        );
+        assert_eq!(outcome.unused, [0, 1]);
+        let problems = outcome.result.unwrap_err();
+        assert_eq!(problems.len(), 2);
+        assert!(problems[0].message.starts_with("`@payloda` is not a parameter of `save`"));
+        assert!(problems[1].message.starts_with("`@drfat` is not a parameter of `save`"));
+    }
+
+    #[test]
+    fn refuses_protocol_columns() {
+        let found = problems(
+            "UPDATE dbo.ReportPublication SET Generation = 0, r.LeaseOwner = NULL, \
+             [LeaseUntilUtc] = NULL, ReportId = NULL, PublishedGeneration = 1, Payload = 'x'",
+            &[],
+            false,
+        );
+        let columns: Vec<&str> = found.iter().map(|(c, _)| c.as_str()).collect();
+        assert_eq!(
+            columns,
+            [
+                "Generation",
+                "r.LeaseOwner",
+                "[LeaseUntilUtc]",
+                "ReportId",
+                "PublishedGeneration"
+            ]
+        );
+        assert!(found[4].1.contains("add `publish_once`"));
+        let with_option = problems(
+            "UPDATE dbo.ReportPublication SET PublishedGeneration = 1",
+            &[],
+            true,
+        );
+        assert!(with_option[0].1.contains("set to the lease's generation by `publish_once`"));
+    }
+
+    #[test]
+    fn refuses_other_statements_and_tables() {
+        let cases = [
+            ("DELETE FROM dbo.ReportPublication WHERE ReportId = 1", "`DELETE` is refused"),
+            (
+                "MERGE dbo.ReportPublication AS t USING s ON t.ReportId = s.ReportId \
+                 WHEN MATCHED THEN UPDATE SET Payload = s.Payload;",
+                "`MERGE` is refused",
+            ),
+            (
+                "INSERT INTO dbo.ReportPublication (ReportId) VALUES (1) \
+                 ON CONFLICT (ReportId) DO UPDATE SET Payload = 'x'",
+                "an upsert",
+            ),
+            ("INSERT INTO dbo.ReportPublication (ReportId) VALUES (1)", "`INSERT` is refused"),
+            ("SELECT 1", "expected `UPDATE dbo.ReportPublication SET ...`"),
+            ("UPDATE dbo.Other SET Payload = 'x'", "this UPDATE writes `dbo.Other`"),
+            ("UPDATE ReportPublication SET Payload = 'x'", "this UPDATE writes `ReportPublication`"),
+            ("UPDATE dbo.ReportPublication SET Payload = $1", "`$1` is a positional parameter"),
+            (
+                "UPDATE dbo.ReportPublication SET Payload = 'x' RETURNING Generation",
+                "`RETURNING` is not supported",
+            ),
+            ("UPDATE dbo.ReportPublication Payload = 'x'", "cannot parse the SQL: expected SET"),
+            (
+                "UPDATE dbo.ReportPublication SET Payload = 'x'; DELETE FROM t",
+                "cannot parse the SQL: expected one statement",
+            ),
+        ];
+        for (sql, expected) in cases {
+            let found = problems(sql, &[], false);
+            assert!(
+                found.iter().any(|(_, m)| m.starts_with(expected)),
+                "{sql}: {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn accepts_quoted_and_differently_cased_table() {
+        for sql in [
+            "UPDATE [dbo].[ReportPublication] SET Payload = 'x'",
+            "update \"dbo\".\"reportpublication\" set Payload = 'x'",
+        ] {
+            let outcome = check(sql, &declared(false), "save", &[]);
+            assert!(outcome.result.is_ok(), "{sql}");
+        }
+    }
+}
