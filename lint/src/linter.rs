@@ -395,6 +395,47 @@ impl Linter {
                 let start = finding.range.start;
                 findings.push((finding.range.clone(), vec![start], finding));
             }
+            // Dynamic SQL: string literals that mention a fenced table
+            // (`EXEC sp_executesql N'UPDATE ...'`).
+            for (index, token) in lexed.tokens.iter().enumerate() {
+                if token.kind != lexer::TokenKind::String
+                    || !prefilter.is_match(&text[token.range.clone()])
+                {
+                    continue;
+                }
+                let (value, offsets) = lexer::string_value(&text, token);
+                let (found, checked, coverage) = self.check_sql(&value, true);
+                report.statements_checked += checked;
+                add_coverage(&mut report.coverage, coverage);
+                let concatenated = [index.checked_sub(1), Some(index + 1)]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|i| lexed.tokens.get(i))
+                    .any(|t| matches!(&text[t.range.clone()], "+" | "||"));
+                let mut seen = Vec::new();
+                for mut finding in found {
+                    if concatenated {
+                        // Part of a statement assembled at run time: what the rules see
+                        // is not what runs.
+                        if seen.contains(&finding.range) {
+                            continue;
+                        }
+                        seen.push(finding.range.clone());
+                        finding.rule = Rule::UnanalysedWrite;
+                        finding.message = format!(
+                            "dynamic SQL assembled by concatenation writes fenced table `{}` and cannot be analysed",
+                            finding.table.as_deref().unwrap_or("?")
+                        );
+                        finding.help = Some(
+                            "write the statement whole, with parameters, so its fence can be checked"
+                                .to_owned(),
+                        );
+                    }
+                    let start = offsets[finding.range.start.min(offsets.len() - 1)];
+                    let end = offsets[finding.range.end.min(offsets.len() - 1)];
+                    findings.push((start..end, vec![start, token.range.start], finding));
+                }
+            }
         }
 
         let mut diagnostics = Vec::new();

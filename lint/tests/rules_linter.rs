@@ -228,6 +228,18 @@ fn rust_suppressions() {
 }
 
 #[test]
+fn dynamic_sql_is_checked() {
+    let text = "EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id', N'@p nvarchar(max), @id uniqueidentifier', @p, @id;
+DECLARE @sql nvarchar(max) = N'UPDATE dbo.ReportPublication SET Payload = NULL WHERE ' + @filter;
+EXEC (N'SELECT ''not a write on ReportPublication''');
+EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME()';";
+    assert_eq!(
+        found("dynamic.sql", text.as_bytes()),
+        [(Rule::UnfencedWrite, 1, 22), (Rule::UnanalysedWrite, 2, 32)]
+    );
+}
+
+#[test]
 fn tables_are_discovered_from_create_table() {
     let schema = "CREATE TABLE dbo.Jobs (\n  JobId uniqueidentifier NOT NULL CONSTRAINT PK_Jobs PRIMARY KEY,\n  Generation bigint NOT NULL DEFAULT (0),\n  LeaseOwner uniqueidentifier NULL,\n  LeaseUntilUtc datetime2(7) NULL\n);\nCREATE TABLE dbo.Plain (Id int PRIMARY KEY, Name nvarchar(10));";
     let empty = Linter::new(&Config::default());

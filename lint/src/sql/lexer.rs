@@ -447,6 +447,39 @@ fn template_end(bytes: &[u8], i: usize) -> Option<usize> {
     .then_some(close + 1)
 }
 
+/// The value of a string literal token (`'...'`, `N'...'`, `E'...'`, `$tag$...$tag$`)
+/// and, for each byte of the value and one past its end, the byte offset in `text` it
+/// came from. Doubled quotes are unescaped; other escapes are kept as written.
+pub fn string_value(text: &str, token: &Token) -> (String, Vec<usize>) {
+    let raw = &text[token.range.clone()];
+    let base = token.range.start;
+    let dollar = raw.starts_with('$');
+    let (open, close) = if dollar {
+        let tag = raw[1..].find('$').map_or(1, |n| n + 2);
+        (tag, if raw.len() >= 2 * tag { tag } else { 0 })
+    } else {
+        let open = raw.find('\'').map_or(raw.len(), |n| n + 1);
+        let close = usize::from(raw.len() > open && raw.ends_with('\''));
+        (open, close)
+    };
+    let inner = raw
+        .get(open..raw.len().saturating_sub(close).max(open))
+        .unwrap_or("");
+    let inner_base = base + open;
+    let mut value = String::with_capacity(inner.len());
+    let mut offsets = Vec::with_capacity(inner.len() + 1);
+    let mut chars = inner.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if c == '\'' && !dollar && chars.peek().is_some_and(|(_, n)| *n == '\'') {
+            chars.next();
+        }
+        value.push(c);
+        offsets.extend((0..c.len_utf8()).map(|i| inner_base + at + i));
+    }
+    offsets.push(inner_base + inner.len());
+    (value, offsets)
+}
+
 /// The identifier a token denotes: quotes and brackets removed; for a template
 /// placeholder, its default value.
 pub fn ident_text<'a>(text: &'a str, token: &Token) -> &'a str {
@@ -535,6 +568,30 @@ mod tests {
         );
         let lexed = lex(text);
         assert_eq!(ident_text(text, &lexed.tokens[4]), "Report");
+    }
+
+    #[test]
+    fn string_values_map_back() {
+        let text = "EXEC sp_executesql N'UPDATE t SET a = ''x'' WHERE b = 1'";
+        let lexed = lex(text);
+        let token = lexed
+            .tokens
+            .iter()
+            .find(|t| t.kind == TokenKind::String)
+            .unwrap();
+        let (value, offsets) = string_value(text, token);
+        assert_eq!(value, "UPDATE t SET a = 'x' WHERE b = 1");
+        let w = value.find("WHERE").unwrap();
+        assert_eq!(&text[offsets[w]..offsets[w] + 5], "WHERE");
+        for raw in ["'", "N'", "$a$", "$$x$$", "'abc", "'é''"] {
+            let lexed = lex(raw);
+            for t in &lexed.tokens {
+                if t.kind == TokenKind::String {
+                    let (value, offsets) = string_value(raw, t);
+                    assert_eq!(offsets.len(), value.len() + 1);
+                }
+            }
+        }
     }
 
     #[test]
