@@ -64,7 +64,6 @@ mod tests {
     use crate::table::{ColumnType, FencedTable, Identifier, KeyType};
 
     const D: Dialect = Dialect::Sqlite;
-    const NOW: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
     fn table() -> FencedTable {
         FencedTable::builder()
@@ -90,16 +89,16 @@ mod tests {
         ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
             #[test]
             fn $name() {
-                assert_eq!($actual, $expected.replace("NOW", NOW));
+                assert_eq!($actual, $expected);
             }
         )*};
     }
 
     renders! {
         placeholder: D.placeholder(7) => "?7",
-        clock: D.clock() => "NOW",
+        clock: D.clock() => "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
         fence: dialect::fence_predicate(D, &table(), 3) =>
-            r#""ReportId" = ?3 AND "Generation" = ?4 AND "LeaseOwner" = ?5 AND "LeaseUntilUtc" > NOW"#,
+            r#""ReportId" = ?3 AND "Generation" = ?4 AND "LeaseOwner" = ?5 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER)"#,
         publish_once_predicate: dialect::publish_once_predicate(D, &table(), 3) =>
             r#""PublishedGeneration" < ?4"#,
         publish_once_assignment: dialect::publish_once_assignment(D, &table(), 3) =>
@@ -111,19 +110,19 @@ mod tests {
         provision: dialect::provision(D, &table()) =>
             r#"INSERT INTO "ReportPublication" ("ReportId", "Generation", "PublishedGeneration") VALUES (?1, 0, 0) ON CONFLICT DO NOTHING"#,
         acquire: dialect::acquire(D, &table()) =>
-            r#"UPDATE "ReportPublication" SET "Generation" = "Generation" + 1, "LeaseOwner" = ?2, "LeaseUntilUtc" = NOW + ?3 WHERE "ReportId" = ?1 AND ("LeaseUntilUtc" IS NULL OR "LeaseUntilUtc" <= NOW) RETURNING "Generation""#,
+            r#"UPDATE "ReportPublication" SET "Generation" = "Generation" + 1, "LeaseOwner" = ?2, "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + ?3 WHERE "ReportId" = ?1 AND ("LeaseUntilUtc" IS NULL OR "LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER)) RETURNING "Generation""#,
         renew: dialect::renew(D, &table()) =>
-            r#"UPDATE "ReportPublication" SET "LeaseUntilUtc" = NOW + ?4 WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3 AND "LeaseUntilUtc" > NOW"#,
+            r#"UPDATE "ReportPublication" SET "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + ?4 WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER)"#,
         release: dialect::release(D, &table()) =>
             r#"UPDATE "ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3"#,
         update: dialect::update(D, &table(), &[&payload()]) =>
-            r#"UPDATE "ReportPublication" SET "Payload" = ?1 WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > NOW"#,
+            r#"UPDATE "ReportPublication" SET "Payload" = ?1 WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER)"#,
         publish: dialect::publish(D, &table(), &[&payload()], false) =>
-            r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3 WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > NOW AND "PublishedGeneration" < ?3"#,
+            r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3 WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "PublishedGeneration" < ?3"#,
         publish_and_release: dialect::publish(D, &table(), &[&payload()], true) =>
-            r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3, "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > NOW AND "PublishedGeneration" < ?3"#,
+            r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3, "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "PublishedGeneration" < ?3"#,
         publish_sets_published_at: dialect::publish(D, &article(), &[&payload()], false) =>
-            r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3, "PublishedAtUtc" = NOW WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > NOW AND "PublishedGeneration" < ?3"#,
+            r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3, "PublishedAtUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "PublishedGeneration" < ?3"#,
     }
 
     #[test]
