@@ -1,5 +1,7 @@
 //! The protocol, written once over a [`Backend`].
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -21,7 +23,8 @@ pub const MAX_TTL: Duration = Duration::from_millis(i32::MAX as u64);
 /// The fencing protocol for one table on one backend.
 ///
 /// Every statement is a single autocommitted statement; the protocol's statements are
-/// rendered once, when the store is made. Every validity check runs in the database,
+/// rendered once, when the store is made, and each shape of caller write (which columns)
+/// once, when first used. Every validity check runs in the database,
 /// against the database's clock.
 ///
 /// # What a refusal means
@@ -44,7 +47,19 @@ pub struct Store<B> {
     backend: B,
     table: FencedTable,
     statements: Statements,
+    writes: Arc<Mutex<HashMap<WriteShape, Arc<str>>>>,
 }
+
+/// The shape of a caller write: which statement, over which columns.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum WriteShape {
+    Update(Vec<Identifier>),
+    Publish(Vec<Identifier>),
+    PublishAndRelease(Vec<Identifier>),
+}
+
+/// How many caller-write shapes a store keeps rendered before starting over.
+const MAX_CACHED_WRITES: usize = 256;
 
 impl<B: Backend> Store<B> {
     /// A store for `table` on `backend`.
@@ -54,6 +69,7 @@ impl<B: Backend> Store<B> {
             backend,
             table,
             statements,
+            writes: Arc::default(),
         }
     }
 
@@ -225,8 +241,7 @@ impl<B: Backend> Store<B> {
         if lease.is_revoked() {
             return Ok(Outcome::Refused);
         }
-        let refs: Vec<&Identifier> = columns.iter().collect();
-        let sql = dialect::update(self.dialect(), &self.table, &refs);
+        let sql = self.write_sql(WriteShape::Update(columns));
         self.run_fenced(lease, &sql, assignments.iter().map(|(_, v)| v.clone()))
             .await
     }
@@ -335,8 +350,11 @@ impl<B: Backend> Store<B> {
         if lease.is_revoked() {
             return Ok(Outcome::Refused);
         }
-        let refs: Vec<&Identifier> = columns.iter().collect();
-        let sql = dialect::publish(self.dialect(), &self.table, &refs, release);
+        let sql = self.write_sql(if release {
+            WriteShape::PublishAndRelease(columns)
+        } else {
+            WriteShape::Publish(columns)
+        });
         self.run_fenced(lease, &sql, assignments.iter().map(|(_, v)| v.clone()))
             .await
     }
@@ -360,6 +378,32 @@ impl<B: Backend> Store<B> {
             );
         }
         Ok(outcome)
+    }
+
+    /// The statement for a caller write, rendered once per shape and then reused.
+    fn write_sql(&self, shape: WriteShape) -> Arc<str> {
+        let mut writes = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sql) = writes.get(&shape) {
+            return Arc::clone(sql);
+        }
+        let d = self.dialect();
+        let sql: Arc<str> = match &shape {
+            WriteShape::Update(columns) => {
+                dialect::update(d, &self.table, &columns.iter().collect::<Vec<_>>())
+            }
+            WriteShape::Publish(columns) => {
+                dialect::publish(d, &self.table, &columns.iter().collect::<Vec<_>>(), false)
+            }
+            WriteShape::PublishAndRelease(columns) => {
+                dialect::publish(d, &self.table, &columns.iter().collect::<Vec<_>>(), true)
+            }
+        }
+        .into();
+        if writes.len() >= MAX_CACHED_WRITES {
+            writes.clear();
+        }
+        writes.insert(shape, Arc::clone(&sql));
+        sql
     }
 
     fn caller_columns(&self, assignments: &[(&str, Value)]) -> Result<Vec<Identifier>> {
