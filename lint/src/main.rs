@@ -14,7 +14,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use fenced_lint::Linter;
 use fenced_lint::config::{CONFIG_FILE_NAME, Config};
 use fenced_lint::report::{Format, Run};
 use fenced_lint::rules::Rule;
@@ -60,9 +59,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let inputs = walk::read_tree(&roots, strip_dot, Linter::is_candidate);
-    let run = walk::lint(&config, &inputs);
-    drop(inputs);
+    let run = walk::lint_tree(&config, &roots, strip_dot);
 
     let format = Format::from(args.format);
     match &args.output {

@@ -33,10 +33,14 @@ use rayon::prelude::*;
 pub(crate) struct Input {
     pub(crate) path: PathBuf,
     pub(crate) bytes: Result<Vec<u8>, String>,
+    /// The fenced tables its `CREATE TABLE` statements declare (pass 1).
+    pub(crate) tables: Vec<TableSpec>,
 }
 
 /// Walks `roots` in parallel and reads the files named in `roots` and the files inside
 /// them that `wanted` accepts (the lint passes [`Linter::is_candidate`]), sorted by path.
+/// Pass 1, `discover`, runs on each file's bytes in the walker's thread right after the
+/// read, while they are still in the CPU's cache.
 ///
 /// With `strip_dot`, a leading `./` is removed from reported paths (used when the lint
 /// walks the current directory by default, so paths read as `src/a.sql`).
@@ -44,6 +48,7 @@ pub(crate) fn read_tree(
     roots: &[PathBuf],
     strip_dot: bool,
     wanted: impl Fn(&Path) -> bool + Sync,
+    discover: impl Fn(&Path, &[u8]) -> Vec<TableSpec> + Sync,
 ) -> Vec<Input> {
     let Some((first, rest)) = roots.split_first() else {
         return Vec::new();
@@ -56,6 +61,7 @@ pub(crate) fn read_tree(
 
     let (tx, rx) = mpsc::channel::<Input>();
     let wanted = &wanted;
+    let discover = &discover;
     builder.build_parallel().run(|| {
         let tx = tx.clone();
         Box::new(move |entry| {
@@ -69,7 +75,15 @@ pub(crate) fn read_tree(
                     }
                     let path = reported(entry.path(), strip_dot);
                     let bytes = read(entry.path());
-                    Input { path, bytes }
+                    let tables = match &bytes {
+                        Ok(bytes) => discover(&path, bytes),
+                        Err(_) => Vec::new(),
+                    };
+                    Input {
+                        path,
+                        bytes,
+                        tables,
+                    }
                 }
                 Err(err) => Input {
                     path: reported(
@@ -77,6 +91,7 @@ pub(crate) fn read_tree(
                         strip_dot,
                     ),
                     bytes: Err(err.to_string()),
+                    tables: Vec::new(),
                 },
             };
             match tx.send(input) {
@@ -127,15 +142,22 @@ fn error_path(err: &ignore::Error) -> Option<PathBuf> {
     }
 }
 
-/// Runs both passes over the files read: discovers fenced tables from every readable
-/// file, then checks every file against the configured and discovered tables. Files that
-/// could not be read become one `unreadable-file` finding each.
-pub(crate) fn lint(config: &Config, inputs: &[Input]) -> Run {
+/// Reads the tree and runs both passes: discovers fenced tables from every readable file
+/// (during the walk), then checks every file against the configured and discovered
+/// tables. Files that could not be read become one `unreadable-file` finding each.
+pub(crate) fn lint_tree(config: &Config, roots: &[PathBuf], strip_dot: bool) -> Run {
     let linter = Linter::new(config);
-    let discovered: Vec<TableSpec> = inputs
-        .par_iter()
-        .filter_map(|input| Some((&input.path, input.bytes.as_ref().ok()?)))
-        .flat_map_iter(|(path, bytes)| linter.discover_tables(path, bytes))
+    let inputs = read_tree(roots, strip_dot, Linter::is_candidate, |path, bytes| {
+        linter.discover_tables(path, bytes)
+    });
+    check(linter, &inputs)
+}
+
+/// Pass 2 over files already read, with the tables pass 1 found in them.
+fn check(linter: Linter, inputs: &[Input]) -> Run {
+    let discovered = inputs
+        .iter()
+        .flat_map(|i| i.tables.iter().cloned())
         .collect();
     let linter = linter.with_discovered(discovered);
 
