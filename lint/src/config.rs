@@ -7,7 +7,12 @@
 //! generation = "Generation"        # default
 //! owner = "LeaseOwner"             # default
 //! expiry = "LeaseUntilUtc"         # default
+//!
+//! # optional: paths the walk skips, gitignore-style globs relative to this file
+//! exclude = ["tests/fixtures/**"]
 //! ```
+//!
+//! (`exclude` is a top-level key: write it before the first `[[table]]`.)
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +29,9 @@ pub struct Config {
     /// The fenced tables. Tables declared by `CREATE TABLE` in the scanned files are
     /// added to these by [`Linter::with_discovered`](crate::Linter::with_discovered).
     pub tables: Vec<TableSpec>,
+    /// Paths not to check: gitignore-style globs, relative to the directory of the
+    /// configuration file. Applied by the walk, on top of `.gitignore`.
+    pub exclude: Vec<String>,
 }
 
 /// One fenced table and the names of its fence columns.
@@ -99,6 +107,8 @@ impl TableSpec {
 struct RawConfig {
     #[serde(default)]
     table: Vec<RawTable>,
+    #[serde(default)]
+    exclude: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -155,7 +165,10 @@ impl Config {
             };
             tables.push(spec);
         }
-        Ok(Config { tables })
+        Ok(Config {
+            tables,
+            exclude: raw.exclude,
+        })
     }
 
     /// Reads and parses a configuration file.
@@ -261,6 +274,11 @@ mod tests {
         assert_eq!(config.tables[0].generation, "Generation");
         assert_eq!(config.tables[1].expiry, "until");
         assert_eq!(config.tables[1].owner, "LeaseOwner");
+        assert!(config.exclude.is_empty());
+        let config =
+            Config::from_toml("exclude = [\"tests/corpus/**\"]\n[[table]]\nname = \"T\"\n")
+                .unwrap();
+        assert_eq!(config.exclude, ["tests/corpus/**"]);
     }
 
     #[test]

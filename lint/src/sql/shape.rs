@@ -40,6 +40,11 @@ pub struct UpdateShape {
     pub placeholders: Vec<Placeholder>,
     /// Byte range of the `WHERE` condition (after the keyword), if any.
     pub where_range: Option<Range<usize>>,
+    /// Where fence predicates go: the end of the `WHERE` condition when there is one
+    /// (append `AND ...` after parenthesising the caller's condition), otherwise the
+    /// offset where a `WHERE` clause belongs: after `SET`, `OUTPUT` and `FROM`, before
+    /// `RETURNING`, `OPTION`, `ORDER BY` or `LIMIT` (the end of the last token before it).
+    pub where_insert_at: usize,
     /// Byte range of the whole statement (without a trailing `;`).
     pub range: Range<usize>,
 }
@@ -82,6 +87,7 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
             assignments: Vec::new(),
             placeholders,
             where_range: None,
+            where_insert_at: last.range.end,
             range: first.range.start..last.range.end,
         });
     };
@@ -96,6 +102,11 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
         });
     }
     let arm = statement.updates.first();
+    let where_range = arm.and_then(|arm| arm.where_range.clone());
+    let where_insert_at = match &where_range {
+        Some(range) => range.end,
+        None => where_position(sql, tokens, &statement.range),
+    };
     Ok(UpdateShape {
         kind: Some(statement.kind),
         target: statement
@@ -115,9 +126,43 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
             })
             .unwrap_or_default(),
         placeholders,
-        where_range: arm.and_then(|arm| arm.where_range.clone()),
+        where_range,
+        where_insert_at,
         range: statement.range,
     })
+}
+
+/// Where a `WHERE` clause belongs in a statement that has none.
+fn where_position(sql: &str, tokens: &[lexer::Token], range: &Range<usize>) -> usize {
+    let inside: Vec<&lexer::Token> = tokens
+        .iter()
+        .filter(|t| t.range.start >= range.start && t.range.end <= range.end)
+        .collect();
+    let mut depth = 0usize;
+    let mut seen_set = false;
+    let mut previous_end = range.end;
+    for (i, token) in inside.iter().enumerate() {
+        match token.kind {
+            TokenKind::LParen => depth += 1,
+            TokenKind::RParen => depth = depth.saturating_sub(1),
+            TokenKind::Word if depth == 0 => {
+                let word = &sql[token.range.clone()];
+                if word.eq_ignore_ascii_case("SET") {
+                    seen_set = true;
+                } else if seen_set
+                    && ["RETURNING", "OPTION", "ORDER", "LIMIT"]
+                        .iter()
+                        .any(|w| word.eq_ignore_ascii_case(w))
+                    && i > 0
+                {
+                    return previous_end;
+                }
+            }
+            _ => {}
+        }
+        previous_end = token.range.end;
+    }
+    range.end
 }
 
 #[cfg(test)]
@@ -154,6 +199,17 @@ mod tests {
     fn no_where_and_errors() {
         let shape = parse_update("UPDATE t SET a = 1;").unwrap();
         assert_eq!(shape.where_range, None);
+        assert_eq!(shape.where_insert_at, 18);
+        let sql = "UPDATE t SET a = (1) FROM u RETURNING a";
+        assert_eq!(
+            &sql[..parse_update(sql).unwrap().where_insert_at],
+            "UPDATE t SET a = (1) FROM u"
+        );
+        let sql = "UPDATE t SET a = 1 WHERE b = 2 OPTION (RECOMPILE)";
+        assert_eq!(
+            &sql[..parse_update(sql).unwrap().where_insert_at],
+            "UPDATE t SET a = 1 WHERE b = 2"
+        );
         let error = parse_update("UPDATE t WHERE a = 1").unwrap_err();
         assert_eq!(error.message, "expected SET");
         assert_eq!(error.range, 9..14);
