@@ -2,6 +2,36 @@
 //!
 //! A code is never reused and never renumbered: other tools, suppressions and CI
 //! configurations refer to rules by name and by code.
+//!
+//! # What the rules consider
+//!
+//! Every statement that writes a fenced table is classified by what it assigns:
+//!
+//! | it assigns | it is | its top-level `AND`-ed `WHERE` must require |
+//! |---|---|---|
+//! | `generation = generation + 1` | an acquisition | key, and the lease free (`expiry IS NULL OR expiry <= clock`) |
+//! | only `owner = NULL` and/or `expiry = NULL` | a release | key, generation, owner |
+//! | the expiry (not `NULL`), generation untouched | a renewal | key, generation, owner, `expiry > clock` |
+//! | anything else | a fenced write | key, generation, owner, `expiry > clock` |
+//!
+//! The update arm of `MERGE ... WHEN MATCHED THEN UPDATE` is checked with the `ON`
+//! condition and the arm's `AND` condition together; the update arm of
+//! `INSERT ... ON CONFLICT (key) DO UPDATE` with its `WHERE`, the conflict target
+//! counting as `key = value`.
+//!
+//! `INSERT` into a fenced table provisions a row. It is fine when it leaves the generation
+//! to its default or sets it to the literal `0`; any other generation (a parameter, a
+//! copy from a query) is `generation-rewind`, as are `INSERT OR REPLACE` and
+//! `REPLACE INTO`, which delete the existing row first. An `INSERT` without a column list
+//! is not checked (its columns are positional). Owner and expiry given at insert time
+//! are accepted: the row starts at generation 0, held by the inserter.
+//!
+//! A value is a parameter (`@x`, `$1`, `?`, `?1`, `:x`), a variable, a literal, or an
+//! expression naming no fence column of the target; the database clock is
+//! `SYSUTCDATETIME()`, `SYSDATETIME()`, `GETUTCDATE()`, `GETDATE()`, `CURRENT_TIMESTAMP`,
+//! `now()`, `clock_timestamp()`, `statement_timestamp()`, `transaction_timestamp()`,
+//! `LOCALTIMESTAMP`, SQLite's `unixepoch()`/`julianday()`/`strftime()`/`datetime()` of
+//! `'now'` (or `unixepoch('subsec')`), and arithmetic on these.
 
 mod fence;
 
