@@ -364,7 +364,20 @@ impl Linter {
                     continue;
                 }
                 let (value, offsets) = rust::literal_value(&text, literal);
-                let (found, checked, coverage) = self.check_sql(&value, true);
+                let LiteralCheck {
+                    findings: found,
+                    checked,
+                    coverage,
+                    suppressions: in_literal,
+                } = self.check_sql(&value, true);
+                for (range, body) in in_literal {
+                    let start = offsets[range.start.min(offsets.len() - 1)];
+                    let end = offsets[range.end.min(offsets.len() - 1)];
+                    collect(
+                        suppress::parse_comment(&body, start..end, index.line(start)),
+                        &mut suppressions,
+                    );
+                }
                 report.statements_checked += checked;
                 add_coverage(&mut report.coverage, coverage);
                 for finding in found {
@@ -397,17 +410,30 @@ impl Linter {
             }
             // Dynamic SQL: string literals that mention a fenced table
             // (`EXEC sp_executesql N'UPDATE ...'`).
-            for (index, token) in lexed.tokens.iter().enumerate() {
+            for (position, token) in lexed.tokens.iter().enumerate() {
                 if token.kind != lexer::TokenKind::String
                     || !prefilter.is_match(&text[token.range.clone()])
                 {
                     continue;
                 }
                 let (value, offsets) = lexer::string_value(&text, token);
-                let (found, checked, coverage) = self.check_sql(&value, true);
+                let LiteralCheck {
+                    findings: found,
+                    checked,
+                    coverage,
+                    suppressions: in_literal,
+                } = self.check_sql(&value, true);
+                for (range, body) in in_literal {
+                    let start = offsets[range.start.min(offsets.len() - 1)];
+                    let end = offsets[range.end.min(offsets.len() - 1)];
+                    collect(
+                        suppress::parse_comment(&body, start..end, index.line(start)),
+                        &mut suppressions,
+                    );
+                }
                 report.statements_checked += checked;
                 add_coverage(&mut report.coverage, coverage);
-                let concatenated = [index.checked_sub(1), Some(index + 1)]
+                let concatenated = [position.checked_sub(1), Some(position + 1)]
                     .into_iter()
                     .flatten()
                     .filter_map(|i| lexed.tokens.get(i))
@@ -501,9 +527,21 @@ impl Linter {
     /// Checks the SQL in a Rust string literal. `prose_possible`: the text may be a
     /// message rather than SQL, so an unparseable "statement" whose keyword sits mid-sentence
     /// is not reported as `unanalysed-write`.
-    fn check_sql(&self, text: &str, prose_possible: bool) -> (Vec<Finding>, usize, Coverage) {
+    fn check_sql(&self, text: &str, prose_possible: bool) -> LiteralCheck {
         let lexed = lexer::lex(text);
-        self.check_tokens(text, &lexed.tokens, prose_possible)
+        let (findings, checked, coverage) = self.check_tokens(text, &lexed.tokens, prose_possible);
+        let suppressions = lexed
+            .comments
+            .iter()
+            .filter(|c| c.line && text[c.range.clone()].contains(suppress::MARKER))
+            .map(|c| (c.range.clone(), text[c.range.clone()].to_owned()))
+            .collect();
+        LiteralCheck {
+            findings,
+            checked,
+            coverage,
+            suppressions,
+        }
     }
 
     fn check_tokens(
@@ -547,6 +585,15 @@ impl Linter {
         }
         (findings, analysed.len(), coverage)
     }
+}
+
+/// What checking the SQL of one string literal found.
+struct LiteralCheck {
+    findings: Vec<Finding>,
+    checked: usize,
+    coverage: Coverage,
+    /// `-- fenced-lint:` comments inside the SQL: byte range in the value, and text.
+    suppressions: Vec<(Range<usize>, String)>,
 }
 
 fn add_coverage(total: &mut Coverage, more: Coverage) {

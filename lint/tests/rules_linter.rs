@@ -220,6 +220,15 @@ fn rust_suppressions() {
         "fn f() {{\n    client.execute(\n        // fenced-lint: allow(unfenced-write) legacy admin tool\n        \"{UNFENCED}\",\n    );\n}}\n"
     );
     assert_eq!(found("a.rs", before_keyword.as_bytes()), []);
+    let inside_sql = format!(
+        "const Q: &str = r#\"\n    -- fenced-lint: allow(unfenced-write) admin screen, runs with workers stopped\n    {UNFENCED}\"#;\n"
+    );
+    assert_eq!(found("a.rs", inside_sql.as_bytes()), []);
+    let inside_sql_unused = "const Q: &str = \"-- fenced-lint: allow(unfenced-write) stale\nSELECT 1 FROM dbo.ReportPublication\";\n";
+    assert_eq!(
+        found("a.rs", inside_sql_unused.as_bytes()),
+        [(Rule::UnusedSuppression, 1, 18)]
+    );
     let unused = "// fenced-lint: allow(unfenced-write) nothing here\nfn f() {}\n";
     assert_eq!(
         found("a.rs", unused.as_bytes()),
