@@ -369,7 +369,7 @@ impl Linter {
                     checked,
                     coverage,
                     suppressions: in_literal,
-                } = self.check_sql(&value, true);
+                } = self.check_literal(&value, true);
                 for (range, body) in in_literal {
                     let start = offsets[range.start.min(offsets.len() - 1)];
                     let end = offsets[range.end.min(offsets.len() - 1)];
@@ -422,7 +422,7 @@ impl Linter {
                     checked,
                     coverage,
                     suppressions: in_literal,
-                } = self.check_sql(&value, true);
+                } = self.check_literal(&value, true);
                 for (range, body) in in_literal {
                     let start = offsets[range.start.min(offsets.len() - 1)];
                     let end = offsets[range.end.min(offsets.len() - 1)];
@@ -527,7 +527,7 @@ impl Linter {
     /// Checks the SQL in a Rust string literal. `prose_possible`: the text may be a
     /// message rather than SQL, so an unparseable "statement" whose keyword sits mid-sentence
     /// is not reported as `unanalysed-write`.
-    fn check_sql(&self, text: &str, prose_possible: bool) -> LiteralCheck {
+    fn check_literal(&self, text: &str, prose_possible: bool) -> LiteralCheck {
         let lexed = lexer::lex(text);
         let (findings, checked, coverage) = self.check_tokens(text, &lexed.tokens, prose_possible);
         let suppressions = lexed
@@ -542,6 +542,24 @@ impl Linter {
             coverage,
             suppressions,
         }
+    }
+
+    /// Runs the statement rules over one SQL text (no suppressions, no file): the findings
+    /// with byte ranges into `sql`, in order. For tools that hold SQL in hand, such as the
+    /// `#[fenced_write]` macro checking the statement it is given.
+    pub fn check_sql(&self, sql: &str) -> Vec<SqlFinding> {
+        let lexed = lexer::lex(sql);
+        let (findings, _, _) = self.check_tokens(sql, &lexed.tokens, false);
+        findings
+            .into_iter()
+            .map(|f| SqlFinding {
+                rule: f.rule,
+                range: f.range,
+                table: f.table,
+                message: f.message,
+                help: f.help,
+            })
+            .collect()
     }
 
     fn check_tokens(
@@ -585,6 +603,22 @@ impl Linter {
         }
         (findings, analysed.len(), coverage)
     }
+}
+
+/// A finding of [`Linter::check_sql`]: like a [`Diagnostic`], with a byte range into
+/// the SQL text instead of a file position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlFinding {
+    /// The rule.
+    pub rule: Rule,
+    /// Byte range of the statement in the SQL text.
+    pub range: Range<usize>,
+    /// The fenced table, when there is one.
+    pub table: Option<String>,
+    /// What is wrong.
+    pub message: String,
+    /// What to do about it.
+    pub help: Option<String>,
 }
 
 /// What checking the SQL of one string literal found.

@@ -331,3 +331,13 @@ fn candidates_are_sql_and_rust() {
     assert!(!Linter::is_candidate(Path::new("README.md")));
     assert!(!Linter::is_candidate(Path::new("Makefile")));
 }
+
+#[test]
+fn check_sql_reports_byte_ranges() {
+    let sql = format!("SELECT 1; {UNFENCED}");
+    let findings = linter().check_sql(&sql);
+    assert_eq!(findings.len(), 1);
+    assert_eq!(findings[0].rule, Rule::UnfencedWrite);
+    assert_eq!(&sql[findings[0].range.clone()], UNFENCED);
+    assert_eq!(linter().check_sql("UPDATE dbo.Other SET a = 1"), []);
+}

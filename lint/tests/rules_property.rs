@@ -250,7 +250,12 @@ fn mutate(statement: &mut Statement, mutation: Mutation) -> Option<()> {
     Some(())
 }
 
-fn linter() -> Linter {
+fn linter() -> &'static Linter {
+    static LINTER: std::sync::LazyLock<Linter> = std::sync::LazyLock::new(build_linter);
+    &LINTER
+}
+
+fn build_linter() -> Linter {
     Linter::new(
         &Config::from_toml(
             "[[table]]\nname = \"dbo.ReportPublication\"\nkey = \"ReportId\"\n\n[[table]]\nname = \"report_publication\"\nkey = \"report_id\"\ngeneration = \"generation\"\nowner = \"lease_owner\"\nexpiry = \"lease_until\"\n",
@@ -315,7 +320,7 @@ proptest! {
         let len = statement.slots.len();
         statement.slots.rotate_left((seed as usize) % len);
         let sql = statement.sql();
-        prop_assert_eq!(errors(&linter(), &sql), 0, "{}", sql);
+        prop_assert_eq!(errors(linter(), &sql), 0, "{}", sql);
     }
 
     #[test]
@@ -323,6 +328,6 @@ proptest! {
         let mut statement = correct(d, op, caller);
         prop_assume!(mutate(&mut statement, m).is_some());
         let sql = statement.sql();
-        prop_assert!(errors(&linter(), &sql) > 0, "{:?} not found in\n{}", m, sql);
+        prop_assert!(errors(linter(), &sql) > 0, "{:?} not found in\n{}", m, sql);
     }
 }
