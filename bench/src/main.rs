@@ -1,0 +1,3 @@
+//! Benchmarks of fenced.
+
+fn main() {}
