@@ -7,7 +7,9 @@ pub mod parse;
 pub mod shape;
 
 pub use expr::{ColumnRef, CompareOp, Operand, Predicate};
-pub use parse::{Assignment, InsertPart, SqlError, Statement, StatementKind, TableName, UpdateArm};
+pub use parse::{
+    Assignment, Grant, InsertPart, SqlError, Statement, StatementKind, TableName, UpdateArm,
+};
 pub use shape::{Placeholder, SetShape, UpdateShape, parse_update};
 
 use std::ops::Range;

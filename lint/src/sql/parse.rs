@@ -97,10 +97,23 @@ pub struct Statement {
     pub deletes: bool,
     /// Insert parts (`INSERT`, `MERGE ... THEN INSERT`).
     pub inserts: Vec<InsertPart>,
-    /// `GRANT`: privileges, upper-cased, and the objects they are granted on.
-    pub grant: Option<(Vec<String>, Vec<TableName>)>,
+    /// `GRANT`: what is granted on what.
+    pub grant: Option<Grant>,
     /// Tables mentioned anywhere in the statement (targets, `FROM`, `USING`, subqueries).
     pub mentioned: Vec<TableName>,
+}
+
+/// What a `GRANT` gives.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Grant {
+    /// The privileges, upper-cased (`UPDATE`, `ALL`, `PRIVILEGES`...).
+    pub privileges: Vec<String>,
+    /// The tables named (`ON t`, `ON TABLE t`, `ON OBJECT::t`).
+    pub objects: Vec<TableName>,
+    /// Schemas granted on as a whole (`ON SCHEMA::dbo`, `ON ALL TABLES IN SCHEMA public`).
+    pub schemas: Vec<String>,
+    /// No `ON` clause (T-SQL database-wide permission) or `ON DATABASE::x`.
+    pub database: bool,
 }
 
 /// A statement that could not be analysed.
@@ -1198,7 +1211,44 @@ impl<'a> Parser<'a> {
         }
         let mut objects = Vec::new();
         let mut mentioned = Vec::new();
-        if self.eat_word("ON") {
+        let mut schemas = Vec::new();
+        let mut database = !self.at_word("ON");
+        let class_prefix = |parser: &Self, word: &str| {
+            parser.at_word(word)
+                && parser
+                    .peek_at(1)
+                    .is_some_and(|n| &parser.text[n.range.clone()] == "::")
+        };
+        if self.at_word("ON")
+            && self
+                .peek_at(1)
+                .is_some_and(|t| is_word(self.text, t, "ALL"))
+        {
+            // PostgreSQL `ON ALL TABLES IN SCHEMA a, b`.
+            self.pos += 2;
+            if self.eat_word("TABLES") && self.eat_word("IN") && self.eat_word("SCHEMA") {
+                while let Some((parts, _)) = self.dotted_name() {
+                    schemas.extend(parts.last().cloned());
+                    if self.at_kind(TokenKind::Comma) {
+                        self.pos += 1;
+                    } else {
+                        break;
+                    }
+                }
+            }
+        } else if self.eat_word("ON") && class_prefix(self, "SCHEMA") {
+            self.pos += 2;
+            if let Some((parts, _)) = self.dotted_name() {
+                schemas.extend(parts.last().cloned());
+            }
+        } else if class_prefix(self, "DATABASE") {
+            self.pos += 2;
+            database = true;
+        } else if self
+            .tokens
+            .get(self.pos.wrapping_sub(1))
+            .is_some_and(|t| is_word(self.text, t, "ON"))
+        {
             let is_table_class = self.eat_word("TABLE")
                 || !self.peek().is_some_and(|t| {
                     is_any_word(
@@ -1253,7 +1303,12 @@ impl<'a> Parser<'a> {
             updates: Vec::new(),
             deletes: false,
             inserts: Vec::new(),
-            grant: Some((privileges, objects)),
+            grant: Some(Grant {
+                privileges,
+                objects,
+                schemas,
+                database,
+            }),
             mentioned,
         })
     }
