@@ -109,6 +109,11 @@ impl Lease {
 
 /// Anything that carries a [`Lease`]: the lease itself, references and smart pointers
 /// to one, and an application's own newtype (`struct ReportLease(Lease)`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not carry a lease",
+    label = "this must be a `Lease`, a reference to one, or a type that implements `AsLease`",
+    note = "for your own lease type, implement `fenced::AsLease` and return the `Lease` it wraps"
+)]
 pub trait AsLease {
     /// The lease carried.
     fn as_lease(&self) -> &Lease;
