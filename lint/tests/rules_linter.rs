@@ -341,3 +341,30 @@ fn check_sql_reports_byte_ranges() {
     assert_eq!(&sql[findings[0].range.clone()], UNFENCED);
     assert_eq!(linter().check_sql("UPDATE dbo.Other SET a = 1"), []);
 }
+
+#[test]
+fn the_articles_table_is_discovered() {
+    let article = "CREATE TABLE dbo.ReportPublication
+(
+    ReportId uniqueidentifier NOT NULL
+        CONSTRAINT PK_ReportPublication PRIMARY KEY,
+
+    Generation bigint NOT NULL
+        CONSTRAINT DF_ReportPublication_Generation DEFAULT (0),
+
+    LeaseOwner uniqueidentifier NULL,
+    LeaseUntilUtc datetime2(7) NULL,
+
+    PublishedGeneration bigint NOT NULL
+        CONSTRAINT DF_ReportPublication_PublishedGeneration DEFAULT (0),
+
+    Payload nvarchar(max) NULL,
+    PublishedAtUtc datetime2(7) NULL
+);";
+    let discovered = Linter::new(&Config::default())
+        .discover_tables(Path::new("schema.sql"), article.as_bytes());
+    assert_eq!(
+        discovered,
+        [TableSpec::new("dbo.ReportPublication", "ReportId")]
+    );
+}

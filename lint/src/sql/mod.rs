@@ -54,6 +54,9 @@ fn at_statement_start(text: &str, tokens: &[lexer::Token], first: usize) -> bool
             .any(|w| text[prev.range.clone()].eq_ignore_ascii_case(w))
 }
 
+/// How far an unparseable statement is followed for the tables it names.
+const MAX_UNPARSED_TOKENS: usize = 200;
+
 /// Finds and parses every `UPDATE`, `DELETE`, `MERGE`, `INSERT`, `GRANT` and `TRUNCATE`
 /// in `text`, in order.
 pub fn analyse(text: &str) -> Vec<Analysed> {
@@ -72,6 +75,7 @@ pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
                 let end = tokens[found.keyword..]
                     .iter()
                     .skip(1)
+                    .take(MAX_UNPARSED_TOKENS)
                     .position(|t| {
                         matches!(
                             t.kind,
@@ -79,7 +83,9 @@ pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
                         )
                     })
                     .map_or(tokens.len(), |p| found.keyword + 1 + p);
-                let end = end.min(found.keyword + 200).min(tokens.len());
+                let end = end
+                    .min(found.keyword + MAX_UNPARSED_TOKENS)
+                    .min(tokens.len());
                 let slice = &tokens[found.first..end];
                 let mut mentioned = parse::tables_in(text, slice);
                 // The word after the keyword is the most likely target.
