@@ -102,13 +102,41 @@ impl Slot {
     }
 }
 
+/// How the update is written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    /// `UPDATE ... SET ... WHERE ...`
+    Update,
+    /// `MERGE ... ON <conditions> WHEN MATCHED THEN UPDATE SET ...` (SQL Server)
+    Merge,
+    /// `INSERT ... ON CONFLICT (key) DO UPDATE SET ... WHERE ...` (PostgreSQL, SQLite):
+    /// the conflict target stands for the key predicate.
+    Upsert,
+}
+
 struct Statement {
     dialect: Dialect,
+    shape: Shape,
     set: Vec<String>,
     slots: Vec<Slot>,
 }
 
-fn correct(dialect: Dialect, operation: Operation, caller: bool) -> Statement {
+fn correct(dialect: Dialect, operation: Operation, caller: bool, alternate: bool) -> Statement {
+    let shape = match (alternate, dialect) {
+        (false, _) => Shape::Update,
+        (true, Dialect::SqlServer) => Shape::Merge,
+        (true, _) => Shape::Upsert,
+    };
+    let mut statement = correct_update(dialect, operation, caller);
+    statement.shape = shape;
+    if shape == Shape::Upsert {
+        // The key predicate is the conflict target.
+        statement.slots.remove(0);
+    }
+    statement
+}
+
+fn correct_update(dialect: Dialect, operation: Operation, caller: bool) -> Statement {
     let n = dialect.names();
     let p = |name: &str, i: usize| dialect.param(name, i);
     let key = Slot::Fence(format!("{} = {}", n.key, p("reportId", 1)));
@@ -157,6 +185,7 @@ fn correct(dialect: Dialect, operation: Operation, caller: bool) -> Statement {
     }
     Statement {
         dialect,
+        shape: Shape::Update,
         set,
         slots,
     }
@@ -164,13 +193,33 @@ fn correct(dialect: Dialect, operation: Operation, caller: bool) -> Statement {
 
 impl Statement {
     fn sql(&self) -> String {
-        let where_clause: Vec<&str> = self.slots.iter().map(Slot::text).collect();
-        format!(
-            "UPDATE {}\nSET {}\nWHERE {};",
-            self.dialect.names().table,
-            self.set.join(",\n    "),
-            where_clause.join("\n  AND ")
-        )
+        let conditions: Vec<&str> = self.slots.iter().map(Slot::text).collect();
+        let conditions = conditions.join("\n  AND ");
+        let n = self.dialect.names();
+        let set = self.set.join(",\n    ");
+        match self.shape {
+            Shape::Update => format!("UPDATE {}\nSET {set}\nWHERE {conditions};", n.table),
+            Shape::Merge => format!(
+                "MERGE {} AS t\nUSING (SELECT 1 AS one) AS s\nON {}\nWHEN MATCHED THEN UPDATE SET {set};",
+                n.table,
+                if conditions.is_empty() {
+                    "1 = 1"
+                } else {
+                    &conditions
+                }
+            ),
+            Shape::Upsert => format!(
+                "INSERT INTO {table} AS t ({key}) VALUES ({p})\nON CONFLICT ({key}) DO UPDATE\nSET {set}{where_clause};",
+                table = n.table,
+                key = n.key,
+                p = self.dialect.param("reportId", 1),
+                where_clause = if conditions.is_empty() {
+                    String::new()
+                } else {
+                    format!("\nWHERE {conditions}")
+                }
+            ),
+        }
     }
 }
 
@@ -213,7 +262,7 @@ fn mutate(statement: &mut Statement, mutation: Mutation) -> Option<()> {
             statement.slots[index] = Slot::Caller(format!("NOT ({text})"));
         }
         Mutation::TrailingOr => {
-            let last = statement.slots.len() - 1;
+            let last = statement.slots.len().checked_sub(1)?;
             let text = statement.slots[last].text().to_owned();
             statement.slots[last] = Slot::Caller(format!("{text} OR {} = 1", d.param("force", 8)));
         }
@@ -314,18 +363,18 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn correct_statements_are_silent(d in dialect(), op in operation(), caller in any::<bool>(), seed in any::<u64>()) {
-        let mut statement = correct(d, op, caller);
+    fn correct_statements_are_silent(d in dialect(), op in operation(), caller in any::<bool>(), alternate in any::<bool>(), seed in any::<u64>()) {
+        let mut statement = correct(d, op, caller, alternate);
         // The order of the conjuncts does not matter.
         let len = statement.slots.len();
-        statement.slots.rotate_left((seed as usize) % len);
+        statement.slots.rotate_left((seed as usize) % len.max(1));
         let sql = statement.sql();
         prop_assert_eq!(errors(linter(), &sql), 0, "{}", sql);
     }
 
     #[test]
-    fn stripping_the_fence_is_always_found(d in dialect(), op in operation(), caller in any::<bool>(), m in mutation()) {
-        let mut statement = correct(d, op, caller);
+    fn stripping_the_fence_is_always_found(d in dialect(), op in operation(), caller in any::<bool>(), alternate in any::<bool>(), m in mutation()) {
+        let mut statement = correct(d, op, caller, alternate);
         prop_assume!(mutate(&mut statement, m).is_some());
         let sql = statement.sql();
         prop_assert!(errors(linter(), &sql) > 0, "{:?} not found in\n{}", m, sql);
