@@ -67,12 +67,14 @@ pub mod __private;
 pub mod backend;
 pub mod dialect;
 mod error;
+pub mod keeper;
 mod lease;
 mod outcome;
 mod store;
 mod table;
 mod value;
 mod wait;
+pub mod work;
 
 pub use backend::Backend;
 #[cfg(feature = "mssql")]
@@ -85,6 +87,7 @@ pub use dialect::{
     Dialect, FencedSql, fence_predicate, publish_once_assignment, publish_once_predicate,
 };
 pub use error::{Error, Result};
+pub use keeper::{Keeper, KeeperBuilder, Loss};
 pub use lease::{AsLease, Lease};
 pub use outcome::Outcome;
 pub use store::{MAX_TTL, Store};
@@ -95,3 +98,4 @@ pub use table::{
 pub use tokio_util::sync::CancellationToken;
 pub use value::{Key, Value};
 pub use wait::Wait;
+pub use work::{Completion, Work};
