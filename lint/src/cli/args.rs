@@ -11,14 +11,20 @@ use fenced_lint::report::Format;
 /// Exit status: 0 when no finding is an error, 1 when one is, 2 on a usage or
 /// configuration error.
 #[derive(Debug, Parser)]
-#[command(name = "fenced-lint", version, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "fenced-lint",
+    version,
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true
+)]
 pub(crate) struct Args {
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
 
     /// Files and directories to lint (default: the current directory). Directories are
-    /// walked honouring `.gitignore`, `.ignore` and hidden files, in git repositories and
-    /// outside them alike; a file named here is linted even if ignored.
+    /// walked for `.sql` and `.rs` files, skipping hidden ones and honouring `.gitignore`
+    /// and `.ignore` in git repositories and outside them alike; a file named here is
+    /// linted whatever its extension, even if ignored.
     #[arg(value_name = "PATH")]
     pub(crate) paths: Vec<PathBuf>,
 
