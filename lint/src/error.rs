@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 /// What can go wrong outside the findings themselves: reading or understanding the
-/// configuration.
+/// configuration, or a statement handed to the SQL API that cannot be analysed.
 ///
 /// Findings about the code under check are never errors: they are
 /// [`Diagnostic`](crate::diagnostic::Diagnostic)s.
@@ -31,6 +31,10 @@ pub enum Error {
     /// The configuration parses but says something impossible.
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
+    /// A single SQL statement given to [`parse_update`](crate::sql::parse_update) could
+    /// not be analysed; the [`SqlError`](crate::sql::SqlError) carries its byte range.
+    #[error(transparent)]
+    Sql(#[from] crate::sql::SqlError),
 }
 
 /// The error type of configuration loading; the crate's [`Error`].

@@ -60,7 +60,6 @@ pub fn scan(text: &str) -> Scanned {
     let mut seen_fn = false;
     let mut skip_above_depth: Option<usize> = None;
     let mut statement_start: Option<usize> = None;
-    let mut last_ident: Range<usize> = 0..0;
     while i < bytes.len() {
         let b = bytes[i];
         if b.is_ascii_whitespace() {
@@ -96,8 +95,9 @@ pub fn scan(text: &str) -> Scanned {
             continue;
         }
         let token_start = i;
-        let start_here = statement_start.get_or_insert(token_start);
-        let _ = start_here;
+        // The first token after `;`, `{` or `}` starts a statement (or an item; an
+        // attribute in front of it counts as its start).
+        statement_start.get_or_insert(token_start);
         // String literals, with prefixes.
         let literal = string_at(bytes, i);
         if let Some((end, contents, raw)) = literal {
@@ -200,7 +200,6 @@ pub fn scan(text: &str) -> Scanned {
                 if pending_fenced_fn && ident == "fn" {
                     seen_fn = true;
                 }
-                last_ident = start..i;
             }
             b'0'..=b'9' => {
                 while i < bytes.len()
@@ -215,13 +214,7 @@ pub fn scan(text: &str) -> Scanned {
                 i += text[i..].chars().next().map_or(1, char::len_utf8);
             }
         }
-        // An attribute is not the start of the statement it decorates.
-        if bracket_depth_in_attribute.is_some() && statement_start == Some(token_start) && b == b'#'
-        {
-            statement_start = Some(token_start);
-        }
     }
-    let _ = last_ident;
     out
 }
 

@@ -947,7 +947,7 @@ impl<'a> Parser<'a> {
         let mut inserts = Vec::new();
         let mut deletes = false;
         while self.eat_word("WHEN") {
-            let not = self.eat_word("NOT");
+            self.eat_word("NOT");
             if !self.eat_word("MATCHED") {
                 return Err(self.error("expected MATCHED"));
             }
@@ -983,7 +983,6 @@ impl<'a> Parser<'a> {
             } else if self.eat_word("DELETE") {
                 deletes = true;
             } else if self.eat_word("INSERT") {
-                let _ = not;
                 inserts.push(self.insert_body(false)?);
             } else if self.eat_word("DO") {
                 self.eat_word("NOTHING");
@@ -1618,7 +1617,6 @@ impl<'a> Parser<'a> {
         let negated = self.eat_word("NOT");
         if self.eat_word("IN") {
             let right = self.operand();
-            let _ = negated;
             return Ok(Predicate::Other {
                 operands: vec![left, right],
             });
@@ -1821,7 +1819,6 @@ impl<'a> Parser<'a> {
                             continue;
                         }
                     }
-                    let name_start = self.pos;
                     let Some((parts, range)) = self.dotted_name() else {
                         self.pos += 1;
                         continue;
@@ -1877,7 +1874,6 @@ impl<'a> Parser<'a> {
                             }
                             self.call_arguments(&mut operand);
                         }
-                        let _ = name_start;
                     } else {
                         let name = parts.last().cloned().unwrap_or_default();
                         let qualifier = (parts.len() >= 2).then(|| parts[parts.len() - 2].clone());
