@@ -1,0 +1,481 @@
+//! `#[fenced_write]` end to end, on a real SQLite file and a real PostgreSQL server: an
+//! annotated repository method applies with the current lease, is refused with a
+//! superseded or expired one (and the row keeps its value), and a caller's `OR` cannot
+//! widen the write. Each check has a negative control: the same statement without the
+//! fence, sent through the raw backend, does the damage the fence prevents.
+//!
+//! PostgreSQL must be reachable (`FENCED_PG_URL`, default
+//! `host=127.0.0.1 port=5432 user=postgres dbname=test`); its tests fail, never skip,
+//! when it is not. Each PostgreSQL test makes its own schema and drops it.
+
+use std::time::Duration;
+
+use fenced::{
+    AsLease, Backend, ColumnType, Dialect, FencedTable, Lease, Outcome, Store, Value,
+    fenced_write,
+};
+use uuid::Uuid;
+
+/// The application's own lease type: a lease on a report.
+pub struct ReportLease(Lease);
+
+impl AsLease for ReportLease {
+    fn as_lease(&self) -> &Lease {
+        &self.0
+    }
+}
+
+/// A repository over any backend.
+pub struct Reports<B> {
+    store: Store<B>,
+}
+
+impl<B: Backend> Reports<B> {
+    #[fenced_write(
+        table = "ReportPublication",
+        sql = "UPDATE ReportPublication SET payload = @payload WHERE draft = @draft",
+        store = self.store,
+    )]
+    async fn save(&self, lease: &ReportLease, payload: &str, draft: bool)
+    -> fenced::Result<Outcome>;
+
+    #[fenced_write(
+        table = "ReportPublication",
+        sql = "UPDATE ReportPublication SET payload = @payload \
+               WHERE draft = @draft OR payload = @previous",
+        store = self.store,
+    )]
+    async fn replace(
+        &self,
+        lease: &Lease,
+        payload: &str,
+        draft: bool,
+        previous: &str,
+    ) -> fenced::Result<Outcome>;
+
+    #[fenced_write(
+        table = "ReportPublication",
+        sql = "UPDATE ReportPublication SET payload = @payload",
+        store = self.store,
+        publish_once,
+    )]
+    async fn publish(&self, lease: Lease, payload: String) -> fenced::Result<Outcome>;
+}
+
+fn table() -> FencedTable {
+    FencedTable::builder()
+        .column("payload", ColumnType::Text)
+        .column("draft", ColumnType::Bool)
+        .build()
+        .expect("valid table")
+}
+
+const TTL: Duration = Duration::from_secs(60);
+
+async fn report<B: Backend>(store: &Store<B>, payload: &str, draft: bool) -> Uuid {
+    let id = Uuid::new_v4();
+    assert!(store.provision(id).await.expect("provision"));
+    let d = store.dialect();
+    let sql = format!(
+        "UPDATE \"ReportPublication\" SET payload = {}, draft = {} WHERE \"ReportId\" = {}",
+        d.placeholder(1),
+        d.placeholder(2),
+        d.placeholder(3)
+    );
+    let rows = store
+        .backend()
+        .execute(&sql, &[payload.into(), draft.into(), Value::Uuid(id)])
+        .await
+        .expect("set up the row");
+    assert_eq!(rows, 1);
+    id
+}
+
+async fn payload<B: Backend>(store: &Store<B>, id: Uuid) -> String {
+    let sql = format!(
+        "SELECT payload FROM \"ReportPublication\" WHERE \"ReportId\" = {}",
+        store.dialect().placeholder(1)
+    );
+    let row = store
+        .backend()
+        .query_row(&sql, &[Value::Uuid(id)])
+        .await
+        .expect("read the row")
+        .expect("the row exists");
+    row[0].as_str().expect("payload is text").to_owned()
+}
+
+async fn acquire<B: Backend>(store: &Store<B>, id: Uuid, ttl: Duration) -> Lease {
+    store
+        .try_acquire(id, ttl)
+        .await
+        .expect("acquire")
+        .expect("the row is free")
+}
+
+/// Waits until the database's clock has passed the row's expiry.
+async fn until_expired<B: Backend>(store: &Store<B>, id: Uuid) {
+    let d = store.dialect();
+    let sql = format!(
+        "SELECT COUNT(*) FROM \"ReportPublication\" WHERE \"ReportId\" = {} \
+         AND \"LeaseUntilUtc\" <= {}",
+        d.placeholder(1),
+        d.clock()
+    );
+    loop {
+        let expired = store
+            .backend()
+            .query_i64(&sql, &[Value::Uuid(id)])
+            .await
+            .expect("read the expiry");
+        if expired == Some(1) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The method's own statement without the fence, for the negative controls: everything
+/// before the fence, with the caller's condition unwrapped.
+fn unfenced(sql: &str) -> String {
+    let cut = sql.find(" AND \"ReportId\"").expect("the fence follows the condition");
+    sql[..cut].replacen("WHERE (", "WHERE ", 1).trim_end_matches(')').to_owned()
+}
+
+/// The method's statement with the fence appended but the caller's condition not
+/// parenthesised: the mistake the macro's parentheses prevent.
+fn unparenthesised(sql: &str) -> String {
+    sql.replacen("WHERE (", "WHERE ", 1).replacen(") AND", " AND", 1)
+}
+
+fn lease_params(lease: &Lease) -> [Value; 3] {
+    [
+        Value::from(lease.key()),
+        Value::I64(lease.generation()),
+        Value::Uuid(lease.owner()),
+    ]
+}
+
+async fn current_lease_applies<B: Backend>(store: Store<B>) {
+    let id = report(&store, "draft body", true).await;
+    let reports = Reports { store };
+    let lease = ReportLease(acquire(&reports.store, id, TTL).await);
+    let outcome = reports.save(&lease, "final body", true).await.expect("save");
+    assert_eq!(outcome, Outcome::Applied);
+    assert_eq!(payload(&reports.store, id).await, "final body");
+
+    // The caller's own condition still holds: a non-draft row is not written.
+    let outcome = reports.save(&lease, "other", false).await.expect("save");
+    assert_eq!(outcome, Outcome::Refused);
+    assert_eq!(payload(&reports.store, id).await, "final body");
+}
+
+async fn superseded_lease_is_refused<B: Backend>(store: Store<B>) {
+    let id = report(&store, "initial", true).await;
+    let reports = Reports { store };
+    let stale = ReportLease(acquire(&reports.store, id, Duration::from_millis(1)).await);
+    until_expired(&reports.store, id).await;
+    let successor = ReportLease(acquire(&reports.store, id, TTL).await);
+    assert!(successor.0.generation() > stale.0.generation());
+    let outcome = reports
+        .save(&successor, "successor's result", true)
+        .await
+        .expect("save");
+    assert_eq!(outcome, Outcome::Applied);
+
+    let outcome = reports
+        .save(&stale, "stale result", true)
+        .await
+        .expect("save");
+    assert_eq!(outcome, Outcome::Refused);
+    assert_eq!(payload(&reports.store, id).await, "successor's result");
+
+    // Negative control: the same UPDATE without the fence overwrites the successor.
+    let sql = unfenced(Reports::<B>::save_sql(reports.store.dialect()));
+    let rows = reports
+        .store
+        .backend()
+        .execute(&sql, &["stale result".into(), true.into()])
+        .await
+        .expect("unfenced update");
+    assert_eq!(rows, 1);
+    assert_eq!(payload(&reports.store, id).await, "stale result");
+}
+
+async fn expired_lease_is_refused<B: Backend>(store: Store<B>) {
+    let id = report(&store, "initial", true).await;
+    let reports = Reports { store };
+    let lease = ReportLease(acquire(&reports.store, id, Duration::from_millis(1)).await);
+    until_expired(&reports.store, id).await;
+    let outcome = reports.save(&lease, "late", true).await.expect("save");
+    assert_eq!(outcome, Outcome::Refused);
+    assert_eq!(payload(&reports.store, id).await, "initial");
+
+    // Negative control: the fence without its expiry check would have let it through.
+    let clock = reports.store.dialect().clock();
+    let expiry = format!(" AND \"LeaseUntilUtc\" > {clock}");
+    let sql = Reports::<B>::save_sql(reports.store.dialect());
+    assert!(sql.contains(&expiry), "{sql}");
+    let mut params: Vec<Value> = vec!["late".into(), true.into()];
+    params.extend(lease_params(&lease.0));
+    let rows = reports
+        .store
+        .backend()
+        .execute(&sql.replacen(&expiry, "", 1), &params)
+        .await
+        .expect("update without expiry check");
+    assert_eq!(rows, 1);
+    assert_eq!(payload(&reports.store, id).await, "late");
+}
+
+async fn or_cannot_widen<B: Backend>(store: Store<B>) {
+    let mine = report(&store, "old", false).await;
+    // Another worker's row, which `draft = true` alone would match.
+    let theirs = report(&store, "old", true).await;
+    let reports = Reports { store };
+    let lease = acquire(&reports.store, mine, TTL).await;
+    let outcome = reports
+        .replace(&lease, "new", true, "old")
+        .await
+        .expect("replace");
+    assert_eq!(outcome, Outcome::Applied);
+    assert_eq!(payload(&reports.store, mine).await, "new");
+    assert_eq!(payload(&reports.store, theirs).await, "old");
+
+    // Negative control: without the parentheses, `OR` escapes the fence and the write
+    // reaches the row this lease does not cover.
+    let sql = unparenthesised(Reports::<B>::replace_sql(reports.store.dialect()));
+    let mut params: Vec<Value> = vec!["new".into(), true.into(), "old".into()];
+    params.extend(lease_params(&lease));
+    let rows = reports
+        .store
+        .backend()
+        .execute(&sql, &params)
+        .await
+        .expect("unparenthesised update");
+    assert_eq!(rows, 1);
+    assert_eq!(payload(&reports.store, theirs).await, "new");
+}
+
+async fn publishes_once<B: Backend>(store: Store<B>) {
+    let id = report(&store, "draft", true).await;
+    let reports = Reports { store };
+    let lease = acquire(&reports.store, id, TTL).await;
+    let first = reports
+        .publish(lease.clone(), "published".to_owned())
+        .await
+        .expect("publish");
+    assert_eq!(first, Outcome::Applied);
+    let again = reports
+        .publish(lease.clone(), "again".to_owned())
+        .await
+        .expect("publish");
+    assert_eq!(again, Outcome::Refused);
+    assert_eq!(payload(&reports.store, id).await, "published");
+
+    // The next generation publishes once more.
+    assert_eq!(reports.store.release(&lease).await.expect("release"), Outcome::Applied);
+    let next = acquire(&reports.store, id, TTL).await;
+    let outcome = reports
+        .publish(next, "next".to_owned())
+        .await
+        .expect("publish");
+    assert_eq!(outcome, Outcome::Applied);
+    assert_eq!(payload(&reports.store, id).await, "next");
+}
+
+#[test]
+fn sql_per_dialect() {
+    let table = FencedTable::default();
+    let fence = |d: Dialect, first: usize| fenced::fence_predicate(d, &table, first);
+    let save = |d: Dialect| Reports::<fenced::Sqlite>::save_sql(d);
+    assert_eq!(
+        save(Dialect::Postgres),
+        format!(
+            "UPDATE \"ReportPublication\" SET payload = $1 WHERE (draft = $2) AND {}",
+            fence(Dialect::Postgres, 3)
+        )
+    );
+    assert_eq!(
+        save(Dialect::Sqlite),
+        format!(
+            "UPDATE \"ReportPublication\" SET payload = ?1 WHERE (draft = ?2) AND {}",
+            fence(Dialect::Sqlite, 3)
+        )
+    );
+    assert_eq!(
+        save(Dialect::Mssql),
+        format!(
+            "UPDATE [ReportPublication] SET payload = @P1 WHERE (draft = @P2) AND {}",
+            fence(Dialect::Mssql, 3)
+        )
+    );
+    // Written out once, as a reader would check it.
+    assert!(save(Dialect::Mssql).starts_with(
+        "UPDATE [ReportPublication] SET payload = @P1 WHERE (draft = @P2) AND [ReportId] = @P3 \
+         AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseUntilUtc] > SYSUTCDATETIME()"
+    ));
+
+    // The caller's `OR` stays inside its parentheses.
+    assert!(
+        Reports::<fenced::Sqlite>::replace_sql(Dialect::Postgres).starts_with(
+            "UPDATE \"ReportPublication\" SET payload = $1 \
+             WHERE (draft = $2 OR payload = $3) AND \"ReportId\" = $4"
+        )
+    );
+
+    // Publish once: one caller parameter, so the fence starts at 2.
+    for d in [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql] {
+        let name = FencedTable::default().name().quoted(d);
+        assert_eq!(
+            Reports::<fenced::Sqlite>::publish_sql(d),
+            format!(
+                "UPDATE {name} SET payload = {}, {} WHERE {} AND {}",
+                d.placeholder(1),
+                fenced::publish_once_assignment(d, &table, 2),
+                fence(d, 2),
+                fenced::publish_once_predicate(d, &table, 2)
+            )
+        );
+    }
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use fenced::Sqlite;
+
+    use super::*;
+
+    async fn store_for(dir: &tempfile::TempDir, table: FencedTable) -> Store<Sqlite> {
+        let backend = Sqlite::open(dir.path().join("reports.db"))
+            .await
+            .expect("open sqlite");
+        let store = Store::new(backend, table);
+        store.create_schema().await.expect("create schema");
+        store
+    }
+
+    macro_rules! sqlite_tests {
+        ($($name:ident),* $(,)?) => {$(
+            #[tokio::test]
+            async fn $name() {
+                let dir = tempfile::tempdir().expect("temp dir");
+                super::$name(store_for(&dir, table()).await).await;
+            }
+        )*};
+    }
+
+    sqlite_tests!(
+        current_lease_applies,
+        superseded_lease_is_refused,
+        expired_lease_is_refused,
+        or_cannot_widen,
+        publishes_once,
+    );
+
+    #[tokio::test]
+    async fn a_store_for_another_table_is_an_error_not_a_write() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let right = store_for(&dir, table()).await;
+        let id = report(&right, "initial", true).await;
+        let lease = ReportLease(acquire(&right, id, TTL).await);
+        let other = FencedTable::builder()
+            .table("ReportArchive")
+            .column("payload", ColumnType::Text)
+            .column("draft", ColumnType::Bool)
+            .build()
+            .expect("valid table");
+        let wrong = Reports {
+            store: store_for(&dir, other).await,
+        };
+        let error = wrong
+            .save(&lease, "written", true)
+            .await
+            .expect_err("the store's table is not the declared one");
+        assert!(matches!(error, fenced::Error::Config(_)), "{error:?}");
+        assert!(error.to_string().contains("ReportArchive"), "{error}");
+        assert_eq!(payload(&right, id).await, "initial");
+
+        // Control: the same lease through a store for the declared table applies.
+        let reports = Reports { store: right };
+        let outcome = reports.save(&lease, "written", true).await.expect("save");
+        assert_eq!(outcome, Outcome::Applied);
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use fenced::Postgres;
+
+    use super::*;
+
+    const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
+
+    fn url() -> String {
+        std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned())
+    }
+
+    /// A schema of its own, found through the connections' `search_path`, so that the
+    /// declared table name `ReportPublication` is the store's.
+    struct Schema {
+        admin: Postgres,
+        name: String,
+    }
+
+    impl Schema {
+        async fn new() -> Self {
+            let url = url();
+            let admin = match Postgres::connect_with(&url, 1).await {
+                Ok(admin) => admin,
+                Err(error) => panic!(
+                    "PostgreSQL is not reachable at `{url}` ({error}: {:?}). Start it with \
+                     `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main \
+                     start`, or point FENCED_PG_URL at a server.",
+                    std::error::Error::source(&error)
+                ),
+            };
+            let name = format!("fenced_macro_{}", Uuid::new_v4().simple());
+            admin
+                .execute_batch(&format!("CREATE SCHEMA \"{name}\""))
+                .await
+                .expect("create the test schema");
+            Schema { admin, name }
+        }
+
+        async fn store(&self) -> Store<Postgres> {
+            let config = format!("{} options='-c search_path={}'", url(), self.name);
+            let backend = Postgres::connect_with(&config, 2)
+                .await
+                .expect("connect to postgresql");
+            let store = Store::new(backend, table());
+            store.create_schema().await.expect("create schema");
+            store
+        }
+
+        async fn drop(self) {
+            self.admin
+                .execute_batch(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name))
+                .await
+                .expect("drop the test schema");
+        }
+    }
+
+    macro_rules! postgres_tests {
+        ($($name:ident),* $(,)?) => {$(
+            #[tokio::test]
+            async fn $name() {
+                let schema = Schema::new().await;
+                super::$name(schema.store().await).await;
+                schema.drop().await;
+            }
+        )*};
+    }
+
+    postgres_tests!(
+        current_lease_applies,
+        superseded_lease_is_refused,
+        expired_lease_is_refused,
+        or_cannot_widen,
+        publishes_once,
+    );
+}
