@@ -69,6 +69,7 @@ pub mod dialect;
 mod error;
 pub mod keeper;
 mod lease;
+pub mod operation;
 mod outcome;
 mod store;
 mod table;
@@ -89,6 +90,7 @@ pub use dialect::{
 pub use error::{Error, Result};
 pub use keeper::{Keeper, KeeperBuilder, Loss};
 pub use lease::{AsLease, Lease};
+pub use operation::{OperationOutcome, Resolution};
 pub use outcome::Outcome;
 pub use store::{MAX_TTL, Store};
 pub use table::{

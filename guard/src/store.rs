@@ -11,6 +11,7 @@ use crate::backend::Backend;
 use crate::dialect::{self, Dialect, FencedSql, Statements};
 use crate::error::{Error, Result};
 use crate::lease::{AsLease, Lease};
+use crate::operation::{OperationOutcome, Resolution, is_unique_violation};
 use crate::outcome::Outcome;
 use crate::table::{FencedTable, Identifier};
 use crate::value::{Key, Value};
@@ -56,6 +57,9 @@ enum WriteShape {
     Update(Vec<Identifier>),
     Publish(Vec<Identifier>),
     PublishAndRelease(Vec<Identifier>),
+    UpdateRecorded(Vec<Identifier>),
+    PublishRecorded(Vec<Identifier>),
+    PublishAndReleaseRecorded(Vec<Identifier>),
 }
 
 /// How many caller-write shapes a store keeps rendered before starting over.
@@ -88,8 +92,9 @@ impl<B: Backend> Store<B> {
         self.backend.dialect()
     }
 
-    /// Creates the fenced table if it does not exist (its schema, if any, must exist).
-    /// An existing table is left as it is.
+    /// Creates, each if it does not exist, the fenced table, the epoch table (and its
+    /// row, with epoch 1) and the outcomes table; their schemas, if any, must exist.
+    /// Existing tables, and an existing epoch, are left as they are.
     ///
     /// # Errors
     ///
@@ -339,6 +344,229 @@ impl<B: Backend> Store<B> {
         .await
     }
 
+    /// [`update`](Store::update) carrying operation id `op`: the outcome is recorded in
+    /// the outcomes table atomically with the write (see [`crate::operation`]).
+    ///
+    /// [`OperationOutcome::Refused`] has the causes listed for
+    /// [`update`](Store::update); [`OperationOutcome::AlreadyApplied`] means an earlier
+    /// attempt with `op` applied and nothing was written now.
+    ///
+    /// After an [`Error`] the write may or may not have committed: call
+    /// [`resolve`](Store::resolve), or retry with the same `op` (always safe).
+    ///
+    /// # Errors
+    ///
+    /// As for [`update`](Store::update).
+    pub async fn update_op(
+        &self,
+        lease: &impl AsLease,
+        op: Uuid,
+        assignments: &[(&str, Value)],
+    ) -> Result<OperationOutcome> {
+        let lease = lease.as_lease();
+        if assignments.is_empty() {
+            return Err(Error::Config("an update needs at least one column".into()));
+        }
+        let columns = self.caller_columns(assignments)?;
+        self.check_key(lease.key())?;
+        if lease.is_revoked() {
+            return Ok(OperationOutcome::Refused);
+        }
+        let sql = self.write_sql(WriteShape::UpdateRecorded(columns));
+        self.run_recorded(lease, op, &sql, assignments).await
+    }
+
+    /// [`publish`](Store::publish) carrying operation id `op`, recorded atomically with
+    /// the publication. A retry of an applied publication with the same `op` answers
+    /// [`OperationOutcome::AlreadyApplied`] and never publishes twice.
+    ///
+    /// [`OperationOutcome::Refused`] has the causes listed for
+    /// [`publish`](Store::publish), except that a retry of this same operation is
+    /// recognised and answered `AlreadyApplied` instead.
+    ///
+    /// # Errors
+    ///
+    /// As for [`publish`](Store::publish). After an error, the publication may or may
+    /// not have committed: [`resolve`](Store::resolve) `op` to know.
+    pub async fn publish_op(
+        &self,
+        lease: &impl AsLease,
+        op: Uuid,
+        assignments: &[(&str, Value)],
+    ) -> Result<OperationOutcome> {
+        self.publish_recorded(lease.as_lease(), op, assignments, false)
+            .await
+    }
+
+    /// [`publish_and_release`](Store::publish_and_release) carrying operation id `op`,
+    /// as [`publish_op`](Store::publish_op).
+    ///
+    /// # Errors
+    ///
+    /// As for [`publish_op`](Store::publish_op).
+    pub async fn publish_and_release_op(
+        &self,
+        lease: &impl AsLease,
+        op: Uuid,
+        assignments: &[(&str, Value)],
+    ) -> Result<OperationOutcome> {
+        self.publish_recorded(lease.as_lease(), op, assignments, true)
+            .await
+    }
+
+    /// Whether operation id `op` was applied, read from the outcomes table. See
+    /// [`Resolution`] for when [`Resolution::NotApplied`] is final and what makes a
+    /// retry safe.
+    ///
+    /// # Errors
+    ///
+    /// Any database error, including a missing outcomes table.
+    pub async fn resolve(&self, op: Uuid) -> Result<Resolution> {
+        let generation = self
+            .backend
+            .query_i64(&self.statements.resolve_operation, &[Value::Uuid(op)])
+            .await?;
+        Ok(match generation {
+            Some(generation) => Resolution::Applied { generation },
+            None => Resolution::NotApplied,
+        })
+    }
+
+    /// The current recovery epoch, which every acquisition stamps on its row and every
+    /// fenced write requires.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnexpectedResult`] when the epoch table has no row (run
+    /// [`create_schema`](Store::create_schema)); any database error.
+    pub async fn current_epoch(&self) -> Result<i64> {
+        self.backend
+            .query_i64(&self.statements.current_epoch, &[])
+            .await?
+            .ok_or_else(|| Error::UnexpectedResult("the epoch table has no row".into()))
+    }
+
+    /// Advances the recovery epoch, for use after a restore from backup or an
+    /// asynchronous failover: afterwards no lease issued before can renew or write, even
+    /// where a restored row's generation and owner match it again, and every row is
+    /// free to acquire. Returns the new epoch.
+    ///
+    /// The new epoch is the greatest of the current epoch + 1 and the database's clock
+    /// in milliseconds since the Unix epoch, so it exceeds every epoch issued before even
+    /// when the epoch table itself was restored to an older value, as long as the
+    /// database's clock has not gone back. When it may have (a failover to a server with
+    /// another clock), use [`advance_epoch_past`](Store::advance_epoch_past).
+    ///
+    /// The procedure after a restore or failover: stop nothing, restore, then call this
+    /// once before the database is used again (writes made by old leases between the
+    /// restore and this call are the restore's own risk: keep the database closed to
+    /// the application until it is done). Log the epoch it returns.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnexpectedResult`] when the epoch table has no row; any database error.
+    pub async fn advance_epoch(&self) -> Result<i64> {
+        self.advance_epoch_past(0).await
+    }
+
+    /// [`advance_epoch`](Store::advance_epoch), to at least `floor` + 1: give the
+    /// highest epoch ever logged (for example from the values this method returned) when
+    /// neither the epoch table nor the database's clock can be trusted to exceed it.
+    ///
+    /// # Errors
+    ///
+    /// As for [`advance_epoch`](Store::advance_epoch); [`Error::Config`] for a floor of
+    /// `i64::MAX`.
+    pub async fn advance_epoch_past(&self, floor: i64) -> Result<i64> {
+        let floor = floor
+            .checked_add(1)
+            .ok_or_else(|| Error::Config("the epoch floor must be below i64::MAX".into()))?;
+        let epoch = self
+            .backend
+            .query_i64(&self.statements.advance_epoch, &[Value::I64(floor)])
+            .await?
+            .ok_or_else(|| Error::UnexpectedResult("the epoch table has no row".into()))?;
+        tracing::warn!(table = %self.table.name(), epoch, "recovery epoch advanced");
+        Ok(epoch)
+    }
+
+    async fn publish_recorded(
+        &self,
+        lease: &Lease,
+        op: Uuid,
+        assignments: &[(&str, Value)],
+        release: bool,
+    ) -> Result<OperationOutcome> {
+        let columns = self.caller_columns(assignments)?;
+        self.check_key(lease.key())?;
+        if lease.is_revoked() {
+            return Ok(OperationOutcome::Refused);
+        }
+        let sql = self.write_sql(if release {
+            WriteShape::PublishAndReleaseRecorded(columns)
+        } else {
+            WriteShape::PublishRecorded(columns)
+        });
+        self.run_recorded(lease, op, &sql, assignments).await
+    }
+
+    async fn run_recorded(
+        &self,
+        lease: &Lease,
+        op: Uuid,
+        sql: &str,
+        assignments: &[(&str, Value)],
+    ) -> Result<OperationOutcome> {
+        let mut params: Vec<Value> = assignments.iter().map(|(_, v)| v.clone()).collect();
+        params.extend(lease_params(lease));
+        params.push(Value::Uuid(op));
+        let result = match self.dialect() {
+            Dialect::Sqlite => {
+                let record = [
+                    Value::Uuid(op),
+                    Value::from(lease.key()),
+                    Value::I64(lease.generation()),
+                ];
+                self.backend
+                    .execute_then_record(sql, &params, &self.statements.record_operation, &record)
+                    .await
+            }
+            Dialect::Postgres | Dialect::Mssql => self.backend.execute(sql, &params).await,
+        };
+        let rows = match result {
+            Ok(rows) => rows,
+            // Another attempt with the same id committed first: its record proves it.
+            Err(error) if is_unique_violation(&error) => match self.resolve(op).await? {
+                Resolution::Applied { generation } => {
+                    return Ok(OperationOutcome::AlreadyApplied { generation });
+                }
+                Resolution::NotApplied => return Err(error),
+            },
+            Err(error) => return Err(error),
+        };
+        if rows > 0 {
+            return Ok(OperationOutcome::Applied);
+        }
+        // Refused: either the fence, or this id is already recorded (which the write's
+        // own `NOT EXISTS` turns into no row). Records are never erased, so reading one
+        // now proves an earlier attempt applied.
+        match self.resolve(op).await? {
+            Resolution::Applied { generation } => {
+                Ok(OperationOutcome::AlreadyApplied { generation })
+            }
+            Resolution::NotApplied => {
+                tracing::debug!(
+                    table = %self.table.name(),
+                    key = %lease.key(),
+                    generation = lease.generation(),
+                    operation = %op,
+                    "fenced write refused"
+                );
+                Ok(OperationOutcome::Refused)
+            }
+        }
+    }
+
     async fn publish_inner(
         &self,
         lease: &Lease,
@@ -396,6 +624,18 @@ impl<B: Backend> Store<B> {
             }
             WriteShape::PublishAndRelease(columns) => {
                 dialect::publish(d, &self.table, &columns.iter().collect::<Vec<_>>(), true)
+            }
+            WriteShape::UpdateRecorded(columns) => {
+                dialect::update_recorded(d, &self.table, &columns.iter().collect::<Vec<_>>())
+            }
+            WriteShape::PublishRecorded(columns) => dialect::publish_recorded(
+                d,
+                &self.table,
+                &columns.iter().collect::<Vec<_>>(),
+                false,
+            ),
+            WriteShape::PublishAndReleaseRecorded(columns) => {
+                dialect::publish_recorded(d, &self.table, &columns.iter().collect::<Vec<_>>(), true)
             }
         }
         .into();

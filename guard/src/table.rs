@@ -219,6 +219,9 @@ pub struct FencedTable {
     expiry: Identifier,
     published: Identifier,
     published_at: Option<Identifier>,
+    epoch: Identifier,
+    epoch_table: QualifiedName,
+    operations_table: QualifiedName,
     key_type: KeyType,
     columns: Vec<Column>,
 }
@@ -274,6 +277,26 @@ impl FencedTable {
         self.published_at.as_ref()
     }
 
+    /// The lease-epoch column (`bigint`): the recovery epoch that was current when the
+    /// row was last acquired. Every fenced write requires it to equal the current epoch.
+    pub fn epoch_column(&self) -> &Identifier {
+        &self.epoch
+    }
+
+    /// The epoch table: one row (`Id` = 1) holding the current recovery epoch
+    /// (`Epoch`). Default `FencedEpoch`, in the fenced table's schema.
+    pub fn epoch_table(&self) -> &QualifiedName {
+        &self.epoch_table
+    }
+
+    /// The outcomes table: one row per applied operation id (`OperationId`, `Key`,
+    /// `Generation`, `RecordedAt`), written in the same statement or transaction as the
+    /// write and never changed afterwards. Default `FencedOperation`, in the fenced
+    /// table's schema.
+    pub fn operations_table(&self) -> &QualifiedName {
+        &self.operations_table
+    }
+
     /// The key column's type.
     pub fn key_type(&self) -> KeyType {
         self.key_type
@@ -292,6 +315,7 @@ impl FencedTable {
             &self.owner,
             &self.expiry,
             &self.published,
+            &self.epoch,
         ]
         .into_iter()
         .chain(&self.published_at)
@@ -309,6 +333,9 @@ pub struct FencedTableBuilder {
     expiry: String,
     published: String,
     published_at: Option<String>,
+    epoch: String,
+    epoch_table: Option<String>,
+    operations_table: Option<String>,
     key_type: KeyType,
     columns: Vec<(String, ColumnType)>,
 }
@@ -323,6 +350,9 @@ impl Default for FencedTableBuilder {
             expiry: "LeaseUntilUtc".into(),
             published: "PublishedGeneration".into(),
             published_at: None,
+            epoch: "LeaseEpoch".into(),
+            epoch_table: None,
+            operations_table: None,
             key_type: KeyType::Uuid,
             columns: Vec::new(),
         }
@@ -379,6 +409,27 @@ impl FencedTableBuilder {
         self
     }
 
+    /// The lease-epoch column. Default `LeaseEpoch`.
+    pub fn epoch_column(mut self, name: impl Into<String>) -> Self {
+        self.epoch = name.into();
+        self
+    }
+
+    /// The epoch table, `name` or `schema.name`. Default `FencedEpoch` in the fenced
+    /// table's schema. Several fenced tables may share one epoch table.
+    pub fn epoch_table(mut self, name: impl Into<String>) -> Self {
+        self.epoch_table = Some(name.into());
+        self
+    }
+
+    /// The outcomes table, `name` or `schema.name`. Default `FencedOperation` in the
+    /// fenced table's schema. Its `Key` column has the fenced table's key type, so each
+    /// fenced table with another key type needs its own outcomes table.
+    pub fn operations_table(mut self, name: impl Into<String>) -> Self {
+        self.operations_table = Some(name.into());
+        self
+    }
+
     /// Declares an application column for schema creation. Default: none.
     pub fn column(mut self, name: impl Into<String>, column_type: ColumnType) -> Self {
         self.columns.push((name.into(), column_type));
@@ -392,8 +443,18 @@ impl FencedTableBuilder {
     /// [`Error::InvalidIdentifier`] for a name outside the grammar, and
     /// [`Error::Config`] when two columns share a name.
     pub fn build(self) -> Result<FencedTable> {
+        let name = QualifiedName::parse(&self.name)?;
+        let beside = |given: &Option<String>, default: &str| match given {
+            Some(given) => QualifiedName::parse(given),
+            None => Ok(QualifiedName {
+                schema: name.schema.clone(),
+                name: Identifier::new(default)?,
+            }),
+        };
+        let epoch_table = beside(&self.epoch_table, "FencedEpoch")?;
+        let operations_table = beside(&self.operations_table, "FencedOperation")?;
         let table = FencedTable {
-            name: QualifiedName::parse(&self.name)?,
+            name,
             key: Identifier::new(&self.key)?,
             generation: Identifier::new(&self.generation)?,
             owner: Identifier::new(&self.owner)?,
@@ -404,6 +465,9 @@ impl FencedTableBuilder {
                 .as_deref()
                 .map(Identifier::new)
                 .transpose()?,
+            epoch: Identifier::new(&self.epoch)?,
+            epoch_table,
+            operations_table,
             key_type: self.key_type,
             columns: self
                 .columns
@@ -422,6 +486,7 @@ impl FencedTableBuilder {
             &table.owner,
             &table.expiry,
             &table.published,
+            &table.epoch,
         ];
         names.extend(&table.published_at);
         names.extend(table.columns.iter().map(|c| &c.name));
@@ -433,8 +498,30 @@ impl FencedTableBuilder {
                 )));
             }
         }
+        for other in [&table.epoch_table, &table.operations_table] {
+            if same_table(other, &table.name) {
+                return Err(Error::Config(format!(
+                    "table {other} cannot be both the fenced table and a protocol table"
+                )));
+            }
+        }
+        if same_table(&table.epoch_table, &table.operations_table) {
+            return Err(Error::Config(format!(
+                "the epoch table and the outcomes table are both {}",
+                table.epoch_table
+            )));
+        }
         Ok(table)
     }
+}
+
+fn same_table(a: &QualifiedName, b: &QualifiedName) -> bool {
+    a.name.same_as(b.name.as_str())
+        && match (&a.schema, &b.schema) {
+            (None, None) => true,
+            (Some(x), Some(y)) => x.same_as(y.as_str()),
+            _ => false,
+        }
 }
 
 #[cfg(test)]
@@ -504,6 +591,46 @@ mod tests {
         assert_eq!(t.expiry_column().as_str(), "LeaseUntilUtc");
         assert_eq!(t.published_column().as_str(), "PublishedGeneration");
         assert_eq!(t.key_type(), KeyType::Uuid);
+        assert_eq!(t.epoch_column().as_str(), "LeaseEpoch");
+        assert_eq!(t.epoch_table().to_string(), "FencedEpoch");
+        assert_eq!(t.operations_table().to_string(), "FencedOperation");
+    }
+
+    #[test]
+    fn protocol_tables_default_to_the_fenced_tables_schema() {
+        let t = FencedTable::builder().table("app.Report").build().unwrap();
+        assert_eq!(t.epoch_table().to_string(), "app.FencedEpoch");
+        assert_eq!(t.operations_table().to_string(), "app.FencedOperation");
+        let t = FencedTable::builder()
+            .table("app.Report")
+            .epoch_table("ops.Epoch")
+            .operations_table("Outcomes")
+            .build()
+            .unwrap();
+        assert_eq!(t.epoch_table().to_string(), "ops.Epoch");
+        assert_eq!(t.operations_table().to_string(), "Outcomes");
+    }
+
+    #[test]
+    fn protocol_tables_must_differ() {
+        assert!(matches!(
+            FencedTable::builder()
+                .operations_table("ReportPublication")
+                .build(),
+            Err(Error::Config(_))
+        ));
+        assert!(matches!(
+            FencedTable::builder()
+                .epoch_table("x.T")
+                .operations_table("X.t")
+                .build(),
+            Err(Error::Config(_))
+        ));
+        assert!(matches!(
+            FencedTable::builder().epoch_table("bad name").build(),
+            Err(Error::InvalidIdentifier { .. })
+        ));
+        assert!(FencedTable::default().is_protocol_column("leaseepoch"));
     }
 
     #[test]

@@ -47,6 +47,28 @@ pub trait Backend: Send + Sync + 'static {
     /// Runs one or more statements without parameters, such as schema DDL.
     fn execute_batch(&self, sql: &str) -> impl Future<Output = Result<()>> + Send;
 
+    /// Runs `write`; when it changed exactly one row, runs `record` in the same
+    /// transaction; then commits, or rolls back on any error. Returns the number of rows
+    /// `write` changed. This is how a fenced write records its operation id on a
+    /// database whose dialect has no single statement for it (SQLite); the other
+    /// dialects record in the write's own statement and never call this.
+    ///
+    /// The default refuses with [`Error::Config`]: a backend that cannot run a
+    /// transaction cannot record operations atomically.
+    fn execute_then_record(
+        &self,
+        write: &str,
+        write_params: &[Value],
+        record: &str,
+        record_params: &[Value],
+    ) -> impl Future<Output = Result<u64>> + Send {
+        let _ = (write, write_params, record, record_params);
+        std::future::ready(Err(Error::Config(format!(
+            "the {} backend cannot record an operation in the write's transaction",
+            self.dialect()
+        ))))
+    }
+
     /// Runs a statement that returns at most one row holding one integer, such as
     /// acquire's new generation.
     fn query_i64(

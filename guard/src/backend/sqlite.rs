@@ -234,4 +234,46 @@ impl Backend for Sqlite {
         let sql = sql.to_owned();
         self.run(move |conn| conn.execute_batch(&sql)).await
     }
+
+    async fn execute_then_record(
+        &self,
+        write: &str,
+        write_params: &[Value],
+        record: &str,
+        record_params: &[Value],
+    ) -> Result<u64> {
+        let (write, record) = (write.to_owned(), record.to_owned());
+        let (write_params, record_params) = (write_params.to_vec(), record_params.to_vec());
+        self.run(move |conn| {
+            // IMMEDIATE takes the write lock first, so the write and its record see
+            // and leave one consistent state.
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            let body = || -> rusqlite::Result<usize> {
+                let rows = conn
+                    .prepare_cached(&write)?
+                    .execute(params_from_iter(write_params.iter()))?;
+                if rows == 1 {
+                    conn.prepare_cached(&record)?
+                        .execute(params_from_iter(record_params.iter()))?;
+                }
+                Ok(rows)
+            };
+            match body() {
+                Ok(rows) => {
+                    if let Err(error) = conn.execute_batch("COMMIT") {
+                        // A failed COMMIT may leave the transaction open; end it so the
+                        // pooled connection is clean.
+                        let _ = conn.execute_batch("ROLLBACK");
+                        return Err(error);
+                    }
+                    Ok(u64::try_from(rows).unwrap_or(u64::MAX))
+                }
+                Err(error) => {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    Err(error)
+                }
+            }
+        })
+        .await
+    }
 }

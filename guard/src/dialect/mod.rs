@@ -14,6 +14,11 @@
 //! | [`renew`] | 1 key, 2 generation, 3 owner, 4 ttl in milliseconds |
 //! | [`release`] | 1 key, 2 generation, 3 owner |
 //! | [`update`], [`publish`] | 1..=n the caller's values, n+1 key, n+2 generation, n+3 owner |
+//! | [`update_recorded`], [`publish_recorded`] | as [`update`] / [`publish`], then n+4 operation id |
+//! | [`record_operation`] (SQLite) | 1 operation id, 2 key, 3 generation |
+//! | [`resolve_operation`] | 1 operation id; returns the generation it applied to |
+//! | [`advance_epoch`] | 1 floor; returns the new epoch |
+//! | [`current_epoch`] | none; returns the current epoch |
 //!
 //! The same convention, caller's parameters first and then key, generation and owner,
 //! holds for [`FencedSql`] statements written with
@@ -25,7 +30,7 @@ mod sqlite;
 
 use std::fmt;
 
-use crate::table::{FencedTable, Identifier};
+use crate::table::{FencedTable, Identifier, KeyType, QualifiedName};
 
 /// The SQL dialects the guard speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,6 +74,51 @@ impl Dialect {
         }
     }
 
+    /// The database's clock in integer milliseconds since the Unix epoch.
+    fn clock_millis(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS bigint)",
+            Dialect::Sqlite => sqlite::CLOCK,
+            Dialect::Mssql => "DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())",
+        }
+    }
+
+    /// The SQL type of the key column for `key_type`.
+    fn key_sql_type(self, key_type: KeyType) -> &'static str {
+        match (self, key_type) {
+            (Dialect::Postgres, KeyType::Uuid) => "uuid",
+            (Dialect::Postgres, KeyType::BigInt) | (Dialect::Mssql, KeyType::BigInt) => "bigint",
+            (Dialect::Postgres, KeyType::Text) => "text",
+            (Dialect::Sqlite, KeyType::Uuid | KeyType::Text) => "TEXT",
+            (Dialect::Sqlite, KeyType::BigInt) => "INTEGER",
+            (Dialect::Mssql, KeyType::Uuid) => "uniqueidentifier",
+            (Dialect::Mssql, KeyType::Text) => "nvarchar(450)",
+        }
+    }
+
+    /// `(uuid, bigint, timestamp)` column types.
+    fn protocol_types(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Dialect::Postgres => ("uuid", "bigint", "timestamptz"),
+            Dialect::Sqlite => ("TEXT", "INTEGER", "INTEGER"),
+            Dialect::Mssql => ("uniqueidentifier", "bigint", "datetime2(7)"),
+        }
+    }
+
+    /// `CREATE TABLE` guarded so that an existing table is left alone.
+    fn create_table_if_absent(self, name: &QualifiedName, columns: &str) -> String {
+        let name = name.quoted(self);
+        match self {
+            Dialect::Postgres | Dialect::Sqlite => {
+                format!("CREATE TABLE IF NOT EXISTS {name} ({columns})")
+            }
+            // The name inside the literal is a validated identifier: no quotes possible.
+            Dialect::Mssql => {
+                format!("IF OBJECT_ID(N'{name}', N'U') IS NULL CREATE TABLE {name} ({columns})")
+            }
+        }
+    }
+
     /// The expression `now + ttl`, the ttl in milliseconds bound as parameter `ttl`.
     fn expiry_after(self, ttl: usize) -> String {
         match self {
@@ -84,16 +134,51 @@ fn q(d: Dialect, id: &Identifier) -> String {
     id.quoted(d)
 }
 
+/// The current recovery epoch, as a scalar subquery on the epoch table:
+/// `(SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)`. `NULL` when the epoch table has
+/// no row, which makes every fenced write and every acquisition fail or match nothing.
+pub fn epoch_subquery(dialect: Dialect, table: &FencedTable) -> String {
+    format!(
+        "(SELECT {} FROM {} WHERE {} = 1)",
+        epoch_value_column(dialect),
+        table.epoch_table().quoted(dialect),
+        epoch_id_column(dialect)
+    )
+}
+
+fn epoch_value_column(dialect: Dialect) -> String {
+    q(
+        dialect,
+        &Identifier::new("Epoch").expect("valid identifier"),
+    )
+}
+
+fn epoch_id_column(dialect: Dialect) -> String {
+    q(dialect, &Identifier::new("Id").expect("valid identifier"))
+}
+
+/// The outcomes table's columns, quoted: operation id, key, generation, recorded-at.
+fn operation_columns(dialect: Dialect) -> [String; 4] {
+    ["OperationId", "Key", "Generation", "RecordedAt"]
+        .map(|c| q(dialect, &Identifier::new(c).expect("valid identifier")))
+}
+
 /// The fence, to append with `AND` to a write's top-level `WHERE`:
-/// `key = p AND generation = p+1 AND owner = p+2 AND expiry > <clock>`, where `p` is
-/// `first` (1-based) and the columns are the table's, quoted.
+/// `key = p AND generation = p+1 AND owner = p+2 AND expiry > <clock> AND epoch =
+/// <current epoch>`, where `p` is `first` (1-based), the columns are the table's,
+/// quoted, and the current epoch is [`epoch_subquery`].
 ///
 /// Bind the lease's key, generation and owner at `first`, `first + 1` and `first + 2`.
 /// Parenthesise the caller's own `WHERE` before appending.
+///
+/// The lease's own epoch needs no parameter: only an acquisition writes the owner, and
+/// it stamps the row's epoch in the same statement, so a row whose owner matches the
+/// lease carries the lease's epoch (a restored image of that row carries it too).
+/// Requiring the row's epoch to be the current one therefore requires the lease's.
 pub fn fence_predicate(dialect: Dialect, table: &FencedTable, first: usize) -> String {
     let p = |i| dialect.placeholder(first + i);
     format!(
-        "{} = {} AND {} = {} AND {} = {} AND {} > {}",
+        "{} = {} AND {} = {} AND {} = {} AND {} > {} AND {} = {}",
         q(dialect, table.key_column()),
         p(0),
         q(dialect, table.generation_column()),
@@ -101,7 +186,9 @@ pub fn fence_predicate(dialect: Dialect, table: &FencedTable, first: usize) -> S
         q(dialect, table.owner_column()),
         p(2),
         q(dialect, table.expiry_column()),
-        dialect.clock()
+        dialect.clock(),
+        q(dialect, table.epoch_column()),
+        epoch_subquery(dialect, table)
     )
 }
 
@@ -137,6 +224,119 @@ pub fn create_schema(dialect: Dialect, table: &FencedTable) -> String {
     }
 }
 
+/// `CREATE TABLE` for the epoch table if it does not exist: `Id` (always 1) and
+/// `Epoch`.
+pub fn create_epoch_table(dialect: Dialect, table: &FencedTable) -> String {
+    let (_, bigint, _) = dialect.protocol_types();
+    let id = epoch_id_column(dialect);
+    let int = if dialect == Dialect::Sqlite {
+        "INTEGER"
+    } else {
+        "int"
+    };
+    dialect.create_table_if_absent(
+        table.epoch_table(),
+        &format!(
+            "{id} {int} NOT NULL PRIMARY KEY CHECK ({id} = 1), {} {bigint} NOT NULL",
+            epoch_value_column(dialect)
+        ),
+    )
+}
+
+/// Inserts the epoch table's row with epoch 1 if it is absent; an existing epoch is left
+/// untouched.
+pub fn seed_epoch(dialect: Dialect, table: &FencedTable) -> String {
+    let name = table.epoch_table().quoted(dialect);
+    let id = epoch_id_column(dialect);
+    let epoch = epoch_value_column(dialect);
+    match dialect {
+        Dialect::Postgres | Dialect::Sqlite => {
+            format!("INSERT INTO {name} ({id}, {epoch}) VALUES (1, 1) ON CONFLICT DO NOTHING")
+        }
+        Dialect::Mssql => format!(
+            "INSERT INTO {name} ({id}, {epoch}) SELECT 1, 1 WHERE NOT EXISTS \
+             (SELECT 1 FROM {name} WITH (UPDLOCK, HOLDLOCK) WHERE {id} = 1)"
+        ),
+    }
+}
+
+/// `CREATE TABLE` for the outcomes table if it does not exist: `OperationId` (primary
+/// key), `Key` (the fenced table's key type), `Generation`, `RecordedAt` (the database's
+/// clock, in the expiry column's type).
+pub fn create_operations_table(dialect: Dialect, table: &FencedTable) -> String {
+    let (uuid, bigint, timestamp) = dialect.protocol_types();
+    let [op, key, generation, at] = operation_columns(dialect);
+    dialect.create_table_if_absent(
+        table.operations_table(),
+        &format!(
+            "{op} {uuid} NOT NULL PRIMARY KEY, {key} {} NOT NULL, {generation} {bigint} NOT NULL, \
+             {at} {timestamp} NOT NULL",
+            dialect.key_sql_type(table.key_type())
+        ),
+    )
+}
+
+/// Advances the recovery epoch to the greatest of: the current epoch + 1, the
+/// database's clock in milliseconds since the Unix epoch, and the floor bound as
+/// parameter 1. Returns the new epoch.
+pub fn advance_epoch(dialect: Dialect, table: &FencedTable) -> String {
+    let name = table.epoch_table().quoted(dialect);
+    let id = epoch_id_column(dialect);
+    let epoch = epoch_value_column(dialect);
+    let clock = dialect.clock_millis();
+    let floor = dialect.placeholder(1);
+    match dialect {
+        Dialect::Postgres => format!(
+            "UPDATE {name} SET {epoch} = GREATEST({epoch} + 1, {clock}, {floor}::bigint) \
+             WHERE {id} = 1 RETURNING {epoch}"
+        ),
+        Dialect::Sqlite => format!(
+            "UPDATE {name} SET {epoch} = MAX({epoch} + 1, {clock}, {floor}) WHERE {id} = 1 \
+             RETURNING {epoch}"
+        ),
+        Dialect::Mssql => format!(
+            "UPDATE {name} SET {epoch} = (SELECT MAX(v) FROM (VALUES ({epoch} + 1), ({clock}), \
+             (CAST({floor} AS bigint))) AS c(v)) OUTPUT inserted.{epoch} WHERE {id} = 1"
+        ),
+    }
+}
+
+/// Reads the current recovery epoch.
+pub fn current_epoch(dialect: Dialect, table: &FencedTable) -> String {
+    format!(
+        "SELECT {} FROM {} WHERE {} = 1",
+        epoch_value_column(dialect),
+        table.epoch_table().quoted(dialect),
+        epoch_id_column(dialect)
+    )
+}
+
+/// Reads the generation an operation id was applied to: one row, or none when the
+/// operation was not applied.
+pub fn resolve_operation(dialect: Dialect, table: &FencedTable) -> String {
+    let [op, _, generation, _] = operation_columns(dialect);
+    format!(
+        "SELECT {generation} FROM {} WHERE {op} = {}",
+        table.operations_table().quoted(dialect),
+        dialect.placeholder(1)
+    )
+}
+
+/// SQLite's record of an applied operation, run in the write's transaction when the
+/// write changed its row: operation id 1, key 2, generation 3, recorded at the
+/// database's clock.
+pub fn record_operation(dialect: Dialect, table: &FencedTable) -> String {
+    let [op, key, generation, at] = operation_columns(dialect);
+    format!(
+        "INSERT INTO {} ({op}, {key}, {generation}, {at}) VALUES ({}, {}, {}, {})",
+        table.operations_table().quoted(dialect),
+        dialect.placeholder(1),
+        dialect.placeholder(2),
+        dialect.placeholder(3),
+        dialect.clock()
+    )
+}
+
 /// Inserts the row for key `1` with generation 0 and published generation 0 if absent;
 /// an existing row, and its generation, are left untouched.
 pub fn provision(dialect: Dialect, table: &FencedTable) -> String {
@@ -160,20 +360,24 @@ pub fn provision(dialect: Dialect, table: &FencedTable) -> String {
     }
 }
 
-/// Acquires the row: bumps the generation, installs the new owner and the expiry
-/// `now + ttl`, only where the row is free (`expiry IS NULL OR expiry <= now`), and
-/// returns the new generation (one row) or nothing (no row).
+/// Acquires the row: bumps the generation, installs the new owner, the expiry
+/// `now + ttl` and the current recovery epoch, only where the row is free (`expiry IS
+/// NULL OR expiry <= now`, or its epoch is not the current one: a lease from another
+/// epoch can never write again), and returns the new generation and epoch (one row) or
+/// nothing (no row).
 pub fn acquire(dialect: Dialect, table: &FencedTable) -> String {
     let gen_col = q(dialect, table.generation_column());
     let expiry = q(dialect, table.expiry_column());
+    let epoch_col = q(dialect, table.epoch_column());
+    let current = epoch_subquery(dialect, table);
     let set = format!(
-        "{gen_col} = {gen_col} + 1, {} = {}, {expiry} = {}",
+        "{gen_col} = {gen_col} + 1, {} = {}, {expiry} = {}, {epoch_col} = {current}",
         q(dialect, table.owner_column()),
         dialect.placeholder(2),
         dialect.expiry_after(3)
     );
     let filter = format!(
-        "{} = {} AND ({expiry} IS NULL OR {expiry} <= {})",
+        "{} = {} AND ({expiry} IS NULL OR {expiry} <= {} OR {epoch_col} <> {current})",
         q(dialect, table.key_column()),
         dialect.placeholder(1),
         dialect.clock()
@@ -181,11 +385,11 @@ pub fn acquire(dialect: Dialect, table: &FencedTable) -> String {
     let name = table.name().quoted(dialect);
     match dialect {
         Dialect::Postgres | Dialect::Sqlite => {
-            format!("UPDATE {name} SET {set} WHERE {filter} RETURNING {gen_col}")
+            format!("UPDATE {name} SET {set} WHERE {filter} RETURNING {gen_col}, {epoch_col}")
         }
-        Dialect::Mssql => {
-            format!("UPDATE {name} SET {set} OUTPUT inserted.{gen_col} WHERE {filter}")
-        }
+        Dialect::Mssql => format!(
+            "UPDATE {name} SET {set} OUTPUT inserted.{gen_col}, inserted.{epoch_col} WHERE {filter}"
+        ),
     }
 }
 
@@ -230,12 +434,76 @@ fn assignments(dialect: Dialect, columns: &[&Identifier]) -> Vec<String> {
 /// A fenced update of the caller's columns: `SET c1 = p1, ...` with the fence at
 /// `n + 1`. `columns` must not be empty.
 pub fn update(dialect: Dialect, table: &FencedTable, columns: &[&Identifier]) -> String {
-    format!(
-        "UPDATE {} SET {} WHERE {}",
-        table.name().quoted(dialect),
+    let (set, filter) = update_parts(dialect, table, columns);
+    plain_write(dialect, table, &set, &filter)
+}
+
+fn update_parts(
+    dialect: Dialect,
+    table: &FencedTable,
+    columns: &[&Identifier],
+) -> (String, String) {
+    (
         assignments(dialect, columns).join(", "),
-        fence_predicate(dialect, table, columns.len() + 1)
+        fence_predicate(dialect, table, columns.len() + 1),
     )
+}
+
+fn plain_write(dialect: Dialect, table: &FencedTable, set: &str, filter: &str) -> String {
+    format!(
+        "UPDATE {} SET {set} WHERE {filter}",
+        table.name().quoted(dialect)
+    )
+}
+
+/// [`update`] that records operation id `n + 4` in the outcomes table in the same
+/// statement (PostgreSQL, SQL Server) or, on SQLite, the write alone, to be followed by
+/// [`record_operation`] in the same transaction. In every dialect the write also
+/// requires that the operation id is not recorded yet.
+pub fn update_recorded(dialect: Dialect, table: &FencedTable, columns: &[&Identifier]) -> String {
+    let (set, filter) = update_parts(dialect, table, columns);
+    recorded_write(dialect, table, &set, &filter, columns.len() + 4)
+}
+
+/// [`publish`] recording operation id `n + 4`, as [`update_recorded`] does.
+pub fn publish_recorded(
+    dialect: Dialect,
+    table: &FencedTable,
+    columns: &[&Identifier],
+    release: bool,
+) -> String {
+    let (set, filter) = publish_parts(dialect, table, columns, release);
+    recorded_write(dialect, table, &set, &filter, columns.len() + 4)
+}
+
+fn recorded_write(
+    dialect: Dialect,
+    table: &FencedTable,
+    set: &str,
+    filter: &str,
+    op_param: usize,
+) -> String {
+    let ops = table.operations_table().quoted(dialect);
+    let [op, key, generation, at] = operation_columns(dialect);
+    let p = dialect.placeholder(op_param);
+    let filter = format!("{filter} AND NOT EXISTS (SELECT 1 FROM {ops} WHERE {op} = {p})");
+    let name = table.name().quoted(dialect);
+    let key_col = q(dialect, table.key_column());
+    let gen_col = q(dialect, table.generation_column());
+    match dialect {
+        Dialect::Postgres => format!(
+            "WITH w AS (UPDATE {name} SET {set} WHERE {filter} RETURNING {key_col}, {gen_col}) \
+             INSERT INTO {ops} ({op}, {key}, {generation}, {at}) \
+             SELECT {p}::uuid, w.{key_col}, w.{gen_col}, {} FROM w",
+            dialect.clock()
+        ),
+        Dialect::Sqlite => plain_write(dialect, table, set, &filter),
+        Dialect::Mssql => format!(
+            "UPDATE {name} SET {set} OUTPUT CAST({p} AS uniqueidentifier), inserted.{key_col}, \
+             inserted.{gen_col}, {} INTO {ops} ({op}, {key}, {generation}, {at}) WHERE {filter}",
+            dialect.clock()
+        ),
+    }
 }
 
 /// A publication: the caller's columns and `published = generation` (and the
@@ -248,6 +516,16 @@ pub fn publish(
     columns: &[&Identifier],
     release: bool,
 ) -> String {
+    let (set, filter) = publish_parts(dialect, table, columns, release);
+    plain_write(dialect, table, &set, &filter)
+}
+
+fn publish_parts(
+    dialect: Dialect,
+    table: &FencedTable,
+    columns: &[&Identifier],
+    release: bool,
+) -> (String, String) {
     let first = columns.len() + 1;
     let mut set = assignments(dialect, columns);
     set.push(publish_once_assignment(dialect, table, first));
@@ -262,12 +540,13 @@ pub fn publish(
         set.push(format!("{} = NULL", q(dialect, table.owner_column())));
         set.push(format!("{} = NULL", q(dialect, table.expiry_column())));
     }
-    format!(
-        "UPDATE {} SET {} WHERE {} AND {}",
-        table.name().quoted(dialect),
+    (
         set.join(", "),
-        fence_predicate(dialect, table, first),
-        publish_once_predicate(dialect, table, first)
+        format!(
+            "{} AND {}",
+            fence_predicate(dialect, table, first),
+            publish_once_predicate(dialect, table, first)
+        ),
     )
 }
 
@@ -276,6 +555,10 @@ pub fn publish(
 pub(crate) struct Statements {
     pub(crate) create_schema: String,
     pub(crate) provision: String,
+    pub(crate) resolve_operation: String,
+    pub(crate) record_operation: String,
+    pub(crate) advance_epoch: String,
+    pub(crate) current_epoch: String,
     pub(crate) acquire: String,
     pub(crate) renew: String,
     pub(crate) release: String,
@@ -284,8 +567,18 @@ pub(crate) struct Statements {
 impl Statements {
     pub(crate) fn render(dialect: Dialect, table: &FencedTable) -> Self {
         Statements {
-            create_schema: create_schema(dialect, table),
+            create_schema: [
+                create_schema(dialect, table),
+                create_epoch_table(dialect, table),
+                seed_epoch(dialect, table),
+                create_operations_table(dialect, table),
+            ]
+            .join(";\n"),
             provision: provision(dialect, table),
+            resolve_operation: resolve_operation(dialect, table),
+            record_operation: record_operation(dialect, table),
+            advance_epoch: advance_epoch(dialect, table),
+            current_epoch: current_epoch(dialect, table),
             acquire: acquire(dialect, table),
             renew: renew(dialect, table),
             release: release(dialect, table),

@@ -45,6 +45,10 @@ pub(super) fn create_table(table: &FencedTable) -> String {
             table.published_column().quoted(d)
         ),
     ];
+    columns.push(format!(
+        "{} bigint NOT NULL DEFAULT 0",
+        table.epoch_column().quoted(d)
+    ));
     if let Some(published_at) = table.published_at_column() {
         columns.push(format!("{} datetime2(7) NULL", published_at.quoted(d)));
     }
@@ -104,32 +108,53 @@ mod tests {
         placeholder: D.placeholder(7) => "@P7",
         clock: D.clock() => "SYSUTCDATETIME()",
         fence: dialect::fence_predicate(D, &table(), 3) =>
-            "[ReportId] = @P3 AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseUntilUtc] > SYSUTCDATETIME()",
+            "[ReportId] = @P3 AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         publish_once_predicate: dialect::publish_once_predicate(D, &table(), 3) =>
             "[PublishedGeneration] < @P4",
         publish_once_assignment: dialect::publish_once_assignment(D, &table(), 3) =>
             "[PublishedGeneration] = @P4",
         create_schema: dialect::create_schema(D, &table()) =>
-            "IF OBJECT_ID(N'[dbo].[ReportPublication]', N'U') IS NULL CREATE TABLE [dbo].[ReportPublication] ([ReportId] uniqueidentifier NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0, [Payload] nvarchar(max) NULL)",
+            "IF OBJECT_ID(N'[dbo].[ReportPublication]', N'U') IS NULL CREATE TABLE [dbo].[ReportPublication] ([ReportId] uniqueidentifier NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0, [LeaseEpoch] bigint NOT NULL DEFAULT 0, [Payload] nvarchar(max) NULL)",
         create_schema_text_key: dialect::create_schema(D, &FencedTable::builder().key_type(KeyType::Text).build().unwrap()) =>
-            "IF OBJECT_ID(N'[ReportPublication]', N'U') IS NULL CREATE TABLE [ReportPublication] ([ReportId] nvarchar(450) NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0)",
+            "IF OBJECT_ID(N'[ReportPublication]', N'U') IS NULL CREATE TABLE [ReportPublication] ([ReportId] nvarchar(450) NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0, [LeaseEpoch] bigint NOT NULL DEFAULT 0)",
         provision: dialect::provision(D, &table()) =>
             // fenced-lint: allow(generation-rewind) the select list provisions generation 0; the rule reads only VALUES lists, and T-SQL has no VALUES form with WHERE NOT EXISTS
             "INSERT INTO [dbo].[ReportPublication] ([ReportId], [Generation], [PublishedGeneration]) SELECT @P1, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM [dbo].[ReportPublication] WITH (UPDLOCK, HOLDLOCK) WHERE [ReportId] = @P1)",
         acquire: dialect::acquire(D, &table()) =>
-            "UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()) OUTPUT inserted.[Generation] WHERE [ReportId] = @P1 AND ([LeaseUntilUtc] IS NULL OR [LeaseUntilUtc] <= SYSUTCDATETIME())",
+            "UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()), [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) OUTPUT inserted.[Generation], inserted.[LeaseEpoch] WHERE [ReportId] = @P1 AND ([LeaseUntilUtc] IS NULL OR [LeaseUntilUtc] <= SYSUTCDATETIME() OR [LeaseEpoch] <> (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1))",
         renew: dialect::renew(D, &table()) =>
-            "UPDATE [dbo].[ReportPublication] SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P4 AS int), SYSUTCDATETIME()) WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME()",
+            "UPDATE [dbo].[ReportPublication] SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P4 AS int), SYSUTCDATETIME()) WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         release: dialect::release(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3",
         update: dialect::update(D, &table(), &[&payload()]) =>
-            "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME()",
+            "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         publish: dialect::publish(D, &table(), &[&payload()], false) =>
-            "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [PublishedGeneration] < @P3",
+            "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND [PublishedGeneration] < @P3",
         publish_and_release: dialect::publish(D, &table(), &[&payload()], true) =>
-            "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [PublishedGeneration] < @P3",
+            "UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND [PublishedGeneration] < @P3",
         publish_sets_published_at: dialect::publish(D, &article(), &[&payload()], false) =>
-            r#"UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [PublishedAtUtc] = SYSUTCDATETIME() WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [PublishedGeneration] < @P3"#,
-        create_schema_with_published_at: dialect::create_schema(D, &article()).contains(r#"[PublishedGeneration] bigint NOT NULL DEFAULT 0, [PublishedAtUtc] datetime2(7) NULL, [Payload] nvarchar(max) NULL)"#) => true,
+            r#"UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [PublishedAtUtc] = SYSUTCDATETIME() WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND [PublishedGeneration] < @P3"#,
+        create_schema_with_published_at: dialect::create_schema(D, &article()).contains(r#"[PublishedGeneration] bigint NOT NULL DEFAULT 0, [LeaseEpoch] bigint NOT NULL DEFAULT 0, [PublishedAtUtc] datetime2(7) NULL, [Payload] nvarchar(max) NULL)"#) => true,
+    }
+
+    renders! {
+        create_epoch_table: dialect::create_epoch_table(D, &table()) =>
+            r#"IF OBJECT_ID(N'[dbo].[FencedEpoch]', N'U') IS NULL CREATE TABLE [dbo].[FencedEpoch] ([Id] int NOT NULL PRIMARY KEY CHECK ([Id] = 1), [Epoch] bigint NOT NULL)"#,
+        seed_epoch: dialect::seed_epoch(D, &table()) =>
+            r#"INSERT INTO [dbo].[FencedEpoch] ([Id], [Epoch]) SELECT 1, 1 WHERE NOT EXISTS (SELECT 1 FROM [dbo].[FencedEpoch] WITH (UPDLOCK, HOLDLOCK) WHERE [Id] = 1)"#,
+        create_operations_table: dialect::create_operations_table(D, &table()) =>
+            r#"IF OBJECT_ID(N'[dbo].[FencedOperation]', N'U') IS NULL CREATE TABLE [dbo].[FencedOperation] ([OperationId] uniqueidentifier NOT NULL PRIMARY KEY, [Key] uniqueidentifier NOT NULL, [Generation] bigint NOT NULL, [RecordedAt] datetime2(7) NOT NULL)"#,
+        advance_epoch: dialect::advance_epoch(D, &table()) =>
+            r#"UPDATE [dbo].[FencedEpoch] SET [Epoch] = (SELECT MAX(v) FROM (VALUES ([Epoch] + 1), (DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())), (CAST(@P1 AS bigint))) AS c(v)) OUTPUT inserted.[Epoch] WHERE [Id] = 1"#,
+        current_epoch: dialect::current_epoch(D, &table()) =>
+            r#"SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1"#,
+        resolve_operation: dialect::resolve_operation(D, &table()) =>
+            r#"SELECT [Generation] FROM [dbo].[FencedOperation] WHERE [OperationId] = @P1"#,
+        record_operation: dialect::record_operation(D, &table()) =>
+            r#"INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (@P1, @P2, @P3, SYSUTCDATETIME())"#,
+        update_recorded: dialect::update_recorded(D, &table(), &[&payload()]) =>
+            r#"UPDATE [dbo].[ReportPublication] SET [Payload] = @P1 OUTPUT CAST(@P5 AS uniqueidentifier), inserted.[ReportId], inserted.[Generation], SYSUTCDATETIME() INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND NOT EXISTS (SELECT 1 FROM [dbo].[FencedOperation] WHERE [OperationId] = @P5)"#,
+        publish_recorded_and_release: dialect::publish_recorded(D, &table(), &[&payload()], true) =>
+            r#"UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL OUTPUT CAST(@P5 AS uniqueidentifier), inserted.[ReportId], inserted.[Generation], SYSUTCDATETIME() INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND [PublishedGeneration] < @P3 AND NOT EXISTS (SELECT 1 FROM [dbo].[FencedOperation] WHERE [OperationId] = @P5)"#,
     }
 }

@@ -44,6 +44,10 @@ pub(super) fn create_table(table: &FencedTable) -> String {
             table.published_column().quoted(d)
         ),
     ];
+    columns.push(format!(
+        "{} bigint NOT NULL DEFAULT 0",
+        table.epoch_column().quoted(d)
+    ));
     if let Some(published_at) = table.published_at_column() {
         columns.push(format!("{} timestamptz NULL", published_at.quoted(d)));
     }
@@ -102,34 +106,34 @@ mod tests {
         placeholder: D.placeholder(7) => "$7",
         clock_is_not_now: D.clock() => "clock_timestamp()",
         fence: dialect::fence_predicate(D, &table(), 3) =>
-            r#""ReportId" = $3 AND "Generation" = $4 AND "LeaseOwner" = $5 AND "LeaseUntilUtc" > clock_timestamp()"#,
+            r#""ReportId" = $3 AND "Generation" = $4 AND "LeaseOwner" = $5 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)"#,
         publish_once_predicate: dialect::publish_once_predicate(D, &table(), 3) =>
             r#""PublishedGeneration" < $4"#,
         publish_once_assignment: dialect::publish_once_assignment(D, &table(), 3) =>
             r#""PublishedGeneration" = $4"#,
         create_schema: dialect::create_schema(D, &table()) =>
-            r#"CREATE TABLE IF NOT EXISTS "app"."ReportPublication" ("ReportId" uuid NOT NULL PRIMARY KEY, "Generation" bigint NOT NULL DEFAULT 0, "LeaseOwner" uuid NULL, "LeaseUntilUtc" timestamptz NULL, "PublishedGeneration" bigint NOT NULL DEFAULT 0, "Payload" text NULL)"#,
+            r#"CREATE TABLE IF NOT EXISTS "app"."ReportPublication" ("ReportId" uuid NOT NULL PRIMARY KEY, "Generation" bigint NOT NULL DEFAULT 0, "LeaseOwner" uuid NULL, "LeaseUntilUtc" timestamptz NULL, "PublishedGeneration" bigint NOT NULL DEFAULT 0, "LeaseEpoch" bigint NOT NULL DEFAULT 0, "Payload" text NULL)"#,
         create_schema_text_key: dialect::create_schema(D, &FencedTable::builder().key_type(KeyType::Text).build().unwrap()) =>
-            r#"CREATE TABLE IF NOT EXISTS "ReportPublication" ("ReportId" text NOT NULL PRIMARY KEY, "Generation" bigint NOT NULL DEFAULT 0, "LeaseOwner" uuid NULL, "LeaseUntilUtc" timestamptz NULL, "PublishedGeneration" bigint NOT NULL DEFAULT 0)"#,
+            r#"CREATE TABLE IF NOT EXISTS "ReportPublication" ("ReportId" text NOT NULL PRIMARY KEY, "Generation" bigint NOT NULL DEFAULT 0, "LeaseOwner" uuid NULL, "LeaseUntilUtc" timestamptz NULL, "PublishedGeneration" bigint NOT NULL DEFAULT 0, "LeaseEpoch" bigint NOT NULL DEFAULT 0)"#,
         provision: dialect::provision(D, &table()) =>
             r#"INSERT INTO "app"."ReportPublication" ("ReportId", "Generation", "PublishedGeneration") VALUES ($1, 0, 0) ON CONFLICT DO NOTHING"#,
         acquire: dialect::acquire(D, &table()) =>
-            r#"UPDATE "app"."ReportPublication" SET "Generation" = "Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond' WHERE "ReportId" = $1 AND ("LeaseUntilUtc" IS NULL OR "LeaseUntilUtc" <= clock_timestamp()) RETURNING "Generation""#,
+            r#"UPDATE "app"."ReportPublication" SET "Generation" = "Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE "ReportId" = $1 AND ("LeaseUntilUtc" IS NULL OR "LeaseUntilUtc" <= clock_timestamp() OR "LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING "Generation", "LeaseEpoch""#,
         renew: dialect::renew(D, &table()) =>
-            r#"UPDATE "app"."ReportPublication" SET "LeaseUntilUtc" = clock_timestamp() + $4::bigint * interval '1 millisecond' WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp()"#,
+            r#"UPDATE "app"."ReportPublication" SET "LeaseUntilUtc" = clock_timestamp() + $4::bigint * interval '1 millisecond' WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)"#,
         release: dialect::release(D, &table()) =>
             r#"UPDATE "app"."ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3"#,
         update: dialect::update(D, &table(), &[&payload()]) =>
-            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp()"#,
+            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)"#,
         publish: dialect::publish(D, &table(), &[&payload()], false) =>
-            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "PublishedGeneration" < $3"#,
+            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) AND "PublishedGeneration" < $3"#,
         publish_and_release: dialect::publish(D, &table(), &[&payload()], true) =>
-            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3, "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "PublishedGeneration" < $3"#,
+            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3, "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) AND "PublishedGeneration" < $3"#,
         publish_without_columns: dialect::publish(D, &table(), &[], false) =>
-            r#"UPDATE "app"."ReportPublication" SET "PublishedGeneration" = $2 WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp() AND "PublishedGeneration" < $2"#,
+            r#"UPDATE "app"."ReportPublication" SET "PublishedGeneration" = $2 WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) AND "PublishedGeneration" < $2"#,
         publish_sets_published_at: dialect::publish(D, &article(), &[&payload()], false) =>
-            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3, "PublishedAtUtc" = clock_timestamp() WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "PublishedGeneration" < $3"#,
-        create_schema_with_published_at: dialect::create_schema(D, &article()).contains(r#""PublishedGeneration" bigint NOT NULL DEFAULT 0, "PublishedAtUtc" timestamptz NULL, "Payload" text NULL)"#) => true,
+            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3, "PublishedAtUtc" = clock_timestamp() WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) AND "PublishedGeneration" < $3"#,
+        create_schema_with_published_at: dialect::create_schema(D, &article()).contains(r#""PublishedGeneration" bigint NOT NULL DEFAULT 0, "LeaseEpoch" bigint NOT NULL DEFAULT 0, "PublishedAtUtc" timestamptz NULL, "Payload" text NULL)"#) => true,
     }
 
     #[test]
@@ -143,5 +147,26 @@ mod tests {
         ] {
             assert!(!sql.contains("now()"), "{sql}");
         }
+    }
+
+    renders! {
+        create_epoch_table: dialect::create_epoch_table(D, &table()) =>
+            r#"CREATE TABLE IF NOT EXISTS "app"."FencedEpoch" ("Id" int NOT NULL PRIMARY KEY CHECK ("Id" = 1), "Epoch" bigint NOT NULL)"#,
+        seed_epoch: dialect::seed_epoch(D, &table()) =>
+            r#"INSERT INTO "app"."FencedEpoch" ("Id", "Epoch") VALUES (1, 1) ON CONFLICT DO NOTHING"#,
+        create_operations_table: dialect::create_operations_table(D, &table()) =>
+            r#"CREATE TABLE IF NOT EXISTS "app"."FencedOperation" ("OperationId" uuid NOT NULL PRIMARY KEY, "Key" uuid NOT NULL, "Generation" bigint NOT NULL, "RecordedAt" timestamptz NOT NULL)"#,
+        advance_epoch: dialect::advance_epoch(D, &table()) =>
+            r#"UPDATE "app"."FencedEpoch" SET "Epoch" = GREATEST("Epoch" + 1, CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS bigint), $1::bigint) WHERE "Id" = 1 RETURNING "Epoch""#,
+        current_epoch: dialect::current_epoch(D, &table()) =>
+            r#"SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1"#,
+        resolve_operation: dialect::resolve_operation(D, &table()) =>
+            r#"SELECT "Generation" FROM "app"."FencedOperation" WHERE "OperationId" = $1"#,
+        record_operation: dialect::record_operation(D, &table()) =>
+            r#"INSERT INTO "app"."FencedOperation" ("OperationId", "Key", "Generation", "RecordedAt") VALUES ($1, $2, $3, clock_timestamp())"#,
+        update_recorded: dialect::update_recorded(D, &table(), &[&payload()]) =>
+            r#"WITH w AS (UPDATE "app"."ReportPublication" SET "Payload" = $1 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) AND NOT EXISTS (SELECT 1 FROM "app"."FencedOperation" WHERE "OperationId" = $5) RETURNING "ReportId", "Generation") INSERT INTO "app"."FencedOperation" ("OperationId", "Key", "Generation", "RecordedAt") SELECT $5::uuid, w."ReportId", w."Generation", clock_timestamp() FROM w"#,
+        publish_recorded_and_release: dialect::publish_recorded(D, &table(), &[&payload()], true) =>
+            r#"WITH w AS (UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3, "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) AND "PublishedGeneration" < $3 AND NOT EXISTS (SELECT 1 FROM "app"."FencedOperation" WHERE "OperationId" = $5) RETURNING "ReportId", "Generation") INSERT INTO "app"."FencedOperation" ("OperationId", "Key", "Generation", "RecordedAt") SELECT $5::uuid, w."ReportId", w."Generation", clock_timestamp() FROM w"#,
     }
 }
