@@ -225,7 +225,7 @@ fn no_input_makes_the_analysis_panic() {
         let linter = Linter::new(&config).with_discovered(tables);
         linter.check_file(path, input).statements_checked
     };
-    let (statements, failures) = campaign(3000, &analyse);
+    let (statements, failures) = campaign(2000, &analyse);
     assert!(
         failures.is_empty(),
         "{} panics, first: {}",

@@ -112,7 +112,44 @@ fn json() {
 
 #[test]
 fn sarif() {
-    insta::assert_snapshot!(render(Format::Sarif, &run()));
+    // The rules' documentation is the rules' own and changes with them: it is checked
+    // against `explain` below and stands as a marker here, so that this snapshot pins
+    // the log's shape and results.
+    let mut log: serde_json::Value = serde_json::from_str(&render(Format::Sarif, &run())).unwrap();
+    for descriptor in log["runs"][0]["tool"]["driver"]["rules"]
+        .as_array_mut()
+        .unwrap()
+    {
+        let marker = format!("<explain {}>", descriptor["id"].as_str().unwrap());
+        descriptor["fullDescription"]["text"] = format!("<what it does, {marker}>").into();
+        descriptor["help"]["text"] = marker.clone().into();
+        descriptor["help"]["markdown"] = marker.into();
+    }
+    insta::assert_snapshot!(serde_json::to_string_pretty(&log).unwrap());
+}
+
+#[test]
+fn sarif_help_is_the_rule_documentation() {
+    let log: serde_json::Value = serde_json::from_str(&render(Format::Sarif, &run())).unwrap();
+    let rules = log["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
+    for (rule, descriptor) in Rule::ALL.iter().zip(rules) {
+        let doc = fenced_lint::explain(*rule);
+        assert_eq!(descriptor["help"]["text"], doc);
+        assert_eq!(descriptor["help"]["markdown"], doc);
+        let full = descriptor["fullDescription"]["text"].as_str().unwrap();
+        assert!(full.len() > 20 && !full.contains('\n'), "{full}");
+        // It begins with the first line of the "What it does" paragraph.
+        let first_line = doc
+            .lines()
+            .skip_while(|l| !l.contains("What it does"))
+            .skip(1)
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default()
+            .trim();
+        assert!(full.starts_with(first_line), "{}: {full}", rule.code());
+    }
 }
 
 #[test]
