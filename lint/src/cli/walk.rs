@@ -104,6 +104,8 @@ pub(crate) fn read_tree(
     // The walk's order depends on thread timing; the passes must not.
     let mut inputs: Vec<Input> = rx.into_iter().collect();
     inputs.sort_by(|a, b| a.path.cmp(&b.path));
+    // A file reached twice (`fenced-lint sql sql/a.sql`) is one file.
+    inputs.dedup_by(|a, b| a.path == b.path);
     inputs
 }
 
