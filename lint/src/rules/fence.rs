@@ -219,11 +219,19 @@ pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -
             }
         }
         for conjunct in condition.conjuncts() {
+            let free = |p: &Predicate| {
+                is_free_leaf(statement, table, p) || client_free(statement, table, p)
+            };
             lease_free |= match conjunct {
-                Predicate::Or(items) => items
-                    .iter()
-                    .all(|p| is_free_leaf(statement, table, p) || client_free(statement, table, p)),
-                leaf => is_free_leaf(statement, table, leaf) || client_free(statement, table, leaf),
+                // `expiry IS NULL OR expiry <= clock`, possibly with other conditions on
+                // the row's state (`OR LeaseEpoch <> <current epoch>` after a restore).
+                // A branch that looks at no column of the row (`OR @force = 1`) lets
+                // any caller take the lease, so it does not count.
+                Predicate::Or(items) => {
+                    items.iter().any(free)
+                        && items.iter().all(|p| free(p) || mentions_row(statement, p))
+                }
+                leaf => free(leaf),
             };
         }
     }
@@ -238,6 +246,22 @@ pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -
         generation_rewinds,
         has_condition: !arm.conditions.is_empty() || !arm.implied_equal.is_empty(),
     }
+}
+
+/// Whether a condition looks at the row: some column of the target appears in it.
+fn mentions_row(statement: &Statement, predicate: &Predicate) -> bool {
+    let operands: Vec<&Operand> = match predicate {
+        Predicate::Compare { left, right, .. } => vec![left, right],
+        Predicate::IsNull { operand, .. } => vec![operand],
+        Predicate::Other { operands } => operands.iter().collect(),
+        Predicate::And(items) | Predicate::Or(items) => {
+            return items.iter().all(|p| mentions_row(statement, p));
+        }
+        Predicate::Not(inner) => return mentions_row(statement, inner),
+    };
+    operands
+        .iter()
+        .any(|o| o.columns.iter().any(|c| is_target_ref(statement, c)))
 }
 
 /// `expiry <= @now`: an is-free test against the client's clock (reported by

@@ -9,7 +9,10 @@ pub(crate) const DOC: &str = "\
 ## What it does
 Flags an acquisition (`SET generation = generation + 1`) on a fenced table whose
 top-level `WHERE` does not require the lease to be free: `expiry IS NULL OR expiry <=
-<database clock>` (or `owner IS NULL`).
+<database clock>` (or `owner IS NULL`). Further `OR` branches on the row's own state are
+accepted (`OR LeaseEpoch <> <current epoch>` after a restore, `OR LeaseOwner = @owner`
+for a re-entrant acquire); a branch that looks at no column of the row (`OR @force = 1`)
+is not, since it lets any caller take a held lease.
 
 ## Why is this bad?
 Without the is-free check any worker takes the lease at any time, including while
@@ -64,6 +67,9 @@ mod tests {
         article_release: RELEASE => false;
         article_renew: RENEW => false;
         key_only: "UPDATE dbo.ReportPublication SET Generation = Generation + 1, LeaseOwner = @o WHERE ReportId = @id" => true;
+        recovery_epoch_takeover: "UPDATE \"ReportPublication\" SET \"Generation\" = \"Generation\" + 1, \"LeaseOwner\" = ?2, \"LeaseEpoch\" = (SELECT \"Epoch\" FROM \"FencedEpoch\" WHERE \"Id\" = 1) WHERE \"ReportId\" = ?1 AND (\"LeaseUntilUtc\" IS NULL OR \"LeaseUntilUtc\" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR \"LeaseEpoch\" <> (SELECT \"Epoch\" FROM \"FencedEpoch\" WHERE \"Id\" = 1)) RETURNING \"Generation\"" => false;
+        reentrant_by_same_owner: "UPDATE dbo.ReportPublication SET Generation = Generation + 1 WHERE ReportId = @id AND (LeaseUntilUtc <= SYSUTCDATETIME() OR LeaseOwner = @owner)" => false;
+        only_row_conditions_without_free_test: "UPDATE dbo.ReportPublication SET Generation = Generation + 1 WHERE ReportId = @id AND (Payload IS NULL OR PublishedGeneration = 0)" => true;
         free_test_under_or_with_other: "UPDATE dbo.ReportPublication SET Generation = Generation + 1 WHERE ReportId = @id AND (LeaseUntilUtc IS NULL OR @force = 1)" => true;
         one_plus_generation: "UPDATE dbo.ReportPublication SET Generation = 1 + Generation WHERE ReportId = @id" => true;
         expired_only: "UPDATE dbo.ReportPublication SET Generation = Generation + 1 WHERE ReportId = @id AND LeaseUntilUtc < SYSUTCDATETIME()" => false;

@@ -238,6 +238,31 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                     TokenKind::Other
                 }
             }
+            // PostgreSQL JSON and array operators: `->`, `->>`, `#>`, `#>>`, `#-`, `@>`, `<@`.
+            b'-' if bytes.get(i + 1) == Some(&b'>') => {
+                i += if bytes.get(i + 2) == Some(&b'>') {
+                    3
+                } else {
+                    2
+                };
+                TokenKind::Operator
+            }
+            b'#' if matches!(bytes.get(i + 1), Some(b'>') | Some(b'-')) => {
+                i += if bytes.get(i + 1) == Some(&b'>') && bytes.get(i + 2) == Some(&b'>') {
+                    3
+                } else {
+                    2
+                };
+                TokenKind::Operator
+            }
+            b'@' if bytes.get(i + 1) == Some(&b'>') => {
+                i += 2;
+                TokenKind::Operator
+            }
+            b'<' if bytes.get(i + 1) == Some(&b'@') => {
+                i += 2;
+                TokenKind::Operator
+            }
             b'@' => {
                 i += 1;
                 if bytes.get(i) == Some(&b'@') {
@@ -542,6 +567,43 @@ mod tests {
                 (Operator, "="),
                 (Parameter, "$1"),
                 (Word, "go"),
+            ]
+        );
+    }
+
+    #[test]
+    fn json_operators_are_operators() {
+        use TokenKind::*;
+        assert_eq!(
+            kinds("a->'k' = $1 AND b->>'k' <> x AND c @> d AND e <@ f AND g #>> '{a}' AND @p = 1"),
+            vec![
+                (Word, "a"),
+                (Operator, "->"),
+                (String, "'k'"),
+                (Operator, "="),
+                (Parameter, "$1"),
+                (Word, "AND"),
+                (Word, "b"),
+                (Operator, "->>"),
+                (String, "'k'"),
+                (Operator, "<>"),
+                (Word, "x"),
+                (Word, "AND"),
+                (Word, "c"),
+                (Operator, "@>"),
+                (Word, "d"),
+                (Word, "AND"),
+                (Word, "e"),
+                (Operator, "<@"),
+                (Word, "f"),
+                (Word, "AND"),
+                (Word, "g"),
+                (Operator, "#>>"),
+                (String, "'{a}'"),
+                (Word, "AND"),
+                (Parameter, "@p"),
+                (Operator, "="),
+                (Number, "1"),
             ]
         );
     }

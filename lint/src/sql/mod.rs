@@ -123,6 +123,20 @@ pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
 mod tests {
     use super::*;
 
+    /// A WHERE clause that is not understood to its end is an error, never a silently
+    /// truncated condition: the part not understood could hold a fence predicate.
+    #[test]
+    fn truncated_conditions_are_errors() {
+        for sql in [
+            "UPDATE t SET a = 1 WHERE b = 1 c = 2 AND Generation = @g",
+            "UPDATE t SET a = 1 WHERE b = 1 AND c = 2 = 3 AND Generation = @g",
+            "UPDATE t SET a = 1 b = 2 WHERE Generation = @g",
+        ] {
+            let analysed = analyse(sql);
+            assert!(analysed[0].result.is_err(), "{sql}");
+        }
+    }
+
     /// Statements from real T-SQL, PostgreSQL and SQLite code: each must be found and parsed.
     macro_rules! reached {
         ($( $name:ident: $sql:expr; )*) => {
@@ -172,5 +186,7 @@ mod tests {
         multi_join_delete: "DELETE a FROM dbo.A a LEFT OUTER JOIN dbo.B b ON b.Id = a.BId CROSS APPLY dbo.F(a.Id) f WHERE b.Id IS NULL";
         grant_variants: "GRANT UPDATE ON dbo.T TO r; GRANT SELECT ON SCHEMA::dbo TO r; GRANT USAGE ON SEQUENCE s TO r; GRANT EXECUTE ON FUNCTION f() TO r";
         truncate: "TRUNCATE TABLE dbo.T; TRUNCATE a, b RESTART IDENTITY";
+        pg_json_operators: "UPDATE t SET data = data || $1, n = (data->>'n')::int WHERE data->'k' = $2 AND tags @> $3 AND id = $4";
+        tsql_statement_after_where: "UPDATE t SET a = 1 WHERE b = 2 PRINT 'done' WAITFOR DELAY '00:00:01' RAISERROR('x', 1, 1)";
     }
 }

@@ -1373,8 +1373,20 @@ impl<'a> Parser<'a> {
         if self.pos == first {
             return Err(self.error("expected a condition after WHERE"));
         }
+        // A condition that stops short of a clause or statement boundary was not
+        // understood to its end: what follows may be a fence predicate, so the statement
+        // is not analysed rather than analysed wrongly.
+        self.expect_boundary("expected AND, OR or the end of the WHERE clause")?;
         let end = self.tokens[self.pos - 1].range.end;
         Ok((vec![condition], Some(start..end)))
+    }
+
+    fn expect_boundary(&self, message: &str) -> Result<(), SqlError> {
+        if self.at_boundary() {
+            Ok(())
+        } else {
+            Err(self.error(message))
+        }
     }
 
     fn assignments(&mut self) -> Result<Vec<Assignment>, SqlError> {
@@ -1478,6 +1490,7 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
+        self.expect_boundary("expected `,` or the end of the SET list")?;
         Ok(out)
     }
 
