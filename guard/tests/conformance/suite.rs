@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use fenced_guard::{
     Backend, CancellationToken, ColumnType, Dialect, Error, FencedSql, FencedTable, Key, KeyType,
-    Lease, Outcome, Store, Value, Wait, fence_predicate, publish_once_assignment,
-    publish_once_predicate,
+    Lease, OperationOutcome, Outcome, Resolution, Store, Value, Wait, fence_predicate,
+    publish_once_assignment, publish_once_predicate,
 };
 use tokio::sync::{Barrier, oneshot};
 use uuid::Uuid;
@@ -73,6 +73,13 @@ macro_rules! conformance {
             acquire_waits_until_the_holder_releases,
             acquire_gives_up_at_the_deadline,
             acquire_stops_when_cancelled,
+            operation_applied_resolves_applied,
+            operation_refused_or_unknown_resolves_not_applied,
+            retry_of_an_applied_operation_does_not_apply_twice,
+            concurrent_attempts_of_one_operation_apply_once,
+            outcomes_survive_later_writes,
+            restored_row_image_is_refused_after_the_epoch_advances,
+            epoch_advance_exceeds_a_restored_epoch_table,
         );
     };
     (@ $setup:path; $($name:ident,)*) => {$(
@@ -868,4 +875,418 @@ pub async fn bigint_and_text_keys_are_fenced_too<F: Fixture>(fx: Arc<F>) {
             .unwrap();
         assert_eq!(row, vec![Value::I64(1), Value::Null], "{suffix}: other key");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Operation ids
+
+/// A publication with an operation id applies, and resolving the id says so, with the
+/// generation it was made under.
+pub async fn operation_applied_resolves_applied<F: Fixture>(fx: Arc<F>) {
+    let s = store(&*fx).await;
+    let key = fresh_row(&s).await;
+    let lease = acquire(&s, &key).await;
+    let op = Uuid::new_v4();
+    assert_eq!(
+        s.resolve(op).await.unwrap(),
+        Resolution::NotApplied,
+        "before the write"
+    );
+    assert_eq!(
+        s.publish_op(&lease, op, &payload("first")).await.unwrap(),
+        OperationOutcome::Applied
+    );
+    assert_eq!(
+        s.resolve(op).await.unwrap(),
+        Resolution::Applied {
+            generation: lease.generation()
+        }
+    );
+    let row = read(&s, &key).await;
+    assert_eq!(row.payload.as_deref(), Some("first"));
+    assert_eq!(row.published, lease.generation());
+}
+
+/// A refused write records nothing, and an id never used is not applied.
+pub async fn operation_refused_or_unknown_resolves_not_applied<F: Fixture>(fx: Arc<F>) {
+    let h = handover(&*fx).await;
+    let op = Uuid::new_v4();
+    assert_eq!(
+        h.a.publish_op(&h.lease_a, op, &payload("stale"))
+            .await
+            .unwrap(),
+        OperationOutcome::Refused,
+        "the expired owner's publication"
+    );
+    assert_eq!(h.b.resolve(op).await.unwrap(), Resolution::NotApplied);
+    assert_eq!(
+        h.a.update_op(&h.lease_a, op, &payload("stale"))
+            .await
+            .unwrap(),
+        OperationOutcome::Refused
+    );
+    assert_eq!(h.a.resolve(op).await.unwrap(), Resolution::NotApplied);
+    assert_eq!(
+        h.b.resolve(Uuid::new_v4()).await.unwrap(),
+        Resolution::NotApplied
+    );
+    let row = read(&h.b, &h.key).await;
+    assert_eq!(row.payload, None, "nothing was written");
+    // The same id then applies under the valid lease: refusals do not burn it.
+    assert_eq!(
+        h.b.publish_op(&h.lease_b, op, &payload("from B"))
+            .await
+            .unwrap(),
+        OperationOutcome::Applied
+    );
+    assert_eq!(
+        h.b.resolve(op).await.unwrap(),
+        Resolution::Applied { generation: 2 }
+    );
+}
+
+/// A retry of an applied operation, under a lease that would still let a new write
+/// through, is answered `AlreadyApplied` and changes nothing; the negative control, the
+/// same retry without an operation id, does overwrite.
+pub async fn retry_of_an_applied_operation_does_not_apply_twice<F: Fixture>(fx: Arc<F>) {
+    let s = store(&*fx).await;
+    let key = fresh_row(&s).await;
+    let lease = acquire(&s, &key).await;
+    let op = Uuid::new_v4();
+    assert_eq!(
+        s.update_op(&lease, op, &payload("first")).await.unwrap(),
+        OperationOutcome::Applied
+    );
+    let again = OperationOutcome::AlreadyApplied {
+        generation: lease.generation(),
+    };
+    assert_eq!(
+        s.update_op(&lease, op, &payload("second")).await.unwrap(),
+        again
+    );
+    assert_eq!(
+        s.publish_op(&lease, op, &payload("third")).await.unwrap(),
+        again
+    );
+    assert_eq!(
+        s.publish_and_release_op(&lease, op, &payload("fourth"))
+            .await
+            .unwrap(),
+        again
+    );
+    let row = read(&s, &key).await;
+    assert_eq!(row.payload.as_deref(), Some("first"));
+    assert_eq!(row.published, 0, "no publication happened");
+    assert!(row.live, "the lease was not released");
+
+    // A publication applied once is also answered AlreadyApplied on retry (and not a
+    // bare refusal, which is what the publish-once predicate alone would give).
+    let publication = Uuid::new_v4();
+    assert_eq!(
+        s.publish_op(&lease, publication, &payload("published"))
+            .await
+            .unwrap(),
+        OperationOutcome::Applied
+    );
+    assert_eq!(
+        s.publish_op(&lease, publication, &payload("published"))
+            .await
+            .unwrap(),
+        again
+    );
+    assert_eq!(read(&s, &key).await.payload.as_deref(), Some("published"));
+
+    // Negative control: without the id, the same retry applies a second time.
+    assert_eq!(
+        s.update(&lease, &payload("second")).await.unwrap(),
+        Outcome::Applied
+    );
+    assert_eq!(read(&s, &key).await.payload.as_deref(), Some("second"));
+}
+
+/// Eight attempts of one operation id race on eight connections: exactly one applies,
+/// every other one is answered `AlreadyApplied`.
+pub async fn concurrent_attempts_of_one_operation_apply_once<F: Fixture>(fx: Arc<F>) {
+    const WORKERS: usize = 8;
+    let s = store(&*fx).await;
+    let key = fresh_row(&s).await;
+    let lease = acquire(&s, &key).await;
+    let op = Uuid::new_v4();
+    let barrier = Arc::new(Barrier::new(WORKERS));
+    let mut tasks = Vec::new();
+    for i in 0..WORKERS {
+        let store = store(&*fx).await;
+        let lease = lease.clone();
+        let barrier = Arc::clone(&barrier);
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            store
+                .update_op(
+                    &lease,
+                    op,
+                    &[("Payload", Value::from(format!("attempt {i}")))],
+                )
+                .await
+                .expect("an attempt")
+        }));
+    }
+    let mut applied = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            OperationOutcome::Applied => applied += 1,
+            OperationOutcome::AlreadyApplied { generation } => {
+                assert_eq!(generation, lease.generation());
+            }
+            OperationOutcome::Refused => panic!("the lease is valid: nothing may refuse"),
+        }
+    }
+    assert_eq!(applied, 1, "exactly one attempt applies");
+}
+
+/// Outcomes are never erased: later writes, releases and new generations leave the
+/// earlier records as they were.
+pub async fn outcomes_survive_later_writes<F: Fixture>(fx: Arc<F>) {
+    let s = store(&*fx).await;
+    let key = fresh_row(&s).await;
+    let first = acquire(&s, &key).await;
+    let op1 = Uuid::new_v4();
+    assert_eq!(
+        s.publish_and_release_op(&first, op1, &payload("one"))
+            .await
+            .unwrap(),
+        OperationOutcome::Applied
+    );
+    let second = acquire(&s, &key).await;
+    assert_eq!(second.generation(), 2);
+    let op2 = Uuid::new_v4();
+    assert_eq!(
+        s.update_op(&second, op2, &payload("two")).await.unwrap(),
+        OperationOutcome::Applied
+    );
+    assert_eq!(
+        s.publish(&second, &payload("three")).await.unwrap(),
+        Outcome::Applied
+    );
+    assert_eq!(s.release(&second).await.unwrap(), Outcome::Applied);
+    let _third = acquire(&s, &key).await;
+    assert_eq!(
+        s.resolve(op1).await.unwrap(),
+        Resolution::Applied { generation: 1 }
+    );
+    assert_eq!(
+        s.resolve(op2).await.unwrap(),
+        Resolution::Applied { generation: 2 }
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Recovery epoch
+
+/// The columns a backup holds for the fenced row (the expiry is restored as live).
+struct Image {
+    generation: Value,
+    owner: Value,
+    epoch: Value,
+    published: Value,
+    payload: Value,
+}
+
+async fn copy_image<B: Backend>(store: &Store<B>, key: &Key) -> Image {
+    let (d, name) = table_sql(store);
+    let t = store.table();
+    let sql = format!(
+        "SELECT {}, {}, {}, {}, {} FROM {name} WHERE {} = {}",
+        t.generation_column().quoted(d),
+        t.owner_column().quoted(d),
+        t.epoch_column().quoted(d),
+        t.published_column().quoted(d),
+        fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+        t.key_column().quoted(d),
+        d.placeholder(1)
+    );
+    let row = store
+        .backend()
+        .query_row(&sql, &[Value::from(key)])
+        .await
+        .expect("copy the row")
+        .expect("the row exists");
+    let mut row = row.into_iter();
+    let mut next = || row.next().expect("five columns");
+    let generation = next();
+    let owner = match next() {
+        Value::Text(text) => Value::Uuid(text.parse().expect("owner is a uuid")),
+        other => other,
+    };
+    Image {
+        generation,
+        owner,
+        epoch: next(),
+        published: next(),
+        payload: next(),
+    }
+}
+
+/// Writes a backup image back, the way a restore does: every protocol column, with the
+/// lease live again for an hour.
+async fn restore_image<B: Backend>(store: &Store<B>, key: &Key, image: &Image) {
+    let (d, name) = table_sql(store);
+    let t = store.table();
+    let live = match d {
+        Dialect::Postgres => "clock_timestamp() + interval '1 hour'".to_owned(),
+        Dialect::Sqlite => format!("{} + 3600000", d.clock()),
+        Dialect::Mssql => "DATEADD(hour, 1, SYSUTCDATETIME())".to_owned(),
+    };
+    let sql = format!(
+        "UPDATE {name} SET {} = {}, {} = {}, {} = {}, {} = {}, {} = {}, {} = {live} WHERE {} = {}",
+        t.generation_column().quoted(d),
+        d.placeholder(1),
+        t.owner_column().quoted(d),
+        d.placeholder(2),
+        t.epoch_column().quoted(d),
+        d.placeholder(3),
+        t.published_column().quoted(d),
+        d.placeholder(4),
+        fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+        d.placeholder(5),
+        t.expiry_column().quoted(d),
+        t.key_column().quoted(d),
+        d.placeholder(6)
+    );
+    let rows = store
+        .backend()
+        .execute(
+            &sql,
+            &[
+                image.generation.clone(),
+                image.owner.clone(),
+                image.epoch.clone(),
+                image.published.clone(),
+                image.payload.clone(),
+                Value::from(key),
+            ],
+        )
+        .await
+        .expect("restore the row");
+    assert_eq!(rows, 1, "the test could not restore the row");
+}
+
+/// The restore test: copy a row image while worker A holds the row, let the
+/// lease move on to B, write the old image back. Without an epoch advance the restore
+/// resurrects A (the negative control: the restored generation and owner match A
+/// again); after the advance A is refused for every write, and a lease acquired after
+/// the advance works.
+pub async fn restored_row_image_is_refused_after_the_epoch_advances<F: Fixture>(fx: Arc<F>) {
+    let a = store(&*fx).await;
+    let key = fresh_row(&a).await;
+    let epoch_before = a.current_epoch().await.unwrap();
+    let lease_a = acquire(&a, &key).await;
+    let backup = copy_image(&a, &key).await;
+
+    expire(&a, &key).await;
+    let b = store(&*fx).await;
+    let lease_b = acquire(&b, &key).await;
+    assert_eq!(
+        b.publish(&lease_b, &payload("from B")).await.unwrap(),
+        Outcome::Applied
+    );
+
+    // The restore writes A's image back: A's generation and owner match again.
+    restore_image(&a, &key, &backup).await;
+    assert_eq!(
+        a.update(&lease_a, &payload("A after restore"))
+            .await
+            .unwrap(),
+        Outcome::Applied,
+        "negative control: without an epoch advance the restored row lets A write"
+    );
+
+    restore_image(&a, &key, &backup).await;
+    let epoch = b.advance_epoch().await.unwrap();
+    assert!(epoch > epoch_before, "{epoch} > {epoch_before}");
+    assert_eq!(b.current_epoch().await.unwrap(), epoch);
+    let row = read(&a, &key).await;
+    assert_eq!(
+        row.owner,
+        Some(lease_a.owner()),
+        "the restored image is in place"
+    );
+    assert!(row.live, "and its lease looks live");
+
+    assert_eq!(
+        a.update(&lease_a, &payload("stale")).await.unwrap(),
+        Outcome::Refused
+    );
+    assert_eq!(
+        a.publish(&lease_a, &payload("stale")).await.unwrap(),
+        Outcome::Refused
+    );
+    assert_eq!(
+        a.publish_op(&lease_a, Uuid::new_v4(), &payload("stale"))
+            .await
+            .unwrap(),
+        OperationOutcome::Refused
+    );
+    assert_eq!(a.renew(&lease_a).await.unwrap(), Outcome::Refused);
+    assert_eq!(
+        b.update(&lease_b, &payload("stale B")).await.unwrap(),
+        Outcome::Refused,
+        "B's lease was issued before the advance too"
+    );
+    assert_eq!(read(&a, &key).await.payload, None, "the restored payload");
+
+    // A lease from the new epoch: the row from the old epoch is free at once.
+    let lease_c = acquire(&b, &key).await;
+    assert_eq!(lease_c.generation(), 2, "the restored generation + 1");
+    assert_eq!(
+        b.publish(&lease_c, &payload("from C")).await.unwrap(),
+        Outcome::Applied
+    );
+    assert_eq!(b.renew(&lease_c).await.unwrap(), Outcome::Applied);
+    assert_eq!(
+        a.update(&lease_a, &payload("stale")).await.unwrap(),
+        Outcome::Refused
+    );
+    let row = read(&b, &key).await;
+    assert_eq!(row.payload.as_deref(), Some("from C"));
+    assert_eq!(row.generation, 2);
+}
+
+/// A restore can roll the epoch table back too: advancing must still give an epoch
+/// above every one issued before, and `advance_epoch_past` honours a floor.
+pub async fn epoch_advance_exceeds_a_restored_epoch_table<F: Fixture>(fx: Arc<F>) {
+    let s = store(&*fx).await;
+    let key = fresh_row(&s).await;
+    let first = s.current_epoch().await.unwrap();
+    assert_eq!(first, 1, "a new schema starts at epoch 1");
+    let issued = s.advance_epoch().await.unwrap();
+    let lease = acquire(&s, &key).await;
+
+    // Restore the epoch table to its first value.
+    let d = s.dialect();
+    let t = s.table();
+    let sql = format!(
+        "UPDATE {} SET {} = {} WHERE {} = 1",
+        t.epoch_table().quoted(d),
+        fenced_guard::Identifier::new("Epoch").unwrap().quoted(d),
+        d.placeholder(1),
+        fenced_guard::Identifier::new("Id").unwrap().quoted(d)
+    );
+    s.backend()
+        .execute(&sql, &[Value::I64(first)])
+        .await
+        .expect("restore the epoch");
+    assert_eq!(s.current_epoch().await.unwrap(), first);
+
+    let after = s.advance_epoch().await.unwrap();
+    assert!(after > issued, "{after} > {issued}");
+    assert_eq!(
+        s.update(&lease, &payload("stale")).await.unwrap(),
+        Outcome::Refused
+    );
+    let floor = after + 1_000_000_000_000;
+    assert_eq!(s.advance_epoch_past(floor).await.unwrap(), floor + 1);
+    assert!(matches!(
+        s.advance_epoch_past(i64::MAX).await,
+        Err(Error::Config(_))
+    ));
 }
