@@ -6,7 +6,7 @@
 //! succeed before the lease's [local deadline](Lease::local_deadline), it
 //! [revokes](Lease::revoke) the lease and cancels the [`CancellationToken`] handed to the
 //! work. From then on every fenced write, publication and renewal through that lease, or
-//! any clone of it, is [`Outcome::Refused`](crate::Outcome::Refused) locally, without a
+//! any clone of it, is [`Outcome::Refused`] locally, without a
 //! round trip.
 //!
 //! ```
@@ -154,8 +154,8 @@ impl KeeperBuilder {
     }
 
     /// The pause before retrying a renewal that failed with an error. Retries go on
-    /// until the local deadline; the pause is cut short so the last retry is not past
-    /// it. Default: a quarter of the renewal interval, at most 1 s.
+    /// until the local deadline; a pause that would end past it ends at it, and the
+    /// keeper then fails closed. Default: a quarter of the renewal interval, at most 1 s.
     pub fn retry_interval(mut self, interval: Duration) -> Self {
         self.retry_interval = Some(interval);
         self
@@ -395,10 +395,18 @@ async fn renew_in_time<B: Backend>(
     retry: Duration,
 ) -> Option<std::result::Result<(), Loss>> {
     let mut attempts = 0u32;
+    let mut last: Option<Error> = None;
     loop {
+        // Read again each time: a clone of the lease may have been renewed meanwhile.
         let deadline = lease.local_deadline();
         if Instant::now() >= deadline {
-            return Some(Err(Loss::Deadline));
+            return Some(Err(match last {
+                Some(error) => Loss::Errors {
+                    attempts,
+                    last: Arc::new(error),
+                },
+                None => Loss::Deadline,
+            }));
         }
         let attempt = tokio::time::timeout_at(deadline.into(), store.renew(lease));
         let error = tokio::select! {
@@ -411,7 +419,6 @@ async fn renew_in_time<B: Backend>(
             },
         };
         attempts = attempts.saturating_add(1);
-        let permanent = matches!(error, Error::KeyType { .. } | Error::InvalidTtl { .. });
         tracing::debug!(
             key = %lease.key(),
             generation = lease.generation(),
@@ -419,30 +426,19 @@ async fn renew_in_time<B: Backend>(
             error = &error as &dyn std::error::Error,
             "lease renewal failed"
         );
-        let errors = || Loss::Errors {
-            attempts,
-            last: Arc::new(error),
-        };
-        if permanent {
-            return Some(Err(errors()));
+        if matches!(error, Error::KeyType { .. } | Error::InvalidTtl { .. }) {
+            // Retrying cannot fix these.
+            return Some(Err(Loss::Errors {
+                attempts,
+                last: Arc::new(error),
+            }));
         }
-        let now = Instant::now();
-        let deadline = lease.local_deadline();
-        if now + retry >= deadline {
-            // No time for another attempt to complete: wait out the deadline (a clone of
-            // the lease may still be renewed by someone else), then fail closed.
-            tokio::select! {
-                () = stop.cancelled() => return None,
-                () = tokio::time::sleep_until(deadline.into()) => {}
-            }
-            if Instant::now() >= lease.local_deadline() {
-                return Some(Err(errors()));
-            }
-            continue;
-        }
+        last = Some(error);
+        // Never sleep past the deadline: the loop then fails closed with the last error.
+        let pause = retry.min(deadline.saturating_duration_since(Instant::now()));
         tokio::select! {
             () = stop.cancelled() => return None,
-            () = tokio::time::sleep(retry) => {}
+            () = tokio::time::sleep(pause) => {}
         }
     }
 }
@@ -477,10 +473,8 @@ mod tests {
             .retry_interval(Duration::ZERO)
             .intervals(Duration::from_secs(30));
         assert!(matches!(zero_retry, Err(Error::Config(_))));
-        let tiny = Keeper::builder()
-            .renew_fraction(0.5)
-            .intervals(Duration::from_nanos(1));
-        assert!(matches!(tiny, Err(Error::Config(_))));
+        let zero_ttl = Keeper::builder().intervals(Duration::ZERO);
+        assert!(matches!(zero_ttl, Err(Error::Config(_))));
         let (renew, retry) = Keeper::builder()
             .renew_fraction(0.5)
             .retry_interval(Duration::from_millis(7))

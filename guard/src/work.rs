@@ -1,7 +1,7 @@
 //! A unit of work under a lease: acquire, keep, run, publish, release.
 //!
 //! [`Work`] is the article's `FencedReportRebuilder` as a library: it acquires the row
-//! (one attempt, or waiting up to a timeout), starts a [`Keeper`], runs the caller's
+//! (one attempt, or waiting up to a timeout), starts a [`Keeper`](crate::Keeper), runs the caller's
 //! async closure with the lease and the keeper's [`CancellationToken`], publishes what
 //! the closure returns (once per generation, fenced), and releases the row on a
 //! separate, bounded timeout. A release that fails is logged with `tracing::warn!`, not
@@ -60,7 +60,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::Backend;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keeper::{KeeperBuilder, Loss};
 use crate::lease::Lease;
 use crate::outcome::Outcome;
@@ -163,8 +163,9 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
         self
     }
 
-    /// A parent token, for example the service's shutdown token: cancelling it ends a
-    /// wait for the row ([`Error::Cancelled`](crate::Error::Cancelled)) and cancels the
+    /// A parent token, for example the service's shutdown token: once it is cancelled,
+    /// no row is acquired ([`Error::Cancelled`]); cancelling it ends a wait for the row
+    /// (the same error) and cancels the
     /// token handed to the work (which then decides what to do; a cancellation by the
     /// parent is not a loss of authority). Default: none.
     pub fn cancel(mut self, parent: &CancellationToken) -> Self {
@@ -207,9 +208,10 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`](crate::Error::Config) for invalid keeper settings, before
+    /// [`Error::Config`] for invalid keeper settings, before
     /// anything is sent; every error of [`Store::try_acquire`] and
-    /// [`Store::acquire`] (including [`Error::Cancelled`](crate::Error::Cancelled));
+    /// [`Store::acquire`], and [`Error::Cancelled`] when the [parent
+    /// token](Work::cancel) is cancelled before the row is acquired;
     /// every error of [`Store::publish`], returned after the release was attempted. A
     /// publication error does not prove that nothing was published. Release errors are
     /// logged, never returned.
@@ -222,6 +224,13 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
         if !self.ttl.is_zero() {
             // Invalid keeper settings fail before anything is sent.
             self.keeper.intervals(self.ttl)?;
+        }
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+        {
+            return Err(Error::Cancelled);
         }
         let key = key.into();
         let lease = match self.acquire_timeout {

@@ -63,6 +63,7 @@ macro_rules! suite {
             publication_error_propagates_after_the_release,
             acquisition_error_propagates,
             work_is_refused_locally_after_the_keeper_lost_authority,
+            shutdown_reaches_the_work_and_is_not_a_loss,
         );
     };
     (@ $setup:path; $($name:ident,)*) => {$(
@@ -726,6 +727,8 @@ async fn transient_renewal_errors_are_retried<F: Fixture>(fx: Arc<F>) {
     wire.inject(Kind::Fail, renew.clone(), Some(3));
     tokio::time::timeout(HANG, async {
         while !(wire.fault_spent() && expiry(&plain, &key).await.unwrap() > first) {
+            // A keeper that gave up will never renew again: fail now, not at the bound.
+            assert!(keeper.loss().is_none(), "gave up: {:?}", keeper.loss());
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -1074,4 +1077,49 @@ async fn work_is_refused_locally_after_the_keeper_lost_authority<F: Fixture>(fx:
         (b.generation(), Some(b.owner()))
     );
     assert_eq!((row.published, row.payload), (0, None));
+}
+
+async fn shutdown_reaches_the_work_and_is_not_a_loss<F: Fixture>(fx: Arc<F>) {
+    let (plain, key) = fresh(&*fx).await;
+    let (store, wire) = faulty(&*fx).await;
+    let shutdown = fenced_guard::CancellationToken::new();
+    let work = Work::new(&store).cancel(&shutdown);
+
+    // The service shuts down while the work runs: the work's token is cancelled, the
+    // keeper still holds the lease, and the row is released.
+    let done = work
+        .run(key.clone(), |_, token| {
+            let shutdown = shutdown.clone();
+            async move {
+                shutdown.cancel();
+                tokio::time::timeout(HANG, token.cancelled())
+                    .await
+                    .expect("the parent's cancellation never reached the work");
+                Err::<Vec<(&str, Value)>, _>("stopped for shutdown")
+            }
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            done,
+            Completion::Failed {
+                error: "stopped for shutdown",
+                loss: None
+            }
+        ),
+        "{done:?}"
+    );
+    let row = read(&plain, &key).await;
+    assert_eq!((row.generation, row.owner), (1, None));
+
+    // After shutdown, nothing more is acquired and nothing is sent.
+    let before = wire.sent();
+    let result = work
+        .run(key.clone(), |_, _| async {
+            Ok::<Vec<(&str, Value)>, String>(Vec::new())
+        })
+        .await;
+    assert!(matches!(result, Err(Error::Cancelled)), "{result:?}");
+    assert_eq!(wire.sent(), before);
 }
