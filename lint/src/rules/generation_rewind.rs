@@ -8,8 +8,8 @@ pub(crate) const DOC: &str = "\
 ## What it does
 Flags a write that assigns the generation of a fenced table anything other than
 `generation + 1`: an `UPDATE` (or update arm) setting it to a parameter, a literal or an
-expression; an `INSERT` supplying a generation other than the literal `0`, or copying it
-from a query; and `INSERT OR REPLACE` / `REPLACE INTO`, which delete the row and insert it
+expression; an `INSERT` supplying a generation other than the literal `0` (in `VALUES` or
+in the select list of a single plain `SELECT`), or copying it from a query; and `INSERT OR REPLACE` / `REPLACE INTO`, which delete the row and insert it
 again with whatever generation the statement gives. Provisioning a row with generation
 `0` (or leaving the column to its default) is fine.
 
@@ -104,6 +104,10 @@ mod tests {
         plus_two: "UPDATE dbo.ReportPublication SET Generation = Generation + 2 WHERE ReportId = @id" => true;
         compound_assignment: "UPDATE dbo.ReportPublication SET Generation += 1 WHERE ReportId = @id AND (LeaseUntilUtc IS NULL OR LeaseUntilUtc <= SYSUTCDATETIME())" => true;
         insert_nonzero: "INSERT INTO dbo.ReportPublication (ReportId, Generation) VALUES (@id, @g)" => true;
+        insert_select_provision: "INSERT INTO [dbo].[ReportPublication] ([ReportId], [Generation], [PublishedGeneration]) SELECT @P1, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM [dbo].[ReportPublication] WITH (UPDLOCK, HOLDLOCK) WHERE [ReportId] = @P1)" => false;
+        insert_select_aliases: "INSERT INTO dbo.ReportPublication (ReportId, Generation) SELECT @id AS ReportId, 0 AS Generation" => false;
+        insert_select_union: "INSERT INTO dbo.ReportPublication (ReportId, Generation) SELECT @a, 0 UNION ALL SELECT @b, @g" => true;
+        insert_select_star: "INSERT INTO dbo.ReportPublication (ReportId, Generation) SELECT * FROM staging.Reports" => true;
         insert_select: "INSERT INTO dbo.ReportPublication (ReportId, Generation) SELECT ReportId, Generation FROM backup.ReportPublication" => true;
         sqlite_replace: "INSERT OR REPLACE INTO report_publication (report_id, payload) VALUES (?1, ?2)" => true;
         replace_into: "REPLACE INTO report_publication (report_id) VALUES (?1)" => true;

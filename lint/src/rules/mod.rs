@@ -20,7 +20,7 @@
 //! counting as `key = value`.
 //!
 //! `INSERT` into a fenced table provisions a row. It is fine when it leaves the generation
-//! to its default or sets it to the literal `0`; any other generation (a parameter, a
+//! to its default or sets it to the literal `0` (in `VALUES` or a plain `SELECT` list); any other generation (a parameter, a
 //! copy from a query) is `generation-rewind`, as are `INSERT OR REPLACE` and
 //! `REPLACE INTO`, which delete the existing row first. An `INSERT` without a column list
 //! is not checked (its columns are positional). Owner and expiry given at insert time

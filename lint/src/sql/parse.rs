@@ -1124,8 +1124,14 @@ impl<'a> Parser<'a> {
             self.eat_word("VALUES");
             Some(vec![Vec::new()])
         } else {
-            // INSERT ... SELECT / EXEC / WITH: skip the query up to ON CONFLICT or the end.
-            self.eat_word("SELECT");
+            // INSERT ... SELECT / EXEC / WITH: the select list of a single plain SELECT
+            // is read as the row (`SELECT @id, 0, 0 WHERE NOT EXISTS (...)`), then the
+            // query is skipped up to ON CONFLICT or the end.
+            let mut row = if self.eat_word("SELECT") {
+                self.select_list()
+            } else {
+                None
+            };
             self.eat_word("WITH");
             self.eat_word("EXEC");
             self.eat_word("EXECUTE");
@@ -1162,18 +1168,58 @@ impl<'a> Parser<'a> {
                         )
                     })
                 {
+                    if self.peek().is_some_and(|t| {
+                        is_any_word(self.text, t, &["UNION", "EXCEPT", "INTERSECT", "SELECT"])
+                    }) {
+                        row = None; // more than one row, or not a plain SELECT
+                    }
                     self.pos += 1;
                     continue;
                 }
                 break;
             }
-            None
+            row.map(|row| vec![row])
         };
         Ok(InsertPart {
             columns,
             rows,
             replace,
         })
+    }
+
+    /// After `SELECT`: the items of the select list, or `None` when it is not a plain
+    /// list of expressions (`*`, `DISTINCT`, `TOP`).
+    fn select_list(&mut self) -> Option<Vec<Operand>> {
+        if self.at_word("DISTINCT") || self.at_word("TOP") || self.at_word("ALL") {
+            return None;
+        }
+        let mut items = Vec::new();
+        loop {
+            if self.peek().is_some_and(|t| {
+                t.kind == TokenKind::Operator && &self.text[t.range.clone()] == "*"
+            }) {
+                return None;
+            }
+            let item = self.operand();
+            if item.range.is_empty() {
+                return None;
+            }
+            // An alias: `0 AS Generation`, `0 Generation`.
+            if self.eat_word("AS") {
+                self.pos += 1;
+            } else if self
+                .peek()
+                .is_some_and(|t| is_name(t) && !is_any_word(self.text, t, STOP_WORDS))
+            {
+                self.pos += 1;
+            }
+            items.push(item);
+            if self.at_kind(TokenKind::Comma) {
+                self.pos += 1;
+            } else {
+                return Some(items);
+            }
+        }
     }
 
     fn column_list(&mut self) -> Vec<String> {
