@@ -1205,11 +1205,11 @@ impl<'a> Parser<'a> {
                 return None;
             }
             // An alias: `0 AS Generation`, `0 Generation`.
-            if self.eat_word("AS") {
-                self.pos += 1;
-            } else if self
-                .peek()
-                .is_some_and(|t| is_name(t) && !is_any_word(self.text, t, STOP_WORDS))
+            let explicit = self.eat_word("AS");
+            if explicit
+                || self
+                    .peek()
+                    .is_some_and(|t| is_name(t) && !is_any_word(self.text, t, STOP_WORDS))
             {
                 self.pos += 1;
             }
