@@ -1,0 +1,530 @@
+//! The checker: what the client recorded against what the database's trace says.
+//!
+//! Properties, each with its own [`Violation`]:
+//!
+//! 1. No write is accepted from a generation after a later acquisition of the same row
+//!    committed (trace order is commit order per row).
+//! 2. At most one publication per generation of a row.
+//! 3. Generations strictly increase per row: every acquisition in the trace installs a
+//!    generation above all earlier ones, no generation is ever lowered, no generation
+//!    is handed to two clients, and every acquisition a client saw is in the trace.
+//! 4. Every write the client saw as applied is in the database, and no write the
+//!    client saw as refused is.
+//!
+//! Beside the verdict it counts stale writes: writes a worker started after it could
+//! have known (by the client's own record) that a later acquisition of its row had
+//! completed; how many were refused, accepted, or failed.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+
+use crate::history::{Call, Op, Seen, TraceEntry};
+
+/// One broken property.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Violation {
+    /// Property 1.
+    StaleWriteAccepted {
+        row: i64,
+        seq: i64,
+        write_id: i64,
+        writer_generation: i64,
+        current_generation: i64,
+    },
+    /// Property 2.
+    DuplicatePublication {
+        row: i64,
+        generation: i64,
+        write_ids: Vec<i64>,
+    },
+    /// Property 3: an entry lowered the generation or an acquisition did not raise it.
+    GenerationNotIncreasing {
+        row: i64,
+        seq: i64,
+        previous: i64,
+        generation: i64,
+    },
+    /// Property 3: two client acquisitions of a row returned the same generation.
+    GenerationReissued { row: i64, generation: i64 },
+    /// Property 3: a client saw an acquisition the database has no trace of.
+    AcquisitionMissing { row: i64, generation: i64 },
+    /// Property 4.
+    AppliedWriteMissing { row: i64, write_id: i64 },
+    /// Property 4: a write the client saw refused is in the database.
+    RefusedWriteApplied { row: i64, write_id: i64 },
+}
+
+impl Violation {
+    /// A short stable name, for the report.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Violation::StaleWriteAccepted { .. } => "stale-write-accepted",
+            Violation::DuplicatePublication { .. } => "duplicate-publication",
+            Violation::GenerationNotIncreasing { .. } => "generation-not-increasing",
+            Violation::GenerationReissued { .. } => "generation-reissued",
+            Violation::AcquisitionMissing { .. } => "acquisition-missing",
+            Violation::AppliedWriteMissing { .. } => "applied-write-missing",
+            Violation::RefusedWriteApplied { .. } => "refused-write-applied",
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::StaleWriteAccepted {
+                row,
+                seq,
+                write_id,
+                writer_generation,
+                current_generation,
+            } => write!(
+                f,
+                "row {row}: write {write_id} from generation {writer_generation} accepted \
+                 (trace {seq}) after generation {current_generation} was acquired"
+            ),
+            Violation::DuplicatePublication {
+                row,
+                generation,
+                write_ids,
+            } => write!(
+                f,
+                "row {row}: generation {generation} published {} times (writes {write_ids:?})",
+                write_ids.len()
+            ),
+            Violation::GenerationNotIncreasing {
+                row,
+                seq,
+                previous,
+                generation,
+            } => write!(
+                f,
+                "row {row}: trace {seq} has generation {generation} after generation {previous}"
+            ),
+            Violation::GenerationReissued { row, generation } => write!(
+                f,
+                "row {row}: generation {generation} was acquired by two clients"
+            ),
+            Violation::AcquisitionMissing { row, generation } => write!(
+                f,
+                "row {row}: a client acquired generation {generation}, which the trace lacks"
+            ),
+            Violation::AppliedWriteMissing { row, write_id } => write!(
+                f,
+                "row {row}: write {write_id} was seen applied but is not in the database"
+            ),
+            Violation::RefusedWriteApplied { row, write_id } => write!(
+                f,
+                "row {row}: write {write_id} was seen refused but is in the database"
+            ),
+        }
+    }
+}
+
+/// Counts over the client's record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub operations: u64,
+    pub acquisitions: u64,
+    pub writes_applied: u64,
+    pub writes_refused: u64,
+    pub writes_failed: u64,
+    pub stale_attempted: u64,
+    pub stale_refused: u64,
+    pub stale_accepted: u64,
+    pub stale_failed: u64,
+}
+
+/// The checker's answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    pub counts: Counts,
+    pub violations: Vec<Violation>,
+}
+
+/// Checks a run: the client's `calls` (any order) against the database's `trace`.
+pub fn check(calls: &[Call], trace: &[TraceEntry]) -> Verdict {
+    let mut violations = Vec::new();
+    check_trace(trace, &mut violations);
+    check_acquisitions(calls, trace, &mut violations);
+    check_writes(calls, trace, &mut violations);
+    Verdict {
+        counts: count(calls),
+        violations,
+    }
+}
+
+/// Properties 1, 2 and the trace's half of 3, in commit order per row.
+fn check_trace(trace: &[TraceEntry], violations: &mut Vec<Violation>) {
+    let mut ordered: Vec<&TraceEntry> = trace.iter().collect();
+    ordered.sort_by_key(|e| e.seq);
+    let mut current: HashMap<i64, i64> = HashMap::new();
+    let mut publications: BTreeMap<(i64, i64), Vec<i64>> = BTreeMap::new();
+    for entry in ordered {
+        let generation = current.entry(entry.row).or_insert(0);
+        let lowered = entry.generation < *generation;
+        let not_raised = entry.is_acquisition()
+            && (entry.generation <= entry.old_generation || entry.generation <= *generation);
+        if lowered || not_raised {
+            violations.push(Violation::GenerationNotIncreasing {
+                row: entry.row,
+                seq: entry.seq,
+                previous: *generation,
+                generation: entry.generation,
+            });
+        }
+        *generation = (*generation).max(entry.generation);
+        if !entry.is_write() {
+            continue;
+        }
+        let (Some(write_id), Some(writer)) = (entry.write_id, entry.writer_generation) else {
+            continue;
+        };
+        if writer < *generation {
+            violations.push(Violation::StaleWriteAccepted {
+                row: entry.row,
+                seq: entry.seq,
+                write_id,
+                writer_generation: writer,
+                current_generation: *generation,
+            });
+        }
+        if entry.kind.as_deref() == Some("publish") {
+            publications
+                .entry((entry.row, writer))
+                .or_default()
+                .push(write_id);
+        }
+    }
+    for ((row, generation), write_ids) in publications {
+        if write_ids.len() > 1 {
+            violations.push(Violation::DuplicatePublication {
+                row,
+                generation,
+                write_ids,
+            });
+        }
+    }
+}
+
+/// The client's half of property 3.
+fn check_acquisitions(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec<Violation>) {
+    let traced: HashSet<(i64, i64)> = trace
+        .iter()
+        .filter(|e| e.is_acquisition())
+        .map(|e| (e.row, e.generation))
+        .collect();
+    let mut seen = HashSet::new();
+    let mut acquired: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.op == Op::Acquire && c.seen == Seen::Applied)
+        .collect();
+    acquired.sort_by_key(|c| (c.row, c.generation, c.start_us));
+    for call in acquired {
+        let key = (call.row, call.generation);
+        if !seen.insert(key) {
+            violations.push(Violation::GenerationReissued {
+                row: call.row,
+                generation: call.generation,
+            });
+        }
+        if !traced.contains(&key) {
+            violations.push(Violation::AcquisitionMissing {
+                row: call.row,
+                generation: call.generation,
+            });
+        }
+    }
+}
+
+/// Property 4.
+fn check_writes(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec<Violation>) {
+    let traced: HashSet<(i64, i64, i64)> = trace
+        .iter()
+        .filter(|e| e.is_write())
+        .filter_map(|e| Some((e.row, e.write_id?, e.writer_generation?)))
+        .collect();
+    let mut writes: Vec<&Call> = calls.iter().filter(|c| c.op.is_write()).collect();
+    writes.sort_by_key(|c| c.write_id);
+    for call in writes {
+        let Some(write_id) = call.write_id else {
+            continue;
+        };
+        let present = traced.contains(&(call.row, write_id, call.generation));
+        match call.seen {
+            Seen::Applied if !present => violations.push(Violation::AppliedWriteMissing {
+                row: call.row,
+                write_id,
+            }),
+            Seen::Refused if present => violations.push(Violation::RefusedWriteApplied {
+                row: call.row,
+                write_id,
+            }),
+            _ => {}
+        }
+    }
+}
+
+/// Counts, and stale writes by the client's own record: a write whose call started after
+/// an acquisition of the same row with a higher generation had returned.
+fn count(calls: &[Call]) -> Counts {
+    let mut counts = Counts {
+        operations: calls.len() as u64,
+        ..Counts::default()
+    };
+    let mut acquired: HashMap<i64, Vec<(u64, i64)>> = HashMap::new();
+    for call in calls {
+        if call.op == Op::Acquire && call.seen == Seen::Applied {
+            counts.acquisitions += 1;
+            acquired
+                .entry(call.row)
+                .or_default()
+                .push((call.end_us, call.generation));
+        }
+    }
+    for list in acquired.values_mut() {
+        list.sort_unstable();
+    }
+    for call in calls.iter().filter(|c| c.op.is_write()) {
+        match call.seen {
+            Seen::Applied => counts.writes_applied += 1,
+            Seen::Refused => counts.writes_refused += 1,
+            Seen::Failed => counts.writes_failed += 1,
+        }
+        let superseded = acquired.get(&call.row).is_some_and(|list| {
+            list.iter()
+                .take_while(|(end, _)| *end <= call.start_us)
+                .any(|(_, generation)| *generation > call.generation)
+        });
+        if superseded {
+            counts.stale_attempted += 1;
+            match call.seen {
+                Seen::Applied => counts.stale_accepted += 1,
+                Seen::Refused => counts.stale_refused += 1,
+                Seen::Failed => counts.stale_failed += 1,
+            }
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trace entry: `(seq, row, old generation, generation, old write, write,
+    /// writer generation, kind)`.
+    fn entry(
+        seq: i64,
+        row: i64,
+        (old_generation, generation): (i64, i64),
+        (old_write_id, write_id): (Option<i64>, Option<i64>),
+        writer_generation: Option<i64>,
+        kind: Option<&str>,
+    ) -> TraceEntry {
+        TraceEntry {
+            seq,
+            row,
+            old_generation,
+            generation,
+            old_write_id,
+            write_id,
+            writer_generation,
+            kind: kind.map(str::to_owned),
+        }
+    }
+
+    fn acquisition(seq: i64, row: i64, from: i64, to: i64, last_write: Option<i64>) -> TraceEntry {
+        entry(seq, row, (from, to), (last_write, last_write), None, None)
+    }
+
+    fn written(
+        seq: i64,
+        row: i64,
+        generation: i64,
+        (old, new): (Option<i64>, i64),
+        writer: i64,
+        kind: &str,
+    ) -> TraceEntry {
+        entry(
+            seq,
+            row,
+            (generation, generation),
+            (old, Some(new)),
+            Some(writer),
+            Some(kind),
+        )
+    }
+
+    fn call(op: Op, row: i64, generation: i64, write_id: Option<i64>, at: u64, seen: Seen) -> Call {
+        Call {
+            worker: 0,
+            row,
+            op,
+            generation,
+            write_id,
+            start_us: at,
+            end_us: at + 1,
+            seen,
+        }
+    }
+
+    /// A clean history on one row: generation 1 writes and publishes, generation 2
+    /// takes over, generation 1's late write is refused, generation 2 publishes.
+    fn clean() -> (Vec<Call>, Vec<TraceEntry>) {
+        let calls = vec![
+            call(Op::Acquire, 7, 1, None, 0, Seen::Applied),
+            call(Op::Update, 7, 1, Some(1), 10, Seen::Applied),
+            call(Op::Publish, 7, 1, Some(2), 20, Seen::Applied),
+            call(Op::Acquire, 7, 2, None, 30, Seen::Applied),
+            call(Op::Update, 7, 1, Some(3), 40, Seen::Refused),
+            call(Op::PublishAndRelease, 7, 2, Some(4), 50, Seen::Applied),
+        ];
+        let trace = vec![
+            acquisition(1, 7, 0, 1, None),
+            written(2, 7, 1, (None, 1), 1, "update"),
+            written(3, 7, 1, (Some(1), 2), 1, "publish"),
+            acquisition(4, 7, 1, 2, Some(2)),
+            written(5, 7, 2, (Some(2), 4), 2, "publish"),
+        ];
+        (calls, trace)
+    }
+
+    fn kinds(verdict: &Verdict) -> Vec<&'static str> {
+        verdict.violations.iter().map(Violation::kind).collect()
+    }
+
+    #[test]
+    fn clean_history_passes_and_counts_the_stale_write() {
+        let (calls, trace) = clean();
+        let verdict = check(&calls, &trace);
+        assert_eq!(verdict.violations, vec![]);
+        assert_eq!(verdict.counts.operations, 6);
+        assert_eq!(verdict.counts.acquisitions, 2);
+        assert_eq!(
+            (
+                verdict.counts.stale_attempted,
+                verdict.counts.stale_refused,
+                verdict.counts.stale_accepted
+            ),
+            (1, 1, 0)
+        );
+    }
+
+    #[test]
+    fn stale_write_after_a_later_acquisition_is_caught() {
+        let (mut calls, mut trace) = clean();
+        calls[4].seen = Seen::Applied;
+        trace.insert(4, written(6, 7, 2, (Some(2), 3), 1, "update"));
+        // Sequence order, not position in the list, is commit order.
+        trace[4].seq = 45;
+        trace[5].seq = 50;
+        let verdict = check(&calls, &trace);
+        assert_eq!(kinds(&verdict), vec!["stale-write-accepted"]);
+        assert_eq!(verdict.counts.stale_accepted, 1);
+        assert!(verdict.violations[0].to_string().contains("write 3"));
+    }
+
+    #[test]
+    fn stale_generation_before_the_takeover_commits_is_not_a_violation() {
+        // Generation 1 writes after generation 2's acquisition was *sent* but before it
+        // committed: the trace orders it first, which is allowed.
+        let (mut calls, mut trace) = clean();
+        calls[4].seen = Seen::Applied;
+        calls[4].start_us = 25;
+        trace.push(written(35, 7, 1, (Some(2), 3), 1, "update"));
+        trace[3].seq = 36;
+        trace[4].seq = 37;
+        trace[4].old_write_id = Some(3);
+        let verdict = check(&calls, &trace);
+        assert_eq!(verdict.violations, vec![]);
+    }
+
+    #[test]
+    fn second_publication_of_a_generation_is_caught() {
+        let (mut calls, mut trace) = clean();
+        calls.push(call(Op::Publish, 7, 2, Some(5), 60, Seen::Applied));
+        trace.push(written(6, 7, 2, (Some(4), 5), 2, "publish"));
+        let verdict = check(&calls, &trace);
+        assert_eq!(kinds(&verdict), vec!["duplicate-publication"]);
+        assert_eq!(
+            verdict.violations[0],
+            Violation::DuplicatePublication {
+                row: 7,
+                generation: 2,
+                write_ids: vec![4, 5]
+            }
+        );
+    }
+
+    #[test]
+    fn publications_of_different_rows_or_generations_are_not_duplicates() {
+        let (mut calls, mut trace) = clean();
+        calls.push(call(Op::Acquire, 8, 1, None, 0, Seen::Applied));
+        calls.push(call(Op::Publish, 8, 1, Some(9), 5, Seen::Applied));
+        trace.push(acquisition(7, 8, 0, 1, None));
+        trace.push(written(8, 8, 1, (None, 9), 1, "publish"));
+        assert_eq!(check(&calls, &trace).violations, vec![]);
+    }
+
+    #[test]
+    fn lowered_or_repeated_generation_is_caught() {
+        // A restore wrote generation 1 back over generation 2.
+        let (calls, mut trace) = clean();
+        trace.push(entry(
+            6,
+            7,
+            (2, 1),
+            (Some(4), Some(2)),
+            Some(1),
+            Some("publish"),
+        ));
+        let verdict = check(&calls, &trace);
+        assert_eq!(kinds(&verdict), vec!["generation-not-increasing"]);
+
+        // An acquisition that installs a generation the row already had.
+        let (calls, mut trace) = clean();
+        trace[3] = acquisition(4, 7, 0, 1, Some(2));
+        let verdict = check(&calls, &trace);
+        assert!(kinds(&verdict).contains(&"generation-not-increasing"));
+    }
+
+    #[test]
+    fn generation_handed_to_two_clients_is_caught() {
+        let (mut calls, trace) = clean();
+        calls.push(call(Op::Acquire, 7, 2, None, 70, Seen::Applied));
+        assert_eq!(kinds(&check(&calls, &trace)), vec!["generation-reissued"]);
+    }
+
+    #[test]
+    fn acquisition_without_a_trace_is_caught() {
+        let (mut calls, trace) = clean();
+        calls.push(call(Op::Acquire, 7, 3, None, 70, Seen::Applied));
+        assert_eq!(kinds(&check(&calls, &trace)), vec!["acquisition-missing"]);
+    }
+
+    #[test]
+    fn applied_write_missing_from_the_database_is_caught() {
+        let (calls, mut trace) = clean();
+        trace.remove(1);
+        trace[1].old_write_id = None;
+        assert_eq!(kinds(&check(&calls, &trace)), vec!["applied-write-missing"]);
+    }
+
+    #[test]
+    fn refused_write_in_the_database_is_caught() {
+        let (mut calls, trace) = clean();
+        calls[2].seen = Seen::Refused;
+        assert_eq!(kinds(&check(&calls, &trace)), vec!["refused-write-applied"]);
+    }
+
+    #[test]
+    fn failed_write_may_or_may_not_be_in_the_database() {
+        let (mut calls, trace) = clean();
+        calls[2].seen = Seen::Failed;
+        calls.push(call(Op::Update, 7, 2, Some(10), 55, Seen::Failed));
+        let verdict = check(&calls, &trace);
+        assert_eq!(verdict.violations, vec![]);
+        assert_eq!(verdict.counts.writes_failed, 2);
+    }
+}

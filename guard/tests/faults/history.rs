@@ -1,0 +1,528 @@
+//! The history workload: workers that acquire rows, pause past their ttl, get their
+//! connections cut, resume and write; every call and its outcome recorded.
+//!
+//! Each write sets the application columns `WriterGeneration` (the writer's lease
+//! generation), `WriteId` (unique per call) and `WriteKind` (`update` or `publish`). A
+//! trigger on the fenced table copies every changed row image into a trace table in the
+//! same statement, with a sequence number taken while the row is locked: per row, the
+//! trace's order is the order in which the changes committed. The checker compares the
+//! client's record with that trace.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fenced_guard::{
+    Backend, ColumnType, Dialect, FencedTable, KeyType, Lease, Outcome, Store, Value,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::proxy::{Fault, Proxy};
+
+/// The fenced table of the workload, named `name`.
+pub fn job_table(name: &str) -> FencedTable {
+    FencedTable::builder()
+        .table(name)
+        .key_column("JobId")
+        .key_type(KeyType::BigInt)
+        .column("Payload", ColumnType::Text)
+        .column("WriterGeneration", ColumnType::BigInt)
+        .column("WriteId", ColumnType::BigInt)
+        .column("WriteKind", ColumnType::Text)
+        .build()
+        .expect("valid workload table")
+}
+
+/// What a worker's writes carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Through the guard: every write carries the fence.
+    Fenced,
+    /// The negative control: the same lease (acquire, renew, release through the
+    /// guard), but writes that name only the key, as a lock without fencing does.
+    Naive,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Fenced => "fenced",
+            Mode::Naive => "naive",
+        }
+    }
+}
+
+/// A call a worker made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Acquire,
+    Renew,
+    Update,
+    Publish,
+    PublishAndRelease,
+    Release,
+}
+
+impl Op {
+    /// `true` for the calls that write the application's columns.
+    pub fn is_write(self) -> bool {
+        matches!(self, Op::Update | Op::Publish | Op::PublishAndRelease)
+    }
+}
+
+/// What the client saw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    Applied,
+    Refused,
+    /// An error: the call may or may not have taken effect.
+    Failed,
+}
+
+/// One recorded call. Times are microseconds since the run started, on the client's
+/// monotonic clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    pub worker: usize,
+    pub row: i64,
+    pub op: Op,
+    /// The lease's generation (for an acquisition: the one it installed, or 0 when none).
+    pub generation: i64,
+    pub write_id: Option<i64>,
+    pub start_us: u64,
+    pub end_us: u64,
+    pub seen: Seen,
+}
+
+/// One row image in the database's trace, in commit order per row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceEntry {
+    pub seq: i64,
+    pub row: i64,
+    pub old_generation: i64,
+    pub generation: i64,
+    pub old_write_id: Option<i64>,
+    pub write_id: Option<i64>,
+    pub writer_generation: Option<i64>,
+    pub kind: Option<String>,
+}
+
+impl TraceEntry {
+    /// The change was an acquisition: it moved the generation.
+    pub fn is_acquisition(&self) -> bool {
+        self.generation != self.old_generation
+    }
+
+    /// The change was a write of the application's columns.
+    pub fn is_write(&self) -> bool {
+        !self.is_acquisition() && self.write_id.is_some() && self.write_id != self.old_write_id
+    }
+}
+
+/// The faults a run injected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// Pauses past the ttl between acquiring and writing.
+    pub pauses: u64,
+    /// Connections cut before a statement reached the server.
+    pub cuts_before_execute: u64,
+    /// Connections cut after the server committed, before the reply arrived.
+    pub cuts_after_commit: u64,
+    /// Statements whose request was held back past the ttl.
+    pub delays: u64,
+}
+
+impl Faults {
+    pub fn total(&self) -> u64 {
+        self.pauses + self.cuts_before_execute + self.cuts_after_commit + self.delays
+    }
+
+    fn add(&mut self, other: &Faults) {
+        self.pauses += other.pauses;
+        self.cuts_before_execute += other.cuts_before_execute;
+        self.cuts_after_commit += other.cuts_after_commit;
+        self.delays += other.delays;
+    }
+}
+
+/// A database prepared for one run: the fenced table with its trace trigger.
+pub trait Bench: Send + Sync + 'static {
+    type Backend: Backend + Clone;
+
+    /// A backend name for the report.
+    fn name(&self) -> &'static str;
+
+    /// The fenced table.
+    fn table(&self) -> FencedTable;
+
+    /// Creates the fenced table and the trace trigger on it.
+    fn prepare(&self) -> impl Future<Output = ()> + Send;
+
+    /// A store with its own connections for one worker, and the proxy in front of
+    /// them, if faults on the wire can be injected.
+    fn worker(&self) -> impl Future<Output = (Store<Self::Backend>, Option<Proxy>)> + Send;
+
+    /// The trace, ordered by sequence number.
+    fn trace(&self) -> impl Future<Output = Vec<TraceEntry>> + Send;
+
+    /// Drops what the bench created.
+    fn teardown(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// How a run is shaped.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    pub mode: Mode,
+    pub workers: usize,
+    pub rows: i64,
+    pub ttl: Duration,
+    pub duration: Duration,
+    pub seed: u64,
+    /// Per step, the chance of a pause past the ttl.
+    pub pause: f64,
+    /// Per call, the chance of a fault on the wire (where there is a proxy).
+    pub wire: f64,
+}
+
+/// What a run recorded.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    pub calls: Vec<Call>,
+    pub faults: Faults,
+}
+
+/// Longest any single call may take before it is recorded as failed.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+struct Recorder {
+    start: Instant,
+    calls: Mutex<Vec<Call>>,
+    next_write: AtomicI64,
+    pauses: AtomicU64,
+    delays: AtomicU64,
+}
+
+impl Recorder {
+    fn micros(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Provisions the rows, runs the workers until the duration has passed, and returns
+/// what they recorded. Each worker's choices come from its own RNG seeded with
+/// `seed + worker`; the interleaving is the scheduler's.
+pub async fn run<T: Bench>(bench: &T, settings: &Settings) -> Recorded {
+    bench.prepare().await;
+    let (setup, _proxy) = bench.worker().await;
+    for row in 0..settings.rows {
+        setup.provision(row).await.expect("provision a row");
+    }
+    let recorder = Arc::new(Recorder {
+        start: Instant::now(),
+        calls: Mutex::new(Vec::new()),
+        next_write: AtomicI64::new(1),
+        pauses: AtomicU64::new(0),
+        delays: AtomicU64::new(0),
+    });
+    let deadline = Instant::now() + settings.duration;
+    let mut tasks = Vec::new();
+    for index in 0..settings.workers {
+        let (store, proxy) = bench.worker().await;
+        let recorder = Arc::clone(&recorder);
+        let settings = *settings;
+        tasks.push(tokio::spawn(async move {
+            let mut worker = Worker {
+                index,
+                store,
+                proxy,
+                recorder,
+                settings,
+                rng: StdRng::seed_from_u64(settings.seed.wrapping_add(index as u64)),
+                cuts_before: 0,
+                cuts_after: 0,
+            };
+            worker.run(deadline).await;
+            Faults {
+                pauses: 0,
+                cuts_before_execute: worker.cuts_before,
+                cuts_after_commit: worker.cuts_after,
+                delays: 0,
+            }
+        }));
+    }
+    let mut faults = Faults::default();
+    for task in tasks {
+        faults.add(&task.await.expect("a worker panicked"));
+    }
+    faults.pauses = recorder.pauses.load(Ordering::SeqCst);
+    faults.delays = recorder.delays.load(Ordering::SeqCst);
+    let calls = std::mem::take(&mut *recorder.calls.lock().unwrap());
+    Recorded { calls, faults }
+}
+
+struct Worker<B: Backend + Clone> {
+    index: usize,
+    store: Store<B>,
+    proxy: Option<Proxy>,
+    recorder: Arc<Recorder>,
+    settings: Settings,
+    rng: StdRng,
+    cuts_before: u64,
+    cuts_after: u64,
+}
+
+/// A wire fault prepared for one call.
+enum Wire {
+    None,
+    Cut(Fault),
+    Delay,
+}
+
+impl<B: Backend + Clone> Worker<B> {
+    async fn run(&mut self, deadline: Instant) {
+        while Instant::now() < deadline {
+            let row = self.rng.random_range(0..self.settings.rows);
+            let Some(lease) = self.acquire(row).await else {
+                let idle = self.rng.random_range(2..15);
+                tokio::time::sleep(Duration::from_millis(idle)).await;
+                continue;
+            };
+            self.work(row, &lease).await;
+        }
+    }
+
+    /// Some updates, maybe a renewal, a publication, a release; any refusal ends the
+    /// work under this lease (its result is discarded, as the guard's docs say).
+    async fn work(&mut self, row: i64, lease: &Lease) {
+        let steps = self.rng.random_range(1..=3);
+        for _ in 0..steps {
+            self.maybe_pause().await;
+            if self.rng.random_bool(0.25) {
+                let seen = self.call(row, Op::Renew, lease, None).await;
+                if seen == Seen::Refused {
+                    return self.release(row, lease).await;
+                }
+            }
+            let id = self.recorder.next_write.fetch_add(1, Ordering::SeqCst);
+            let seen = self.call(row, Op::Update, lease, Some(id)).await;
+            if seen == Seen::Refused {
+                return self.release(row, lease).await;
+            }
+            let work = self.rng.random_range(1..10);
+            tokio::time::sleep(Duration::from_millis(work)).await;
+        }
+        self.maybe_pause().await;
+        let op = if self.rng.random_bool(0.5) {
+            Op::PublishAndRelease
+        } else {
+            Op::Publish
+        };
+        let id = self.recorder.next_write.fetch_add(1, Ordering::SeqCst);
+        let mut seen = self.call(row, op, lease, Some(id)).await;
+        if seen == Seen::Failed {
+            // The acknowledgement may have been lost: publish again, as a caller
+            // without operation ids would. The fence must not let it apply twice.
+            let id = self.recorder.next_write.fetch_add(1, Ordering::SeqCst);
+            seen = self.call(row, op, lease, Some(id)).await;
+        }
+        if !(op == Op::PublishAndRelease && seen == Seen::Applied) {
+            self.release(row, lease).await;
+        }
+    }
+
+    async fn release(&mut self, row: i64, lease: &Lease) {
+        let _ = self.call(row, Op::Release, lease, None).await;
+    }
+
+    async fn maybe_pause(&mut self) {
+        if self.rng.random_bool(self.settings.pause) {
+            let ttl = self.settings.ttl;
+            let extra = self.rng.random_range(ttl / 4..ttl);
+            self.recorder.pauses.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(ttl + extra).await;
+        }
+    }
+
+    fn pick_wire(&mut self) -> Wire {
+        if self.proxy.is_none() || !self.rng.random_bool(self.settings.wire) {
+            return Wire::None;
+        }
+        match self.rng.random_range(0..3) {
+            0 => Wire::Cut(Fault::CutBeforeExecute),
+            1 => Wire::Cut(Fault::CutAfterCommit),
+            _ => Wire::Delay,
+        }
+    }
+
+    async fn acquire(&mut self, row: i64) -> Option<Lease> {
+        let wire = self.pick_wire();
+        let start_us = self.recorder.micros();
+        let store = self.store.clone();
+        let result = self
+            .with_wire(wire, store.try_acquire(row, self.settings.ttl))
+            .await;
+        let end_us = self.recorder.micros();
+        let (seen, lease) = match result {
+            Some(Ok(Some(lease))) => (Seen::Applied, Some(lease)),
+            Some(Ok(None)) => (Seen::Refused, None),
+            _ => (Seen::Failed, None),
+        };
+        self.record(Call {
+            worker: self.index,
+            row,
+            op: Op::Acquire,
+            generation: lease.as_ref().map_or(0, Lease::generation),
+            write_id: None,
+            start_us,
+            end_us,
+            seen,
+        });
+        lease
+    }
+
+    /// Runs `future` under the prepared wire fault and the call timeout; `None` when
+    /// the timeout passed.
+    async fn with_wire<T>(&mut self, wire: Wire, future: impl Future<Output = T>) -> Option<T> {
+        let proxy = self.proxy.as_ref();
+        match (&wire, proxy) {
+            (Wire::Cut(fault), Some(proxy)) => proxy.arm(*fault),
+            (Wire::Delay, Some(proxy)) => {
+                self.recorder.delays.fetch_add(1, Ordering::SeqCst);
+                proxy.set_delay(self.settings.ttl + self.settings.ttl / 2);
+            }
+            _ => {}
+        }
+        let result = tokio::time::timeout(CALL_TIMEOUT, future).await.ok();
+        if let Some(proxy) = proxy {
+            proxy.set_delay(Duration::ZERO);
+            if let Wire::Cut(fault) = wire
+                && proxy.disarm().is_none()
+            {
+                match fault {
+                    Fault::CutBeforeExecute => self.cuts_before += 1,
+                    Fault::CutAfterCommit => self.cuts_after += 1,
+                }
+            }
+        }
+        result
+    }
+
+    /// One protocol call with the lease, recorded.
+    async fn call(&mut self, row: i64, op: Op, lease: &Lease, write_id: Option<i64>) -> Seen {
+        let wire = self.pick_wire();
+        let start_us = self.recorder.micros();
+        // A second handle on the same pool, so the call can borrow it while the wire
+        // fault is managed.
+        let store = self.store.clone();
+        let mode = self.settings.mode;
+        let worker = self.index;
+        let result = self
+            .with_wire(wire, async {
+                match op {
+                    Op::Renew => store.renew(lease).await,
+                    Op::Release => store.release(lease).await,
+                    Op::Update | Op::Publish | Op::PublishAndRelease => {
+                        let id = write_id.expect("a write has an id");
+                        write(&store, mode, op, lease, worker, id).await
+                    }
+                    Op::Acquire => unreachable!("acquisitions are recorded by acquire"),
+                }
+            })
+            .await;
+        let end_us = self.recorder.micros();
+        let seen = match result {
+            Some(Ok(Outcome::Applied)) => Seen::Applied,
+            Some(Ok(Outcome::Refused)) => Seen::Refused,
+            _ => Seen::Failed,
+        };
+        self.record(Call {
+            worker: self.index,
+            row,
+            op,
+            generation: lease.generation(),
+            write_id,
+            start_us,
+            end_us,
+            seen,
+        });
+        seen
+    }
+
+    fn record(&self, call: Call) {
+        self.recorder.calls.lock().unwrap().push(call);
+    }
+}
+
+/// A write of the application's columns, fenced or naive.
+async fn write<B: Backend>(
+    store: &Store<B>,
+    mode: Mode,
+    op: Op,
+    lease: &Lease,
+    worker: usize,
+    id: i64,
+) -> fenced_guard::Result<Outcome> {
+    let kind = if op == Op::Update {
+        "update"
+    } else {
+        "publish"
+    };
+    let generation = lease.generation();
+    let columns = [
+        (
+            "Payload",
+            Value::from(format!(
+                "worker {worker}, generation {generation}, write {id}"
+            )),
+        ),
+        ("WriterGeneration", Value::I64(generation)),
+        ("WriteId", Value::I64(id)),
+        ("WriteKind", Value::from(kind)),
+    ];
+    match mode {
+        Mode::Fenced => match op {
+            Op::Update => store.update(lease, &columns).await,
+            Op::Publish => store.publish(lease, &columns).await,
+            _ => store.publish_and_release(lease, &columns).await,
+        },
+        Mode::Naive => {
+            let sql = naive_write(store.dialect(), store.table(), op);
+            let mut params: Vec<Value> = columns.into_iter().map(|(_, v)| v).collect();
+            params.push(Value::from(lease.key()));
+            let rows = store.backend().execute(&sql, &params).await?;
+            Ok(Outcome::from_rows(rows))
+        }
+    }
+}
+
+/// The negative control's write: the key alone decides which row, as a lock without
+/// fencing leaves it. A publication sets the published generation without checking it.
+fn naive_write(d: Dialect, table: &FencedTable, op: Op) -> String {
+    let col = |name: &str| fenced_guard::Identifier::new(name).unwrap().quoted(d);
+    let mut set = vec![
+        format!("{} = {}", col("Payload"), d.placeholder(1)),
+        format!("{} = {}", col("WriterGeneration"), d.placeholder(2)),
+        format!("{} = {}", col("WriteId"), d.placeholder(3)),
+        format!("{} = {}", col("WriteKind"), d.placeholder(4)),
+    ];
+    if op != Op::Update {
+        set.push(format!(
+            "{} = {}",
+            table.published_column().quoted(d),
+            d.placeholder(2)
+        ));
+    }
+    if op == Op::PublishAndRelease {
+        set.push(format!("{} = NULL", table.owner_column().quoted(d)));
+        set.push(format!("{} = NULL", table.expiry_column().quoted(d)));
+    }
+    format!(
+        "UPDATE {} SET {} WHERE {} = {}",
+        table.name().quoted(d),
+        set.join(", "),
+        table.key_column().quoted(d),
+        d.placeholder(5)
+    )
+}

@@ -1,0 +1,212 @@
+//! PostgreSQL for the fault tests: one schema with a random name per run, dropped at the
+//! end, and each worker's connections through its own [`Proxy`]. The server must be
+//! reachable over TCP; the tests fail (never skip) otherwise.
+
+use std::net::SocketAddr;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use fenced_guard::{Backend, Dialect, FencedTable, Postgres, Store};
+use tokio_postgres::NoTls;
+use tokio_postgres::config::{Host, SslMode};
+
+use crate::history::{Bench, TraceEntry, job_table};
+use crate::proxy::Proxy;
+
+const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
+
+fn url() -> String {
+    std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned())
+}
+
+/// A schema of its own on the server, and where the server listens.
+pub struct PgBench {
+    admin: Postgres,
+    schema: String,
+    config: tokio_postgres::Config,
+    upstream: SocketAddr,
+}
+
+impl PgBench {
+    /// Connects, makes the schema. Panics with instructions when the server is
+    /// unreachable.
+    pub async fn setup() -> PgBench {
+        let url = url();
+        let admin = match Postgres::connect_with(&url, 2).await {
+            Ok(admin) => admin,
+            Err(error) => panic!(
+                "PostgreSQL is not reachable at `{url}` ({error}: {:?}). Start it with \
+                 `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`, \
+                 or point FENCED_PG_URL at a server (user with CREATE on the database).",
+                std::error::Error::source(&error)
+            ),
+        };
+        let config: tokio_postgres::Config = url.parse().expect("FENCED_PG_URL parses");
+        let host = match config.get_hosts().first() {
+            Some(Host::Tcp(host)) => host.clone(),
+            None => "localhost".to_owned(),
+            #[allow(unreachable_patterns)]
+            Some(_) => panic!("the fault tests reach PostgreSQL over TCP; `{url}` names a socket"),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let upstream = tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .expect("resolve the PostgreSQL host")
+            .next()
+            .expect("the PostgreSQL host has an address");
+        let schema = format!("fenced_faults_{}", uuid::Uuid::new_v4().simple());
+        admin
+            .execute_batch(&format!("CREATE SCHEMA \"{schema}\""))
+            .await
+            .expect("create the test schema");
+        PgBench {
+            admin,
+            schema,
+            config,
+            upstream,
+        }
+    }
+
+    /// A pool of one connection to the server through a new proxy.
+    pub async fn through_proxy(&self) -> (Postgres, Proxy) {
+        let proxy = Proxy::start(self.upstream).await.expect("start the proxy");
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host("127.0.0.1")
+            .port(proxy.addr().port())
+            .ssl_mode(SslMode::Disable)
+            .connect_timeout(std::time::Duration::from_secs(5));
+        if let Some(user) = self.config.get_user() {
+            config.user(user);
+        }
+        if let Some(dbname) = self.config.get_dbname() {
+            config.dbname(dbname);
+        }
+        if let Some(password) = self.config.get_password() {
+            config.password(password);
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(1)
+            .build()
+            .expect("build the pool");
+        (Postgres::from_pool(pool), proxy)
+    }
+
+    /// The administrative connection (no proxy).
+    pub fn admin(&self) -> &Postgres {
+        &self.admin
+    }
+
+    /// A table name inside this run's schema.
+    pub fn qualified(&self, name: &str) -> String {
+        format!("{}.{name}", self.schema)
+    }
+
+    /// Drops the schema.
+    pub async fn teardown(&self) {
+        self.admin
+            .execute_batch(&format!(
+                "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+                self.schema
+            ))
+            .await
+            .expect("drop the test schema");
+    }
+}
+
+impl Bench for PgBench {
+    type Backend = Postgres;
+
+    fn name(&self) -> &'static str {
+        "postgresql"
+    }
+
+    fn table(&self) -> FencedTable {
+        job_table(&self.qualified("Job"))
+    }
+
+    async fn prepare(&self) {
+        let store = Store::new(self.admin.clone(), self.table());
+        store
+            .create_schema()
+            .await
+            .expect("create the fenced table");
+        let d = Dialect::Postgres;
+        let table = store.table();
+        let trace = self.qualified("JobTrace");
+        let function = self.qualified("JobTraceRow");
+        let q = |name: &str| fenced_guard::QualifiedName::parse(name).unwrap().quoted(d);
+        let c = |name: &str| fenced_guard::Identifier::new(name).unwrap().quoted(d);
+        let generation = table.generation_column().quoted(d);
+        let sql = format!(
+            "CREATE TABLE {trace} (\"Seq\" bigserial PRIMARY KEY, \"JobId\" bigint NOT NULL, \
+             \"OldGeneration\" bigint NOT NULL, \"Generation\" bigint NOT NULL, \
+             \"OldWriteId\" bigint NULL, \"WriteId\" bigint NULL, \
+             \"WriterGeneration\" bigint NULL, \"WriteKind\" text NULL);
+             CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $body$
+             BEGIN
+               INSERT INTO {trace} (\"JobId\", \"OldGeneration\", \"Generation\", \
+                 \"OldWriteId\", \"WriteId\", \"WriterGeneration\", \"WriteKind\")
+               VALUES (NEW.{key}, OLD.{generation}, NEW.{generation}, OLD.{write_id}, \
+                 NEW.{write_id}, NEW.{writer}, NEW.{kind});
+               RETURN NULL;
+             END
+             $body$;
+             CREATE TRIGGER \"JobTraceRow\" AFTER UPDATE ON {table} FOR EACH ROW \
+             EXECUTE FUNCTION {function}();",
+            trace = q(&trace),
+            function = q(&function),
+            key = table.key_column().quoted(d),
+            write_id = c("WriteId"),
+            writer = c("WriterGeneration"),
+            kind = c("WriteKind"),
+            table = table.name().quoted(d),
+        );
+        self.admin
+            .execute_batch(&sql)
+            .await
+            .expect("create the trace table and its trigger");
+    }
+
+    async fn worker(&self) -> (Store<Postgres>, Option<Proxy>) {
+        let (backend, proxy) = self.through_proxy().await;
+        (Store::new(backend, self.table()), Some(proxy))
+    }
+
+    async fn trace(&self) -> Vec<TraceEntry> {
+        let client = self.admin.pool().get().await.expect("a connection");
+        let sql = format!(
+            "SELECT \"Seq\", \"JobId\", \"OldGeneration\", \"Generation\", \"OldWriteId\", \
+             \"WriteId\", \"WriterGeneration\", \"WriteKind\" FROM {} ORDER BY \"Seq\"",
+            fenced_guard::QualifiedName::parse(&self.qualified("JobTrace"))
+                .unwrap()
+                .quoted(Dialect::Postgres)
+        );
+        client
+            .query(&sql, &[])
+            .await
+            .expect("read the trace")
+            .iter()
+            .map(|row| TraceEntry {
+                seq: row.get(0),
+                row: row.get(1),
+                old_generation: row.get(2),
+                generation: row.get(3),
+                old_write_id: row.get(4),
+                write_id: row.get(5),
+                writer_generation: row.get(6),
+                kind: row.get(7),
+            })
+            .collect()
+    }
+
+    async fn teardown(&self) {
+        PgBench::teardown(self).await;
+    }
+}

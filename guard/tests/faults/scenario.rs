@@ -1,0 +1,185 @@
+//! The history scenarios, written once over a [`Bench`]: the fenced workload must
+//! satisfy the checker; the naive one must not.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use crate::checker::{Verdict, check};
+use crate::history::{Bench, Mode, Recorded, Settings, run};
+use crate::report::Report;
+
+/// The lease ttl of the workload: short, so that pauses past it are cheap.
+const TTL: Duration = Duration::from_millis(200);
+
+/// How long the fenced history runs: `FENCED_HISTORY_SECS` (default 3).
+fn duration() -> Duration {
+    let secs = std::env::var("FENCED_HISTORY_SECS")
+        .ok()
+        .map(|s| {
+            s.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v > 0.0)
+                .unwrap_or_else(|| {
+                    panic!("FENCED_HISTORY_SECS must be a positive number, got {s:?}")
+                })
+        })
+        .unwrap_or(3.0);
+    Duration::from_secs_f64(secs)
+}
+
+/// The seed: `FENCED_HISTORY_SEED`, or one taken from the clock (and printed).
+pub fn seed() -> u64 {
+    match std::env::var("FENCED_HISTORY_SEED") {
+        Ok(s) => s.parse().unwrap_or_else(|_| {
+            panic!("FENCED_HISTORY_SEED must be an unsigned integer, got {s:?}")
+        }),
+        Err(_) => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            u64::from(nanos) ^ u64::from(std::process::id()).rotate_left(32)
+        }
+    }
+}
+
+fn settings(mode: Mode, seed: u64, duration: Duration) -> Settings {
+    Settings {
+        mode,
+        workers: 6,
+        rows: 2,
+        ttl: TTL,
+        duration,
+        seed,
+        pause: 0.15,
+        wire: 0.08,
+    }
+}
+
+async fn one_run<T: Bench>(bench: &T, settings: &Settings) -> (Recorded, Verdict, Duration) {
+    let started = Instant::now();
+    let recorded = run(bench, settings).await;
+    let elapsed = started.elapsed();
+    let trace = bench.trace().await;
+    let verdict = check(&recorded.calls, &trace);
+    (recorded, verdict, elapsed)
+}
+
+fn report<'a, T: Bench>(
+    bench: &T,
+    settings: &Settings,
+    recorded: &Recorded,
+    verdict: &'a Verdict,
+    elapsed: Duration,
+) -> Report<'a> {
+    Report {
+        backend: bench.name(),
+        mode: settings.mode,
+        seed: settings.seed,
+        duration: elapsed,
+        workers: settings.workers,
+        rows: settings.rows,
+        faults: recorded.faults,
+        verdict,
+    }
+}
+
+/// The fenced workload under faults: no violation and no stale write accepted, in
+/// every run. Runs again on a fresh bench (at most five runs) until the faults have done
+/// their job at least once: a stale write attempted, and with `wire` (a proxy in front
+/// of the workers) connections cut both before and after commit and a write failed by
+/// a cut; otherwise the runs would prove nothing.
+pub async fn fenced_history_holds<T, S>(setup: impl Fn() -> S, wire: bool)
+where
+    T: Bench,
+    S: Future<Output = T>,
+{
+    let seed = seed();
+    let mut coverage = Coverage::default();
+    for round in 0..5u64 {
+        let bench = setup().await;
+        let settings = settings(Mode::Fenced, seed.wrapping_add(round * 1000), duration());
+        let (recorded, verdict, elapsed) = one_run(&bench, &settings).await;
+        bench.teardown().await;
+        report(&bench, &settings, &recorded, &verdict, elapsed).emit();
+
+        assert!(
+            verdict.violations.is_empty(),
+            "the checker found violations of the fenced history (seed {}): {:#?}",
+            settings.seed,
+            verdict.violations
+        );
+        assert_eq!(verdict.counts.stale_accepted, 0, "seed {}", settings.seed);
+        coverage.add(&recorded, &verdict);
+        if coverage.complete(wire) {
+            return;
+        }
+    }
+    panic!("five runs did not exercise every fault, so they proved too little: {coverage:?}");
+}
+
+/// What the fenced runs have exercised so far.
+#[derive(Debug, Default)]
+struct Coverage {
+    writes_applied: u64,
+    stale_refused: u64,
+    pauses: u64,
+    cuts_before_execute: u64,
+    cuts_after_commit: u64,
+    writes_failed: u64,
+}
+
+impl Coverage {
+    fn add(&mut self, recorded: &Recorded, verdict: &Verdict) {
+        self.writes_applied += verdict.counts.writes_applied;
+        self.stale_refused += verdict.counts.stale_refused;
+        self.pauses += recorded.faults.pauses;
+        self.cuts_before_execute += recorded.faults.cuts_before_execute;
+        self.cuts_after_commit += recorded.faults.cuts_after_commit;
+        self.writes_failed += verdict.counts.writes_failed;
+    }
+
+    fn complete(&self, wire: bool) -> bool {
+        let basic = self.writes_applied > 0 && self.pauses > 0 && self.stale_refused > 0;
+        let cuts =
+            self.cuts_before_execute > 0 && self.cuts_after_commit > 0 && self.writes_failed > 0;
+        basic && (!wire || cuts)
+    }
+}
+
+/// The negative control: the same workload with naive writes must make the checker
+/// report a stale write accepted. Runs of one second, on a fresh bench each, until it
+/// does (at most ten).
+pub async fn naive_history_is_caught<T, S>(setup: impl Fn() -> S)
+where
+    T: Bench,
+    S: Future<Output = T>,
+{
+    let seed = seed();
+    for round in 0..10u64 {
+        let bench = setup().await;
+        let settings = settings(
+            Mode::Naive,
+            seed.wrapping_add(round * 1000),
+            Duration::from_secs(1),
+        );
+        let (recorded, verdict, elapsed) = one_run(&bench, &settings).await;
+        bench.teardown().await;
+        report(&bench, &settings, &recorded, &verdict, elapsed).emit();
+        let stale = verdict
+            .violations
+            .iter()
+            .filter(|v| v.kind() == "stale-write-accepted")
+            .count() as u64;
+        // A write the client saw accepted after it saw the takeover committed is
+        // after that takeover in commit order too: the two views must agree.
+        assert!(
+            verdict.counts.stale_accepted <= stale,
+            "client saw {} stale writes accepted, the trace shows {stale}",
+            verdict.counts.stale_accepted
+        );
+        if stale > 0 {
+            return;
+        }
+    }
+    panic!("ten runs of the naive workload never broke the checker: it cannot fail");
+}

@@ -1,0 +1,114 @@
+//! SQLite for the fault tests: one database file per run in a temporary directory, each
+//! worker with its own connection. There is no wire to cut: the faults are pauses.
+
+use std::path::PathBuf;
+
+use fenced_guard::{Backend, Dialect, FencedTable, Sqlite, SqliteOptions, Store};
+use tempfile::TempDir;
+
+use crate::history::{Bench, TraceEntry, job_table};
+use crate::proxy::Proxy;
+
+/// A database file of its own.
+pub struct SqliteBench {
+    dir: TempDir,
+}
+
+impl SqliteBench {
+    pub fn setup() -> SqliteBench {
+        SqliteBench {
+            dir: tempfile::tempdir().expect("temporary directory"),
+        }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().join("faults.db")
+    }
+
+    async fn open(&self) -> Sqlite {
+        Sqlite::open_with(self.path(), SqliteOptions::default().max_connections(1))
+            .await
+            .expect("open the sqlite file")
+    }
+}
+
+impl Bench for SqliteBench {
+    type Backend = Sqlite;
+
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn table(&self) -> FencedTable {
+        job_table("Job")
+    }
+
+    async fn prepare(&self) {
+        let store = Store::new(self.open().await, self.table());
+        store
+            .create_schema()
+            .await
+            .expect("create the fenced table");
+        let d = Dialect::Sqlite;
+        let table = store.table();
+        let c = |name: &str| fenced_guard::Identifier::new(name).unwrap().quoted(d);
+        let generation = table.generation_column().quoted(d);
+        let sql = format!(
+            "CREATE TABLE \"JobTrace\" (\"Seq\" INTEGER PRIMARY KEY AUTOINCREMENT, \
+             \"JobId\" INTEGER NOT NULL, \"OldGeneration\" INTEGER NOT NULL, \
+             \"Generation\" INTEGER NOT NULL, \"OldWriteId\" INTEGER NULL, \
+             \"WriteId\" INTEGER NULL, \"WriterGeneration\" INTEGER NULL, \
+             \"WriteKind\" TEXT NULL);
+             CREATE TRIGGER \"JobTraceRow\" AFTER UPDATE ON {table} FOR EACH ROW BEGIN
+               INSERT INTO \"JobTrace\" (\"JobId\", \"OldGeneration\", \"Generation\", \
+                 \"OldWriteId\", \"WriteId\", \"WriterGeneration\", \"WriteKind\")
+               VALUES (NEW.{key}, OLD.{generation}, NEW.{generation}, OLD.{write_id}, \
+                 NEW.{write_id}, NEW.{writer}, NEW.{kind});
+             END;",
+            key = table.key_column().quoted(d),
+            write_id = c("WriteId"),
+            writer = c("WriterGeneration"),
+            kind = c("WriteKind"),
+            table = table.name().quoted(d),
+        );
+        store
+            .backend()
+            .execute_batch(&sql)
+            .await
+            .expect("create the trace table and its trigger");
+    }
+
+    async fn worker(&self) -> (Store<Sqlite>, Option<Proxy>) {
+        (Store::new(self.open().await, self.table()), None)
+    }
+
+    async fn trace(&self) -> Vec<TraceEntry> {
+        let path = self.path();
+        tokio::task::spawn_blocking(move || {
+            let conn = rusqlite::Connection::open(path)?;
+            let mut stmt = conn.prepare(
+                "SELECT \"Seq\", \"JobId\", \"OldGeneration\", \"Generation\", \"OldWriteId\", \
+                 \"WriteId\", \"WriterGeneration\", \"WriteKind\" FROM \"JobTrace\" \
+                 ORDER BY \"Seq\"",
+            )?;
+            let rows = stmt.query_map([], |row| {
+                Ok(TraceEntry {
+                    seq: row.get(0)?,
+                    row: row.get(1)?,
+                    old_generation: row.get(2)?,
+                    generation: row.get(3)?,
+                    old_write_id: row.get(4)?,
+                    write_id: row.get(5)?,
+                    writer_generation: row.get(6)?,
+                    kind: row.get(7)?,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .await
+        .expect("the trace reader")
+        .expect("read the trace")
+    }
+
+    async fn teardown(&self) {}
+}
