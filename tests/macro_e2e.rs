@@ -11,8 +11,7 @@
 use std::time::Duration;
 
 use fenced::{
-    AsLease, Backend, ColumnType, Dialect, FencedTable, Lease, Outcome, Store, Value,
-    fenced_write,
+    AsLease, Backend, ColumnType, Dialect, FencedTable, Lease, Outcome, Store, Value, fenced_write,
 };
 use uuid::Uuid;
 
@@ -36,8 +35,12 @@ impl<B: Backend> Reports<B> {
         sql = "UPDATE ReportPublication SET payload = @payload WHERE draft = @draft",
         store = self.store,
     )]
-    async fn save(&self, lease: &ReportLease, payload: &str, draft: bool)
-    -> fenced::Result<Outcome>;
+    async fn save(
+        &self,
+        lease: &ReportLease,
+        payload: &str,
+        draft: bool,
+    ) -> fenced::Result<Outcome>;
 
     #[fenced_write(
         table = "ReportPublication",
@@ -138,14 +141,20 @@ async fn until_expired<B: Backend>(store: &Store<B>, id: Uuid) {
 /// The method's own statement without the fence, for the negative controls: everything
 /// before the fence, with the caller's condition unwrapped.
 fn unfenced(sql: &str) -> String {
-    let cut = sql.find(" AND \"ReportId\"").expect("the fence follows the condition");
-    sql[..cut].replacen("WHERE (", "WHERE ", 1).trim_end_matches(')').to_owned()
+    let cut = sql
+        .find(" AND \"ReportId\"")
+        .expect("the fence follows the condition");
+    sql[..cut]
+        .replacen("WHERE (", "WHERE ", 1)
+        .trim_end_matches(')')
+        .to_owned()
 }
 
 /// The method's statement with the fence appended but the caller's condition not
 /// parenthesised: the mistake the macro's parentheses prevent.
 fn unparenthesised(sql: &str) -> String {
-    sql.replacen("WHERE (", "WHERE ", 1).replacen(") AND", " AND", 1)
+    sql.replacen("WHERE (", "WHERE ", 1)
+        .replacen(") AND", " AND", 1)
 }
 
 fn lease_params(lease: &Lease) -> [Value; 3] {
@@ -160,7 +169,10 @@ async fn current_lease_applies<B: Backend>(store: Store<B>) {
     let id = report(&store, "draft body", true).await;
     let reports = Reports { store };
     let lease = ReportLease(acquire(&reports.store, id, TTL).await);
-    let outcome = reports.save(&lease, "final body", true).await.expect("save");
+    let outcome = reports
+        .save(&lease, "final body", true)
+        .await
+        .expect("save");
     assert_eq!(outcome, Outcome::Applied);
     assert_eq!(payload(&reports.store, id).await, "final body");
 
@@ -274,7 +286,10 @@ async fn publishes_once<B: Backend>(store: Store<B>) {
     assert_eq!(payload(&reports.store, id).await, "published");
 
     // The next generation publishes once more.
-    assert_eq!(reports.store.release(&lease).await.expect("release"), Outcome::Applied);
+    assert_eq!(
+        reports.store.release(&lease).await.expect("release"),
+        Outcome::Applied
+    );
     let next = acquire(&reports.store, id, TTL).await;
     let outcome = reports
         .publish(next, "next".to_owned())

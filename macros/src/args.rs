@@ -103,7 +103,10 @@ impl Args {
                 once(&mut self.table, &meta, lit)
             }
             "sql" => {
-                let lit = string(&meta, "sql = \"UPDATE ReportPublication SET Payload = @payload\"")?;
+                let lit = string(
+                    &meta,
+                    "sql = \"UPDATE ReportPublication SET Payload = @payload\"",
+                )?;
                 once(&mut self.sql, &meta, lit)
             }
             "store" => {

@@ -92,6 +92,10 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
             };
             let params: Vec<String> = roles.values.iter().map(|v| v.ident.to_string()).collect();
             let outcome = statement::check(&lit.value(), &declared, &method_name, &params);
+            match outcome.result {
+                Ok(c) => checked = Some(c),
+                Err(problems) => errors.extend(problems.iter().map(|p| sql_error(lit, p))),
+            }
             for i in outcome.unused {
                 let ident = &roles.values[i].ident;
                 errors.push(syn::Error::new_spanned(
@@ -102,15 +106,14 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
                     ),
                 ));
             }
-            match outcome.result {
-                Ok(c) => checked = Some(c),
-                Err(problems) => errors.extend(problems.iter().map(|p| sql_error(lit, p))),
-            }
         }
         (Some(_), None) => {}
     }
 
-    let krate: Path = args.krate.clone().unwrap_or_else(|| syn::parse_quote!(::fenced));
+    let krate: Path = args
+        .krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::fenced));
     let sig = signature::stripped(&method.sig);
     let attrs = &method.attrs;
     let vis = &method.vis;
@@ -135,6 +138,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
         return quote! {
             #errors
             #(#attrs)*
+            #[allow(unused_variables)]
             #vis #sig {
                 ::core::unimplemented!()
             }
@@ -230,10 +234,10 @@ fn sql_error(lit: &LitStr, problem: &Problem) -> syn::Error {
     let location = if fragment.is_empty() {
         format!("at line {line}, column {column} of the SQL")
     } else {
-        format!("`{fragment}` at line {line}, column {column} of the SQL")
+        format!("at `{fragment}`, line {line}, column {column} of the SQL")
     };
     let span = subspan(lit, start..end).unwrap_or_else(|| lit.span());
-    syn::Error::new(span, format!("{}\n  --> {location}", problem.message))
+    syn::Error::new(span, format!("{}\n{location}", problem.message))
 }
 
 /// A span inside the literal, where the compiler supports it (nightly only) and the

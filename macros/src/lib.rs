@@ -2,7 +2,9 @@
 //! unless it takes the lease that authorises the write, and the SQL it sends always
 //! carries the fence.
 //!
-//! Use it through the `fenced` crate, which re-exports it. See [`fenced_write`].
+//! Use it through the `fenced` crate, which re-exports it; everything is documented on
+//! [`fenced_write`]. The SQL is checked by the same analysis as `fenced-lint`
+//! (`fenced_lint::sql`), so the macro and the lint never disagree about a statement.
 
 mod args;
 mod expand;
@@ -12,6 +14,140 @@ mod statement;
 use proc_macro::TokenStream;
 
 /// Makes a repository method a fenced write.
+///
+/// The method declares its SQL and takes the lease; the body is generated. It sends the
+/// statement with the fence appended to its top-level `WHERE`, the method's arguments
+/// and the lease bound as parameters, and returns the guard's `fenced::Outcome`:
+/// `Applied`, or `Refused` when the lease no longer holds. Driver and SQL errors stay
+/// errors.
+///
+/// ```
+/// use fenced::{AsLease, Backend, Lease, Outcome, Store, fenced_write};
+///
+/// /// A lease on one report, as the application hands it around.
+/// pub struct ReportLease(Lease);
+///
+/// impl AsLease for ReportLease {
+///     fn as_lease(&self) -> &Lease {
+///         &self.0
+///     }
+/// }
+///
+/// pub struct Reports<B> {
+///     store: Store<B>,
+/// }
+///
+/// impl<B: Backend> Reports<B> {
+///     /// Saves a draft's body, only while `lease` holds the report.
+///     #[fenced_write(
+///         table = "ReportPublication",
+///         sql = "UPDATE ReportPublication SET Payload = @payload WHERE Draft = @draft",
+///         store = self.store,
+///     )]
+///     pub async fn save(&self, lease: &ReportLease, payload: &str, draft: bool)
+///     -> fenced::Result<Outcome>;
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # use std::time::Duration;
+/// # use fenced::{ColumnType, Dialect, FencedTable, Sqlite, Value};
+/// # let dir = tempfile::tempdir()?;
+/// # let table = FencedTable::builder()
+/// #     .column("Payload", ColumnType::Text)
+/// #     .column("Draft", ColumnType::Bool)
+/// #     .build()?;
+/// # let store = Store::new(Sqlite::open(dir.path().join("reports.db")).await?, table);
+/// # store.create_schema().await?;
+/// # let id = uuid::Uuid::new_v4();
+/// # store.provision(id).await?;
+/// # store.backend().execute(
+/// #     "UPDATE ReportPublication SET Draft = 1 WHERE ReportId = ?1",
+/// #     &[Value::Uuid(id)],
+/// # ).await?;
+/// let reports = Reports { store };
+/// let lease = ReportLease(reports.store.try_acquire(id, Duration::from_secs(30)).await?.unwrap());
+/// assert_eq!(reports.save(&lease, "report body", true).await?, Outcome::Applied);
+///
+/// // Once the row has moved on (here: released), the same call is refused.
+/// reports.store.release(&lease).await?;
+/// assert_eq!(reports.save(&lease, "stale body", true).await?, Outcome::Refused);
+///
+/// // The statement sent, per dialect:
+/// assert!(Reports::<Sqlite>::save_sql(Dialect::Sqlite).starts_with(
+///     "UPDATE \"ReportPublication\" SET Payload = ?1 WHERE (Draft = ?2) AND \"ReportId\" = ?3"
+/// ));
+/// # Ok(())
+/// # }
+/// ```
+///
+/// `save` sends, on each database (from `Reports::<B>::save_sql(dialect)`):
+///
+/// ```text
+/// -- PostgreSQL
+/// UPDATE "ReportPublication" SET Payload = $1 WHERE (Draft = $2) AND "ReportId" = $3 AND "Generation" = $4 AND "LeaseOwner" = $5 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)
+/// -- SQLite
+/// UPDATE "ReportPublication" SET Payload = ?1 WHERE (Draft = ?2) AND "ReportId" = ?3 AND "Generation" = ?4 AND "LeaseOwner" = ?5 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)
+/// -- SQL Server
+/// UPDATE [ReportPublication] SET Payload = @P1 WHERE (Draft = @P2) AND [ReportId] = @P3 AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [FencedEpoch] WHERE [Id] = 1)
+/// ```
+///
+/// The caller's `WHERE` is parenthesised, so an `OR` in it cannot reach another row;
+/// `@payload` and `@draft` become the database's numbered parameters, followed by the
+/// lease's key, generation and owner; `now` is the database's clock.
+///
+/// # Options
+///
+/// | option | meaning |
+/// |---|---|
+/// | `table = "schema.Table"` | the fenced table (required); the SQL must `UPDATE` exactly it |
+/// | `sql = "UPDATE ..."` | the statement (required), with `@name` placeholders for the method's parameters |
+/// | `store = self.store` | where the `Store` is; default: a parameter of type `&Store<B>` |
+/// | `lease = name` | the parameter that carries the lease; default: a parameter marked `#[lease]`, else one whose type is named `Lease` or `…Lease` |
+/// | `publish_once` | also set the published generation to the lease's, and refuse a second publication by the same generation |
+/// | `key`, `generation`, `owner`, `expiry`, `published` | column names, when not the article's `ReportId`, `Generation`, `LeaseOwner`, `LeaseUntilUtc`, `PublishedGeneration` |
+/// | `crate = "fenced_guard"` | the path of the runtime crate, when `fenced` is not a dependency |
+///
+/// The lease parameter's type must implement `AsLease`: `Lease`, references and smart
+/// pointers to it, or the application's own type. At run time the store's table must
+/// have the declared name and columns; otherwise the method returns an error and writes
+/// nothing.
+///
+/// The attribute also generates `fn <method>_sql(dialect: Dialect) -> &'static str`,
+/// the final statement for each database, for tests and documentation.
+///
+/// # What the compiler refuses
+///
+/// - A method without a lease, on its signature:
+///
+/// ```text
+/// error: `save` writes a fenced table but takes no lease
+///        help: add the lease that authorises the write as a parameter, e.g. `lease: &Lease`, or your own lease type that implements `AsLease` marked `#[lease] lease: &ReportLease`
+///   --> tests/ui/no_lease.rs:13:9
+///    |
+/// 13 |     pub async fn save(&self, payload: &str) -> fenced::Result<Outcome>;
+///    |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+/// ```
+///
+/// - Anything but one `UPDATE` of the declared table: `DELETE`, `MERGE` and upserts each
+///   with the reason and what to write instead; `RETURNING`/`OUTPUT`; a `WITH` list.
+/// - `SET` of the generation, owner, expiry or key column, or of the published generation
+///   without `publish_once`.
+/// - Every `@name` that is not a value parameter, and every value parameter no `@name`
+///   uses, all reported at once; positional parameters (`$1`, `?`).
+/// - SQL that cannot be parsed, with the line and column.
+///
+/// On a stable compiler an error in the SQL points at the whole literal, and its message
+/// names the fragment and its line and column.
+///
+/// ```compile_fail
+/// use fenced::{Outcome, Sqlite, Store, fenced_write};
+///
+/// #[fenced_write(
+///     table = "ReportPublication",
+///     sql = "UPDATE ReportPublication SET Payload = @payload",
+/// )]
+/// async fn save(store: &Store<Sqlite>, payload: &str) -> fenced::Result<Outcome>;
+/// ```
 #[proc_macro_attribute]
 pub fn fenced_write(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut parsed = args::Args::default();
@@ -42,6 +178,7 @@ fn fallback(error: syn::Error, item: TokenStream) -> TokenStream {
             let sig = signature::stripped(&method.sig);
             out.extend(quote::quote! {
                 #(#attrs)*
+                #[allow(unused_variables)]
                 #vis #sig {
                     ::core::unimplemented!()
                 }

@@ -45,7 +45,7 @@ pub(crate) enum StoreSource {
     /// A parameter of type `&Store<B>`.
     Param(Ident),
     /// The attribute's `store = <expr>`.
-    Expr(syn::Expr),
+    Expr(Box<syn::Expr>),
 }
 
 /// The parameters sorted by role.
@@ -181,7 +181,7 @@ pub(crate) fn roles(
             .position(|(i, p)| Some(i) != lease_index && looks_like_store(p.ty))
     };
     let store = match (store_option, store_index) {
-        (Some(expr), _) => Some(StoreSource::Expr(expr.clone())),
+        (Some(expr), _) => Some(StoreSource::Expr(Box::new(expr.clone()))),
         (None, Some(i)) => params[i].ident.cloned().map(StoreSource::Param),
         (None, None) => {
             errors.push(syn::Error::new_spanned(

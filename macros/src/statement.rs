@@ -184,7 +184,12 @@ pub(crate) fn check(sql: &str, declared: &Declared, method: &str, params: &[Stri
         }
     };
     if let Some(message) = refusal(&shape, &declared.table) {
-        problems.push(problem(shape.range.clone(), message));
+        // At the statement's first word, which names what it is.
+        let keyword = tokens
+            .iter()
+            .find(|t| t.range.start >= shape.range.start)
+            .map_or(shape.range.clone(), |t| t.range.clone());
+        problems.push(problem(keyword, message));
         return Outcome {
             result: Err(problems),
             unused,
@@ -436,7 +441,10 @@ mod tests {
             "UPDATE \"dbo\".\"ReportPublication\" SET Payload = ?1"
         );
         assert_eq!(lite.filter.as_deref(), Some("Draft = ?2 OR Kind = ?1"));
-        assert_eq!(ms.head, "UPDATE [dbo].[ReportPublication] SET Payload = @P1");
+        assert_eq!(
+            ms.head,
+            "UPDATE [dbo].[ReportPublication] SET Payload = @P1"
+        );
         assert_eq!(ms.filter.as_deref(), Some("Draft = @P2 OR Kind = @P1"));
         for p in [&pg, &lite, &ms] {
             assert_eq!(p.middle, "");
@@ -450,7 +458,10 @@ mod tests {
             "UPDATE [dbo].[ReportPublication] SET A = @b, B = @a",
             &["a", "b"],
         );
-        assert_eq!(pg.head, "UPDATE \"dbo\".\"ReportPublication\" SET A = $2, B = $1");
+        assert_eq!(
+            pg.head,
+            "UPDATE \"dbo\".\"ReportPublication\" SET A = $2, B = $1"
+        );
         assert_eq!(pg.filter, None);
     }
 
@@ -494,8 +505,16 @@ mod tests {
         assert_eq!(outcome.unused, [0, 1]);
         let problems = outcome.result.unwrap_err();
         assert_eq!(problems.len(), 2);
-        assert!(problems[0].message.starts_with("`@payloda` is not a parameter of `save`"));
-        assert!(problems[1].message.starts_with("`@drfat` is not a parameter of `save`"));
+        assert!(
+            problems[0]
+                .message
+                .starts_with("`@payloda` is not a parameter of `save`")
+        );
+        assert!(
+            problems[1]
+                .message
+                .starts_with("`@drfat` is not a parameter of `save`")
+        );
     }
 
     #[test]
@@ -523,13 +542,20 @@ mod tests {
             &[],
             true,
         );
-        assert!(with_option[0].1.contains("set to the lease's generation by `publish_once`"));
+        assert!(
+            with_option[0]
+                .1
+                .contains("set to the lease's generation by `publish_once`")
+        );
     }
 
     #[test]
     fn refuses_other_statements_and_tables() {
         let cases = [
-            ("DELETE FROM dbo.ReportPublication WHERE ReportId = 1", "`DELETE` is refused"),
+            (
+                "DELETE FROM dbo.ReportPublication WHERE ReportId = 1",
+                "`DELETE` is refused",
+            ),
             (
                 "MERGE dbo.ReportPublication AS t USING s ON t.ReportId = s.ReportId \
                  WHEN MATCHED THEN UPDATE SET Payload = s.Payload;",
@@ -540,16 +566,34 @@ mod tests {
                  ON CONFLICT (ReportId) DO UPDATE SET Payload = 'x'",
                 "an upsert",
             ),
-            ("INSERT INTO dbo.ReportPublication (ReportId) VALUES (1)", "`INSERT` is refused"),
-            ("SELECT 1", "expected `UPDATE dbo.ReportPublication SET ...`"),
-            ("UPDATE dbo.Other SET Payload = 'x'", "this UPDATE writes `dbo.Other`"),
-            ("UPDATE ReportPublication SET Payload = 'x'", "this UPDATE writes `ReportPublication`"),
-            ("UPDATE dbo.ReportPublication SET Payload = $1", "`$1` is a positional parameter"),
+            (
+                "INSERT INTO dbo.ReportPublication (ReportId) VALUES (1)",
+                "`INSERT` is refused",
+            ),
+            (
+                "SELECT 1",
+                "expected `UPDATE dbo.ReportPublication SET ...`",
+            ),
+            (
+                "UPDATE dbo.Other SET Payload = 'x'",
+                "this UPDATE writes `dbo.Other`",
+            ),
+            (
+                "UPDATE ReportPublication SET Payload = 'x'",
+                "this UPDATE writes `ReportPublication`",
+            ),
+            (
+                "UPDATE dbo.ReportPublication SET Payload = $1",
+                "`$1` is a positional parameter",
+            ),
             (
                 "UPDATE dbo.ReportPublication SET Payload = 'x' RETURNING Generation",
                 "`RETURNING` is not supported",
             ),
-            ("UPDATE dbo.ReportPublication Payload = 'x'", "cannot parse the SQL: expected SET"),
+            (
+                "UPDATE dbo.ReportPublication Payload = 'x'",
+                "cannot parse the SQL: expected SET",
+            ),
             (
                 "UPDATE dbo.ReportPublication SET Payload = 'x'; DELETE FROM t",
                 "cannot parse the SQL: expected one statement",
