@@ -84,6 +84,7 @@ pub use backend::Mssql;
 pub use backend::Postgres;
 #[cfg(feature = "sqlite")]
 pub use backend::{Sqlite, SqliteOptions};
+pub use dialect::procedures::{MssqlProcedures, Procedure};
 pub use dialect::{
     Dialect, FencedSql, fence_predicate, publish_once_assignment, publish_once_predicate,
 };

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::backend::Backend;
+use crate::dialect::procedures::{MssqlProcedures, Procedure};
 use crate::dialect::{self, Dialect, FencedSql, Statements};
 use crate::error::{Error, Result};
 use crate::lease::{AsLease, Lease};
@@ -49,6 +50,17 @@ pub struct Store<B> {
     table: FencedTable,
     statements: Statements,
     writes: Arc<Mutex<HashMap<WriteShape, Arc<str>>>>,
+    procedures: Option<Arc<Calls>>,
+}
+
+/// How a store in procedure mode calls each procedure.
+#[derive(Debug)]
+struct Calls {
+    procedures: MssqlProcedures,
+    publish: String,
+    publish_recorded: String,
+    publish_and_release: String,
+    publish_and_release_recorded: String,
 }
 
 /// The shape of a caller write: which statement, over which columns.
@@ -74,7 +86,103 @@ impl<B: Backend> Store<B> {
             table,
             statements,
             writes: Arc::default(),
+            procedures: None,
         }
+    }
+
+    /// Makes this store run the protocol through the stored procedures of
+    /// [`MssqlProcedures`] (install them first, with its scripts), for a deployment
+    /// whose application role may execute them but not write the tables.
+    ///
+    /// In this mode provision, acquisition, renewal, release, the publications (with or
+    /// without an operation id) and the epoch advance call their procedures; reads
+    /// ([`resolve`](Store::resolve), [`current_epoch`](Store::current_epoch)) stay
+    /// `SELECT`s. A publication must assign exactly the table's declared application
+    /// columns, in any order, since the procedure sets them all. [`update`](Store::update),
+    /// [`update_op`](Store::update_op) and [`execute_fenced`](Store::execute_fenced)
+    /// have no procedure and fail with [`Error::Config`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] on a backend other than SQL Server;
+    /// [`Error::InvalidIdentifier`] when a procedure name would be too long.
+    pub fn through_procedures(mut self) -> Result<Self> {
+        if self.dialect() != Dialect::Mssql {
+            return Err(Error::Config(format!(
+                "stored procedures are generated for sql server, not {}",
+                self.dialect()
+            )));
+        }
+        let procedures = MssqlProcedures::new(&self.table)?;
+        self.statements.provision = procedures.call(Procedure::Provision, false);
+        self.statements.acquire = procedures.call(Procedure::Acquire, false);
+        self.statements.renew = procedures.call(Procedure::Renew, false);
+        self.statements.release = procedures.call(Procedure::Release, false);
+        self.statements.advance_epoch = procedures.call(Procedure::AdvanceEpoch, false);
+        self.procedures = Some(Arc::new(Calls {
+            publish: procedures.call(Procedure::Publish, false),
+            publish_recorded: procedures.call(Procedure::Publish, true),
+            publish_and_release: procedures.call(Procedure::PublishAndRelease, false),
+            publish_and_release_recorded: procedures.call(Procedure::PublishAndRelease, true),
+            procedures,
+        }));
+        Ok(self)
+    }
+
+    /// `true` when the store runs through stored procedures
+    /// ([`through_procedures`](Store::through_procedures)).
+    pub fn uses_procedures(&self) -> bool {
+        self.procedures.is_some()
+    }
+
+    /// The procedures this store calls, in procedure mode.
+    pub fn procedures(&self) -> Option<&MssqlProcedures> {
+        self.procedures.as_deref().map(|calls| &calls.procedures)
+    }
+
+    /// Rows changed by a protocol statement, or by its procedure (which reports them
+    /// as its result row).
+    async fn rows(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        if self.procedures.is_some() {
+            let rows = self.backend.query_i64(sql, params).await?.unwrap_or(0);
+            Ok(u64::try_from(rows).unwrap_or(0))
+        } else {
+            self.backend.execute(sql, params).await
+        }
+    }
+
+    fn no_procedure(&self, what: &str) -> Result<()> {
+        if self.procedures.is_some() {
+            return Err(Error::Config(format!(
+                "{what} has no stored procedure; a store running through procedures cannot send it"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The caller's values in the declared column order, for a publication procedure.
+    fn procedure_values(&self, assignments: &[(&str, Value)]) -> Result<Vec<Value>> {
+        let declared = self.table.columns();
+        let mut values = Vec::with_capacity(declared.len());
+        for column in declared {
+            let mut given = assignments.iter().filter(|(n, _)| column.name().same_as(n));
+            match (given.next(), given.next()) {
+                (Some((_, v)), None) => values.push(v.clone()),
+                _ => {
+                    return Err(Error::Config(format!(
+                        "a publication through procedures assigns every declared column once; \
+                         column {} is missing or repeated",
+                        column.name()
+                    )));
+                }
+            }
+        }
+        if assignments.len() != declared.len() {
+            return Err(Error::Config(
+                "a publication through procedures assigns only the declared columns".into(),
+            ));
+        }
+        Ok(values)
     }
 
     /// The backend, for example to run raw statements.
@@ -116,10 +224,7 @@ impl<B: Backend> Store<B> {
     pub async fn provision(&self, key: impl Into<Key>) -> Result<bool> {
         let key = key.into();
         self.check_key(&key)?;
-        let rows = self
-            .backend
-            .execute(&self.statements.provision, &[key.into()])
-            .await?;
+        let rows = self.rows(&self.statements.provision, &[key.into()]).await?;
         Ok(rows > 0)
     }
 
@@ -209,11 +314,7 @@ impl<B: Backend> Store<B> {
         let sent_at = Instant::now();
         let mut params = lease_params(lease);
         params.push(Value::I64(ttl_ms));
-        let outcome = Outcome::from_rows(
-            self.backend
-                .execute(&self.statements.renew, &params)
-                .await?,
-        );
+        let outcome = Outcome::from_rows(self.rows(&self.statements.renew, &params).await?);
         if outcome.is_applied() {
             lease.extend_local_deadline(sent_at + lease.ttl());
         }
@@ -238,6 +339,7 @@ impl<B: Backend> Store<B> {
         assignments: &[(&str, Value)],
     ) -> Result<Outcome> {
         let lease = lease.as_lease();
+        self.no_procedure("a fenced update")?;
         if assignments.is_empty() {
             return Err(Error::Config("an update needs at least one column".into()));
         }
@@ -307,8 +409,7 @@ impl<B: Backend> Store<B> {
         let lease = lease.as_lease();
         self.check_key(lease.key())?;
         let rows = self
-            .backend
-            .execute(&self.statements.release, &lease_params(lease))
+            .rows(&self.statements.release, &lease_params(lease))
             .await?;
         Ok(Outcome::from_rows(rows))
     }
@@ -332,6 +433,7 @@ impl<B: Backend> Store<B> {
         params: &[Value],
     ) -> Result<Outcome> {
         let lease = lease.as_lease();
+        self.no_procedure("caller sql")?;
         self.check_key(lease.key())?;
         if lease.is_revoked() {
             return Ok(Outcome::Refused);
@@ -364,6 +466,7 @@ impl<B: Backend> Store<B> {
         assignments: &[(&str, Value)],
     ) -> Result<OperationOutcome> {
         let lease = lease.as_lease();
+        self.no_procedure("a fenced update")?;
         if assignments.is_empty() {
             return Err(Error::Config("an update needs at least one column".into()));
         }
@@ -373,7 +476,8 @@ impl<B: Backend> Store<B> {
             return Ok(OperationOutcome::Refused);
         }
         let sql = self.write_sql(WriteShape::UpdateRecorded(columns));
-        self.run_recorded(lease, op, &sql, assignments).await
+        let values = assignments.iter().map(|(_, v)| v.clone()).collect();
+        self.run_recorded(lease, op, &sql, values).await
     }
 
     /// [`publish`](Store::publish) carrying operation id `op`, recorded atomically with
@@ -502,12 +606,22 @@ impl<B: Backend> Store<B> {
         if lease.is_revoked() {
             return Ok(OperationOutcome::Refused);
         }
+        if let Some(calls) = &self.procedures {
+            let values = self.procedure_values(assignments)?;
+            let sql = if release {
+                &calls.publish_and_release_recorded
+            } else {
+                &calls.publish_recorded
+            };
+            return self.run_recorded(lease, op, sql, values).await;
+        }
         let sql = self.write_sql(if release {
             WriteShape::PublishAndReleaseRecorded(columns)
         } else {
             WriteShape::PublishRecorded(columns)
         });
-        self.run_recorded(lease, op, &sql, assignments).await
+        let values = assignments.iter().map(|(_, v)| v.clone()).collect();
+        self.run_recorded(lease, op, &sql, values).await
     }
 
     async fn run_recorded(
@@ -515,9 +629,9 @@ impl<B: Backend> Store<B> {
         lease: &Lease,
         op: Uuid,
         sql: &str,
-        assignments: &[(&str, Value)],
+        values: Vec<Value>,
     ) -> Result<OperationOutcome> {
-        let mut params: Vec<Value> = assignments.iter().map(|(_, v)| v.clone()).collect();
+        let mut params = values;
         params.extend(lease_params(lease));
         params.push(Value::Uuid(op));
         let result = match self.dialect() {
@@ -531,7 +645,7 @@ impl<B: Backend> Store<B> {
                     .execute_then_record(sql, &params, &self.statements.record_operation, &record)
                     .await
             }
-            Dialect::Postgres | Dialect::Mssql => self.backend.execute(sql, &params).await,
+            Dialect::Postgres | Dialect::Mssql => self.rows(sql, &params).await,
         };
         let rows = match result {
             Ok(rows) => rows,
@@ -578,6 +692,15 @@ impl<B: Backend> Store<B> {
         if lease.is_revoked() {
             return Ok(Outcome::Refused);
         }
+        if let Some(calls) = &self.procedures {
+            let values = self.procedure_values(assignments)?;
+            let sql = if release {
+                &calls.publish_and_release
+            } else {
+                &calls.publish
+            };
+            return self.run_fenced(lease, sql, values.into_iter()).await;
+        }
         let sql = self.write_sql(if release {
             WriteShape::PublishAndRelease(columns)
         } else {
@@ -595,7 +718,7 @@ impl<B: Backend> Store<B> {
     ) -> Result<Outcome> {
         let mut params: Vec<Value> = caller.collect();
         params.extend(lease_params(lease));
-        let rows = self.backend.execute(sql, &params).await?;
+        let rows = self.rows(sql, &params).await?;
         let outcome = Outcome::from_rows(rows);
         if outcome.is_refused() {
             tracing::debug!(

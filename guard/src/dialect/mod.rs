@@ -26,6 +26,7 @@
 
 mod mssql;
 mod postgres;
+pub mod procedures;
 mod sqlite;
 
 use std::fmt;

@@ -11,7 +11,7 @@ pub(super) fn expiry_after(ttl: usize) -> String {
     format!("DATEADD(millisecond, CAST(@P{ttl} AS int), {CLOCK})")
 }
 
-fn column_type(t: ColumnType) -> &'static str {
+pub(crate) fn column_type(t: ColumnType) -> &'static str {
     match t {
         ColumnType::Bool => "bit",
         ColumnType::BigInt => "bigint",
