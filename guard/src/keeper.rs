@@ -318,8 +318,8 @@ impl Keeper {
         self.shared.loss.get().cloned()
     }
 
-    /// Waits until authority is lost and says why. Never completes while renewals keep
-    /// succeeding.
+    /// Waits until authority is lost and says why. When it returns, the lease is revoked
+    /// and the work's token cancelled. Never completes while renewals keep succeeding.
     pub async fn lost(&self) -> Loss {
         self.shared.lost.cancelled().await;
         self.loss().unwrap_or(Loss::Refused)
@@ -381,10 +381,11 @@ async fn keep<B: Backend>(
         error = &loss as &dyn std::error::Error,
         "lease lost; the work is cancelled and every write through the lease is refused"
     );
-    // Set before the token is cancelled, so that whoever wakes up on it finds a reason.
+    // In this order: whoever wakes up on the work's token finds a reason, and whoever
+    // wakes up in `Keeper::lost` finds the lease revoked and the work's token cancelled.
     let _ = shared.loss.set(loss);
-    shared.lost.cancel();
     token.cancel();
+    shared.lost.cancel();
 }
 
 /// One renewal, retried after errors until the local deadline. `None` when stopped.
