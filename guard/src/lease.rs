@@ -19,6 +19,7 @@ pub struct Lease {
     key: Key,
     owner: Uuid,
     generation: i64,
+    epoch: Option<i64>,
     ttl: Duration,
     acquired_at: Instant,
     local_deadline: Arc<Mutex<Instant>>,
@@ -40,6 +41,7 @@ impl Lease {
             key,
             owner,
             generation,
+            epoch: None,
             ttl,
             acquired_at,
             local_deadline: Arc::new(Mutex::new(acquired_at + ttl)),
@@ -60,6 +62,19 @@ impl Lease {
     /// The generation this acquisition installed.
     pub fn generation(&self) -> i64 {
         self.generation
+    }
+
+    /// The recovery epoch the acquisition stamped on the row, when known (`None` for a
+    /// lease assembled with [`from_parts`](Lease::from_parts)). For diagnostics only:
+    /// the fence checks the row's epoch against the current one, which covers the
+    /// lease's (see [`fence_predicate`](crate::fence_predicate)).
+    pub fn epoch(&self) -> Option<i64> {
+        self.epoch
+    }
+
+    pub(crate) fn with_epoch(mut self, epoch: Option<i64>) -> Self {
+        self.epoch = epoch;
+        self
     }
 
     /// The time to live asked for at acquisition and at each renewal.

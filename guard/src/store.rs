@@ -245,14 +245,25 @@ impl<B: Backend> Store<B> {
         let ttl_ms = ttl_millis(ttl)?;
         let owner = Uuid::new_v4();
         let acquired_at = Instant::now();
-        let generation = self
+        let row = self
             .backend
-            .query_i64(
+            .query_row(
                 &self.statements.acquire,
                 &[Value::from(&key), Value::Uuid(owner), Value::I64(ttl_ms)],
             )
             .await?;
-        Ok(generation.map(|g| Lease::from_parts(key, owner, g, ttl, acquired_at)))
+        let Some(row) = row else { return Ok(None) };
+        let (Some(generation), epoch) = (
+            row.first().and_then(Value::as_i64),
+            row.get(1).and_then(Value::as_i64),
+        ) else {
+            return Err(Error::UnexpectedResult(format!(
+                "acquisition returned {row:?}, expected the new generation"
+            )));
+        };
+        Ok(Some(
+            Lease::from_parts(key, owner, generation, ttl, acquired_at).with_epoch(epoch),
+        ))
     }
 
     /// Acquires the row for `key`, retrying with jittered exponential backoff until

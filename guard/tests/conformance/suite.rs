@@ -1180,6 +1180,11 @@ pub async fn restored_row_image_is_refused_after_the_epoch_advances<F: Fixture>(
     let key = fresh_row(&a).await;
     let epoch_before = a.current_epoch().await.unwrap();
     let lease_a = acquire(&a, &key).await;
+    assert_eq!(
+        lease_a.epoch(),
+        Some(epoch_before),
+        "the lease carries its epoch"
+    );
     let backup = copy_image(&a, &key).await;
 
     expire(&a, &key).await;
@@ -1237,6 +1242,7 @@ pub async fn restored_row_image_is_refused_after_the_epoch_advances<F: Fixture>(
     // A lease from the new epoch: the row from the old epoch is free at once.
     let lease_c = acquire(&b, &key).await;
     assert_eq!(lease_c.generation(), 2, "the restored generation + 1");
+    assert_eq!(lease_c.epoch(), Some(epoch));
     assert_eq!(
         b.publish(&lease_c, &payload("from C")).await.unwrap(),
         Outcome::Applied
