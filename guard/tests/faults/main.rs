@@ -8,6 +8,9 @@
 //! - `checker`: the properties the history must keep, each with a hand-made violating
 //!   history that shows it can fail.
 //! - `scenario`: the fenced history must pass the checker, the naive one must not.
+//! - `acknowledgement`: a publication whose reply was lost is an error, and its
+//!   operation id resolves as applied; one cut before the server resolves as not
+//!   applied. (The restore test is in the conformance suite, on every backend.)
 //!
 //! `FENCED_HISTORY_SECS` lengthens the fenced runs (default 3 s per backend),
 //! `FENCED_HISTORY_SEED` replays a seed, `FENCED_HISTORY_REPORT_DIR` says where the
@@ -23,6 +26,8 @@ mod proxy;
 mod report;
 mod scenario;
 
+#[cfg(feature = "postgres")]
+mod acknowledgement;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
