@@ -395,7 +395,7 @@ mod tests {
 
     fn declared(publish_once: bool) -> Declared {
         Declared {
-            table: "dbo.ReportPublication".into(),
+            table: "dbo.Article".into(),
             key: "ReportId".into(),
             generation: "Generation".into(),
             owner: "LeaseOwner".into(),
@@ -428,23 +428,14 @@ mod tests {
     #[test]
     fn renders_the_three_dialects() {
         let [pg, lite, ms] = parts(
-            "UPDATE dbo.ReportPublication SET Payload = @payload WHERE Draft = @draft OR Kind = @payload",
+            "UPDATE dbo.Article SET Payload = @payload WHERE Draft = @draft OR Kind = @payload",
             &["payload", "draft"],
         );
-        assert_eq!(
-            pg.head,
-            "UPDATE \"dbo\".\"ReportPublication\" SET Payload = $1"
-        );
+        assert_eq!(pg.head, "UPDATE \"dbo\".\"Article\" SET Payload = $1");
         assert_eq!(pg.filter.as_deref(), Some("Draft = $2 OR Kind = $1"));
-        assert_eq!(
-            lite.head,
-            "UPDATE \"dbo\".\"ReportPublication\" SET Payload = ?1"
-        );
+        assert_eq!(lite.head, "UPDATE \"dbo\".\"Article\" SET Payload = ?1");
         assert_eq!(lite.filter.as_deref(), Some("Draft = ?2 OR Kind = ?1"));
-        assert_eq!(
-            ms.head,
-            "UPDATE [dbo].[ReportPublication] SET Payload = @P1"
-        );
+        assert_eq!(ms.head, "UPDATE [dbo].[Article] SET Payload = @P1");
         assert_eq!(ms.filter.as_deref(), Some("Draft = @P2 OR Kind = @P1"));
         for p in [&pg, &lite, &ms] {
             assert_eq!(p.middle, "");
@@ -454,27 +445,18 @@ mod tests {
 
     #[test]
     fn numbers_by_parameter_order_not_by_appearance() {
-        let [pg, ..] = parts(
-            "UPDATE [dbo].[ReportPublication] SET A = @b, B = @a",
-            &["a", "b"],
-        );
-        assert_eq!(
-            pg.head,
-            "UPDATE \"dbo\".\"ReportPublication\" SET A = $2, B = $1"
-        );
+        let [pg, ..] = parts("UPDATE [dbo].[Article] SET A = @b, B = @a", &["a", "b"]);
+        assert_eq!(pg.head, "UPDATE \"dbo\".\"Article\" SET A = $2, B = $1");
         assert_eq!(pg.filter, None);
     }
 
     #[test]
     fn comments_cannot_swallow_the_fence() {
         let [pg, ..] = parts(
-            "UPDATE dbo.ReportPublication\n  SET Payload = @payload -- the body\n  WHERE Draft = 1 -- drafts only",
+            "UPDATE dbo.Article\n  SET Payload = @payload -- the body\n  WHERE Draft = 1 -- drafts only",
             &["payload"],
         );
-        assert_eq!(
-            pg.head,
-            "UPDATE \"dbo\".\"ReportPublication\" SET Payload = $1"
-        );
+        assert_eq!(pg.head, "UPDATE \"dbo\".\"Article\" SET Payload = $1");
         assert_eq!(pg.middle, "");
         assert_eq!(pg.filter.as_deref(), Some("Draft = 1"));
         assert_eq!(pg.tail, "");
@@ -483,12 +465,12 @@ mod tests {
     #[test]
     fn keeps_strings_and_from_clauses() {
         let [pg, _, ms] = parts(
-            "UPDATE dbo.ReportPublication SET Payload = 'a -- @x' FROM Other o WHERE o.Id = @id",
+            "UPDATE dbo.Article SET Payload = 'a -- @x' FROM Other o WHERE o.Id = @id",
             &["id"],
         );
         assert_eq!(
             pg.head,
-            "UPDATE \"dbo\".\"ReportPublication\" SET Payload = 'a -- @x'"
+            "UPDATE \"dbo\".\"Article\" SET Payload = 'a -- @x'"
         );
         assert_eq!(pg.middle, " FROM Other o");
         assert_eq!(ms.filter.as_deref(), Some("o.Id = @P1"));
@@ -497,7 +479,7 @@ mod tests {
     #[test]
     fn reports_every_placeholder_mismatch() {
         let outcome = check(
-            "UPDATE dbo.ReportPublication SET Payload = @payloda WHERE Draft = @drfat",
+            "UPDATE dbo.Article SET Payload = @payloda WHERE Draft = @drfat",
             &declared(false),
             "save",
             &params(&["payload", "draft"]),
@@ -520,7 +502,7 @@ mod tests {
     #[test]
     fn refuses_protocol_columns() {
         let found = problems(
-            "UPDATE dbo.ReportPublication SET Generation = 0, r.LeaseOwner = NULL, \
+            "UPDATE dbo.Article SET Generation = 0, r.LeaseOwner = NULL, \
              [LeaseUntilUtc] = NULL, ReportId = NULL, PublishedGeneration = 1, Payload = 'x'",
             &[],
             false,
@@ -537,11 +519,7 @@ mod tests {
             ]
         );
         assert!(found[4].1.contains("add `publish_once`"));
-        let with_option = problems(
-            "UPDATE dbo.ReportPublication SET PublishedGeneration = 1",
-            &[],
-            true,
-        );
+        let with_option = problems("UPDATE dbo.Article SET PublishedGeneration = 1", &[], true);
         assert!(
             with_option[0]
                 .1
@@ -553,49 +531,46 @@ mod tests {
     fn refuses_other_statements_and_tables() {
         let cases = [
             (
-                "DELETE FROM dbo.ReportPublication WHERE ReportId = 1",
+                "DELETE FROM dbo.Article WHERE ReportId = 1",
                 "`DELETE` is refused",
             ),
             (
-                "MERGE dbo.ReportPublication AS t USING s ON t.ReportId = s.ReportId \
+                "MERGE dbo.Article AS t USING s ON t.ReportId = s.ReportId \
                  WHEN MATCHED THEN UPDATE SET Payload = s.Payload;",
                 "`MERGE` is refused",
             ),
             (
-                "INSERT INTO dbo.ReportPublication (ReportId) VALUES (1) \
+                "INSERT INTO dbo.Article (ReportId) VALUES (1) \
                  ON CONFLICT (ReportId) DO UPDATE SET Payload = 'x'",
                 "an upsert",
             ),
             (
-                "INSERT INTO dbo.ReportPublication (ReportId) VALUES (1)",
+                "INSERT INTO dbo.Article (ReportId) VALUES (1)",
                 "`INSERT` is refused",
             ),
-            (
-                "SELECT 1",
-                "expected `UPDATE dbo.ReportPublication SET ...`",
-            ),
+            ("SELECT 1", "expected `UPDATE dbo.Article SET ...`"),
             (
                 "UPDATE dbo.Other SET Payload = 'x'",
                 "this UPDATE writes `dbo.Other`",
             ),
             (
-                "UPDATE ReportPublication SET Payload = 'x'",
-                "this UPDATE writes `ReportPublication`",
+                "UPDATE Article SET Payload = 'x'",
+                "this UPDATE writes `Article`",
             ),
             (
-                "UPDATE dbo.ReportPublication SET Payload = $1",
+                "UPDATE dbo.Article SET Payload = $1",
                 "`$1` is a positional parameter",
             ),
             (
-                "UPDATE dbo.ReportPublication SET Payload = 'x' RETURNING Generation",
+                "UPDATE dbo.Article SET Payload = 'x' RETURNING Generation",
                 "`RETURNING` is not supported",
             ),
             (
-                "UPDATE dbo.ReportPublication Payload = 'x'",
+                "UPDATE dbo.Article Payload = 'x'",
                 "cannot parse the SQL: expected SET",
             ),
             (
-                "UPDATE dbo.ReportPublication SET Payload = 'x'; DELETE FROM t",
+                "UPDATE dbo.Article SET Payload = 'x'; DELETE FROM t",
                 "cannot parse the SQL: expected one statement",
             ),
         ];
@@ -611,8 +586,8 @@ mod tests {
     #[test]
     fn accepts_quoted_and_differently_cased_table() {
         for sql in [
-            "UPDATE [dbo].[ReportPublication] SET Payload = 'x'",
-            "update \"dbo\".\"reportpublication\" set Payload = 'x'",
+            "UPDATE [dbo].[Article] SET Payload = 'x'",
+            "update \"dbo\".\"article\" set Payload = 'x'",
         ] {
             let outcome = check(sql, &declared(false), "save", &[]);
             assert!(outcome.result.is_ok(), "{sql}");

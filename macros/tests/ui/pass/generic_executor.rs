@@ -27,6 +27,7 @@ pub async fn finish<B: Backend>(store: &Store<B>, lease: &Lease, state: i64) -> 
 
 fn main() {
     assert!(Reports::<fenced::Sqlite>::save_sql(Dialect::Mssql).starts_with(
+        // fenced-lint: allow(unfenced-write) the expected start of the generated statement; the fence follows
         "UPDATE [dbo].[ReportPublication] SET Payload = @P1 WHERE (Draft = 1) AND [ReportId] = @P2"
     ));
     assert!(finish_sql(Dialect::Postgres).contains("\"Epoch\" = $3"));

@@ -15,6 +15,7 @@ impl Reports {
 
 fn main() {
     assert!(Reports::save_sql(Dialect::Sqlite).starts_with(
+        // fenced-lint: allow(unfenced-write) the expected start of the generated statement; the fence follows
         "UPDATE \"ReportPublication\" SET Payload = ?1 WHERE (Draft = ?2) AND \"ReportId\" = ?3"
     ));
 }
