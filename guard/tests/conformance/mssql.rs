@@ -4,9 +4,14 @@
 
 use std::io::Write;
 
-use fenced_guard::{Backend, FencedTable, Mssql};
+use std::sync::Arc;
 
-use crate::suite::{Fixture, report_table};
+use fenced_guard::{
+    Backend, ColumnType, Dialect, FencedTable, Mssql, MssqlProcedures, OperationOutcome, Outcome,
+    Procedure, Resolution, Store, Value,
+};
+
+use crate::suite::{Fixture, read};
 
 pub struct MssqlFixture {
     url: String,
@@ -23,8 +28,18 @@ impl Fixture for MssqlFixture {
             .expect("connect to sql server")
     }
 
+    /// The epoch and outcomes tables get per-test names too: `dbo` is shared by every
+    /// test, and one test's epoch advance must not touch another's leases.
     fn table(&self) -> FencedTable {
-        report_table(&format!("dbo.{}", self.table))
+        let t = &self.table;
+        FencedTable::builder()
+            .table(format!("dbo.{t}"))
+            .epoch_table(format!("dbo.{t}_epoch"))
+            .operations_table(format!("dbo.{t}_ops"))
+            .published_at_column("PublishedAtUtc")
+            .column("Payload", ColumnType::Text)
+            .build()
+            .expect("valid test table")
     }
 
     fn other_table(&self, suffix: &str) -> String {
@@ -33,13 +48,33 @@ impl Fixture for MssqlFixture {
 
     async fn teardown(&self) {
         let t = &self.table;
+        let mut batch = String::new();
+        for suffix in [
+            "",
+            "_epoch",
+            "_ops",
+            "_bigint",
+            "_bigint_epoch",
+            "_bigint_ops",
+            "_text",
+            "_text_epoch",
+            "_text_ops",
+        ] {
+            batch.push_str(&format!("DROP TABLE IF EXISTS [dbo].[{t}{suffix}]; "));
+        }
+        for p in Procedure::ALL {
+            batch.push_str(&format!(
+                "DROP PROCEDURE IF EXISTS {}; ",
+                MssqlProcedures::new(&self.table())
+                    .expect("procedure names")
+                    .name(p)
+                    .quoted(Dialect::Mssql)
+            ));
+        }
         self.admin
-            .execute_batch(&format!(
-                "DROP TABLE IF EXISTS [dbo].[{t}]; DROP TABLE IF EXISTS [dbo].[{t}_bigint]; \
-                 DROP TABLE IF EXISTS [dbo].[{t}_text]"
-            ))
+            .execute_batch(&batch)
             .await
-            .expect("drop the test tables");
+            .expect("drop the test tables and procedures");
     }
 }
 
@@ -66,3 +101,82 @@ async fn setup() -> Option<MssqlFixture> {
 }
 
 crate::conformance!(setup);
+
+/// Permission-enforced deployment: the procedures are installed, and a store in
+/// procedure mode runs the protocol through them (acquire, renew, publish with an
+/// operation id and its retry, publish-and-release, release, provision, epoch advance).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protocol_runs_through_the_stored_procedures() {
+    let Some(fixture) = setup().await else { return };
+    let fixture = Arc::new(fixture);
+    let run = tokio::spawn({
+        let fx = Arc::clone(&fixture);
+        async move {
+            let table = fx.table();
+            let plain = Store::new(fx.connect().await, table.clone());
+            plain.create_schema().await.expect("create schema");
+            let procedures = MssqlProcedures::new(&table).expect("procedure names");
+            for batch in procedures.procedure_batches() {
+                fx.admin
+                    .execute_batch(&batch)
+                    .await
+                    .expect("install a procedure");
+            }
+            let s = Store::new(fx.connect().await, table)
+                .through_procedures()
+                .expect("procedure mode");
+            assert!(s.uses_procedures());
+            let key = uuid::Uuid::new_v4();
+            assert!(s.provision(key).await.unwrap());
+            assert!(!s.provision(key).await.unwrap());
+            let ttl = std::time::Duration::from_secs(300);
+            let lease = s.try_acquire(key, ttl).await.unwrap().expect("free row");
+            assert_eq!(lease.generation(), 1);
+            assert!(s.try_acquire(key, ttl).await.unwrap().is_none());
+            assert_eq!(s.renew(&lease).await.unwrap(), Outcome::Applied);
+            let payload = [("Payload", Value::from("through procedures"))];
+            assert!(matches!(
+                s.update(&lease, &payload).await,
+                Err(fenced_guard::Error::Config(_))
+            ));
+            let op = uuid::Uuid::new_v4();
+            assert_eq!(
+                s.publish_op(&lease, op, &payload).await.unwrap(),
+                OperationOutcome::Applied
+            );
+            assert_eq!(
+                s.publish_op(&lease, op, &payload).await.unwrap(),
+                OperationOutcome::AlreadyApplied { generation: 1 }
+            );
+            assert_eq!(
+                s.resolve(op).await.unwrap(),
+                Resolution::Applied { generation: 1 }
+            );
+            assert_eq!(
+                s.publish(&lease, &payload).await.unwrap(),
+                Outcome::Refused,
+                "once per generation"
+            );
+            assert_eq!(s.release(&lease).await.unwrap(), Outcome::Applied);
+            let second = s.try_acquire(key, ttl).await.unwrap().expect("released");
+            s.advance_epoch().await.expect("advance");
+            assert_eq!(
+                s.publish_and_release(&second, &payload).await.unwrap(),
+                Outcome::Refused
+            );
+            let third = s.try_acquire(key, ttl).await.unwrap().expect("new epoch");
+            assert_eq!(
+                s.publish_and_release(&third, &payload).await.unwrap(),
+                Outcome::Applied
+            );
+            let row = read(&plain, &fenced_guard::Key::from(key)).await;
+            assert_eq!(row.published, 3);
+            assert_eq!(row.owner, None);
+        }
+    })
+    .await;
+    fixture.teardown().await;
+    if let Err(error) = run {
+        std::panic::resume_unwind(error.into_panic());
+    }
+}

@@ -28,7 +28,8 @@ pub trait Fixture: Send + Sync + 'static {
     fn table(&self) -> FencedTable;
 
     /// The name of another table in the fixture's place, for `suffix` in `bigint` and
-    /// `text` (dropped by the teardown too).
+    /// `text`, and their epoch and outcomes tables (`bigint_epoch`, `bigint_ops`, …),
+    /// dropped by the teardown too.
     fn other_table(&self, suffix: &str) -> String;
 
     /// Drops whatever the fixture created.
@@ -826,6 +827,8 @@ pub async fn bigint_and_text_keys_are_fenced_too<F: Fixture>(fx: Arc<F>) {
     ] {
         let table = FencedTable::builder()
             .table(fx.other_table(suffix))
+            .epoch_table(fx.other_table(&format!("{suffix}_epoch")))
+            .operations_table(fx.other_table(&format!("{suffix}_ops")))
             .key_type(key_type)
             .column("Payload", ColumnType::Text)
             .build()
