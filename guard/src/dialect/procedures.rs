@@ -89,7 +89,7 @@ impl MssqlProcedures {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidIdentifier`] when a procedure name (the table's name, `_` and the
+    /// [`Error::InvalidIdentifier`](crate::Error::InvalidIdentifier) when a procedure name (the table's name, `_` and the
     /// operation) would be longer than 128 characters.
     pub fn new(table: &FencedTable) -> Result<Self> {
         let names = Procedure::ALL
@@ -114,7 +114,7 @@ impl MssqlProcedures {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidIdentifier`] for a name outside the identifier grammar.
+    /// [`Error::InvalidIdentifier`](crate::Error::InvalidIdentifier) for a name outside the identifier grammar.
     pub fn with_role(mut self, role: &str) -> Result<Self> {
         self.role = Identifier::new(role)?;
         Ok(self)
