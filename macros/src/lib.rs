@@ -112,8 +112,10 @@ use proc_macro::TokenStream;
 /// have the declared name and columns; otherwise the method returns an error and writes
 /// nothing.
 ///
-/// The attribute also generates `fn <method>_sql(dialect: Dialect) -> &'static str`,
-/// the final statement for each database, for tests and documentation.
+/// The attribute also generates `fn <method>_sql(dialect: Dialect) -> &'static str`
+/// beside the method, the final statement for each database, for tests and
+/// documentation. So it goes on a free function or a method of an inherent `impl`, not
+/// on a trait's method.
 ///
 /// # What the compiler refuses
 ///

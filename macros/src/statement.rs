@@ -477,6 +477,26 @@ mod tests {
     }
 
     #[test]
+    fn finds_the_top_level_where_past_subqueries() {
+        let [pg, ..] = parts(
+            "UPDATE dbo.Article SET Total = (SELECT SUM(n) FROM Lines WHERE Lines.Id = @id) \
+             WHERE Kind = @kind",
+            &["id", "kind"],
+        );
+        assert_eq!(
+            pg.head,
+            "UPDATE \"dbo\".\"Article\" SET Total = (SELECT SUM(n) FROM Lines WHERE Lines.Id = $1)"
+        );
+        assert_eq!(pg.filter.as_deref(), Some("Kind = $2"));
+        let [pg, ..] = parts(
+            "UPDATE dbo.Article SET Total = (SELECT SUM(n) FROM Lines WHERE Lines.Id = @id)",
+            &["id"],
+        );
+        assert_eq!(pg.filter, None);
+        assert_eq!(pg.middle, "");
+    }
+
+    #[test]
     fn reports_every_placeholder_mismatch() {
         let outcome = check(
             "UPDATE dbo.Article SET Payload = @payloda WHERE Draft = @drfat",
