@@ -24,7 +24,9 @@ pub const MAX_TTL: Duration = Duration::from_millis(i32::MAX as u64);
 
 /// The fencing protocol for one table on one backend.
 ///
-/// Every statement is a single autocommitted statement; the protocol's statements are
+/// Every statement is a single autocommitted statement (except a write carrying an
+/// operation id on SQLite, which is the write and its record in one `BEGIN IMMEDIATE`
+/// transaction); the protocol's statements are
 /// rendered once, when the store is made, and each shape of caller write (which columns)
 /// once, when first used. Every validity check runs in the database,
 /// against the database's clock.
@@ -38,7 +40,15 @@ pub const MAX_TTL: Duration = Duration::from_millis(i32::MAX as u64);
 /// happened: a statement may commit and its acknowledgement be lost. A publication
 /// retried after such a loss is refused (this generation already published), so a
 /// refusal after an error is ambiguous; read the row (its published generation) to
-/// tell.
+/// tell, or better, give the write an operation id ([`publish_op`](Store::publish_op)
+/// and the other `_op` methods) and [`resolve`](Store::resolve) it.
+///
+/// # Recovery epoch
+///
+/// Every acquisition stamps the row with the current recovery epoch, and every fenced
+/// write and renewal requires the row's epoch to be the current one. After a restore
+/// from backup or an asynchronous failover, [`advance_epoch`](Store::advance_epoch)
+/// invalidates every lease issued before, even where a restored row matches one again.
 ///
 /// After a refusal, the work done under that lease must be discarded: acquiring a new
 /// lease and publishing the old result under it would authorise old work under a new
@@ -309,7 +319,7 @@ impl<B: Backend> Store<B> {
     /// renewal never revives a lease.
     ///
     /// `Refused` means: the lease expired, or it was released, or a successor acquired
-    /// the row, or the lease was revoked locally (then nothing was sent). In every case
+    /// the row, or the recovery epoch was advanced since it was acquired, or the lease was revoked locally (then nothing was sent). In every case
     /// the caller no longer holds the row and must stop.
     ///
     /// # Errors
@@ -336,7 +346,7 @@ impl<B: Backend> Store<B> {
     /// validated and quoted, values bound), applied only while the lease holds.
     ///
     /// `Refused` means: the lease expired, or it was released, or a successor acquired
-    /// the row, or the lease was revoked locally (then nothing was sent). It does not say
+    /// the row, or the recovery epoch was advanced since it was acquired, or the lease was revoked locally (then nothing was sent). It does not say
     /// which.
     ///
     /// # Errors
@@ -369,7 +379,7 @@ impl<B: Backend> Store<B> {
     /// generation.
     ///
     /// `Refused` means: the lease expired, or it was released, or a successor acquired
-    /// the row, or **this generation already published** (which is also what a retry
+    /// the row, or the recovery epoch was advanced since it was acquired, or **this generation already published** (which is also what a retry
     /// sees after a publication whose acknowledgement was lost), or the lease was revoked
     /// locally (then nothing was sent). It does not say which: log "publication refused",
     /// not "another worker took over".
