@@ -416,6 +416,24 @@ mod sqlite {
         assert!(error.to_string().contains("ReportArchive"), "{error}");
         assert_eq!(payload(&right, id).await, "initial");
 
+        // The same for a table of the declared name whose owner column is another.
+        let renamed = FencedTable::builder()
+            .owner_column("Holder")
+            .column("payload", ColumnType::Text)
+            .column("draft", ColumnType::Bool)
+            .build()
+            .expect("valid table");
+        let other_dir = tempfile::tempdir().expect("temp dir");
+        let wrong = Reports {
+            store: store_for(&other_dir, renamed).await,
+        };
+        let error = wrong
+            .save(&lease, "written", true)
+            .await
+            .expect_err("the store's owner column is not the declared one");
+        assert!(error.to_string().contains("Holder"), "{error}");
+        assert_eq!(payload(&right, id).await, "initial");
+
         // Control: the same lease through a store for the declared table applies.
         let reports = Reports { store: right };
         let outcome = reports.save(&lease, "written", true).await.expect("save");
