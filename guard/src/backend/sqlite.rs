@@ -138,6 +138,14 @@ impl Sqlite {
                     .map_err(Error::Sqlite)
             })
             .await?;
+        if on_multi_thread_runtime() {
+            // Run on this worker thread: tokio hands the thread's other tasks to
+            // another thread meanwhile, and the statement needs no round trip through
+            // the blocking pool (two thread switches per statement).
+            let result = tokio::task::block_in_place(|| f(checkout.conn()));
+            checkout.give_back();
+            return result.map_err(Error::Sqlite);
+        }
         tokio::task::spawn_blocking(move || {
             let result = f(checkout.conn());
             // An SQL error leaves a SQLite connection usable; only a panic drops it.
@@ -148,6 +156,13 @@ impl Sqlite {
         .map_err(Error::Task)?
         .map_err(Error::Sqlite)
     }
+}
+
+/// `true` on a worker thread of tokio's multi-threaded runtime, where
+/// [`tokio::task::block_in_place`] is allowed.
+fn on_multi_thread_runtime() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 impl rusqlite::ToSql for Value {
@@ -275,5 +290,35 @@ impl Backend for Sqlite {
             }
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn round_trip() -> Result<Option<Vec<Value>>> {
+        let dir = tempfile::tempdir().map_err(|e| Error::Config(e.to_string()))?;
+        let sqlite = Sqlite::open(dir.path().join("t.db")).await?;
+        sqlite.execute_batch("CREATE TABLE t (v INTEGER)").await?;
+        let rows = sqlite
+            .execute("INSERT INTO t (v) VALUES (?1)", &[Value::I64(7)])
+            .await?;
+        assert_eq!(rows, 1);
+        let error = sqlite.execute("INSERT INTO missing VALUES (1)", &[]).await;
+        assert!(matches!(error, Err(Error::Sqlite(_))), "{error:?}");
+        sqlite.query_row("SELECT v FROM t", &[]).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn statements_run_in_place_on_the_multi_thread_runtime() {
+        assert!(on_multi_thread_runtime());
+        assert_eq!(round_trip().await.unwrap(), Some(vec![Value::I64(7)]));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn statements_run_on_the_blocking_pool_on_the_current_thread_runtime() {
+        assert!(!on_multi_thread_runtime());
+        assert_eq!(round_trip().await.unwrap(), Some(vec![Value::I64(7)]));
     }
 }
