@@ -135,6 +135,8 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
             all
         });
         let errors = errors.map(|e| e.to_compile_error());
+        // The item as written, with a stub body (a method without one would be an error
+        // of its own) and its companion, so that one mistake does not cascade.
         return quote! {
             #errors
             #(#attrs)*
