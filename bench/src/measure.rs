@@ -1,0 +1,270 @@
+//! Timing: workers run cycles until a deadline; only cycles that complete inside the
+//! measured window count, after a warm-up that opens connections and prepares
+//! statements. Latencies are kept exactly (one entry per cycle) and summarised as
+//! cycles per second, p50 and p99.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// How long a run warms up and then measures.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timing {
+    pub(crate) warmup: Duration,
+    pub(crate) measured: Duration,
+}
+
+impl Timing {
+    /// The window of a run whose workers start now: call once connections are made.
+    pub(crate) fn start(self) -> Window {
+        Window::starting_now(self.warmup, self.measured)
+    }
+}
+
+/// The windows of one run: warm-up from `start` to `measure_from`, then the measured
+/// window up to `until`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Window {
+    pub(crate) measure_from: Instant,
+    pub(crate) until: Instant,
+}
+
+impl Window {
+    /// A window starting now: `warmup`, then `measured`.
+    pub(crate) fn starting_now(warmup: Duration, measured: Duration) -> Self {
+        let measure_from = Instant::now() + warmup;
+        Window {
+            measure_from,
+            until: measure_from + measured,
+        }
+    }
+
+    /// The measured length.
+    pub(crate) fn measured(&self) -> Duration {
+        self.until - self.measure_from
+    }
+}
+
+/// What one worker saw: the latency of every cycle completed in the measured window,
+/// and how many acquisitions were refused (only on a contended row).
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub(crate) latencies_ns: Vec<u64>,
+    pub(crate) refused: u64,
+}
+
+impl Tally {
+    fn record(&mut self, window: &Window, started: Instant, finished: Instant) {
+        if finished >= window.measure_from && finished < window.until {
+            let ns = u64::try_from((finished - started).as_nanos()).unwrap_or(u64::MAX);
+            self.latencies_ns.push(ns);
+        }
+    }
+
+    /// Merges another worker's tally into this one.
+    pub(crate) fn merge(&mut self, other: Tally) {
+        self.latencies_ns.extend(other.latencies_ns);
+        self.refused += other.refused;
+    }
+}
+
+/// One lease cycle, run by one worker on its key: `Ok(true)` when the cycle completed
+/// (acquired, published, released), `Ok(false)` when the acquisition was refused
+/// because another worker holds the row.
+pub(crate) trait Cycle: Send + 'static {
+    /// One attempt.
+    fn attempt(&mut self, key: i64) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// One async worker: cycles on `key` until the window ends. A cycle's latency runs from
+/// its first acquisition attempt to the end of its release, retrying at once when the
+/// row is held.
+pub(crate) async fn drive<C: Cycle>(mut cycle: C, key: i64, window: Window) -> Result<(C, Tally)> {
+    let mut tally = Tally::default();
+    'cycles: loop {
+        let started = Instant::now();
+        if started >= window.until {
+            break;
+        }
+        while !cycle.attempt(key).await? {
+            tally.refused += 1;
+            if Instant::now() >= window.until {
+                break 'cycles;
+            }
+        }
+        tally.record(&window, started, Instant::now());
+    }
+    Ok((cycle, tally))
+}
+
+/// The same loop for a blocking worker on its own thread.
+pub(crate) fn drive_blocking(
+    mut attempt: impl FnMut(i64) -> Result<bool>,
+    key: i64,
+    window: Window,
+) -> Result<Tally> {
+    let mut tally = Tally::default();
+    'cycles: loop {
+        let started = Instant::now();
+        if started >= window.until {
+            break;
+        }
+        while !attempt(key)? {
+            tally.refused += 1;
+            if Instant::now() >= window.until {
+                break 'cycles;
+            }
+        }
+        tally.record(&window, started, Instant::now());
+    }
+    Ok(tally)
+}
+
+/// Runs `workers` async workers, worker `i` on `key(i)`, and merges their tallies.
+/// `at_measure_start` runs once the warm-up is over, `at_measure_end` once the window
+/// closes (while the workers finish their last cycle), so that checks see the steady
+/// state. Returns the workers' cycles for inspection.
+pub(crate) async fn run_async<C, S, E, SF, EF>(
+    cycles: Vec<C>,
+    key: impl Fn(usize) -> i64,
+    window: Window,
+    at_measure_start: S,
+    at_measure_end: E,
+) -> Result<(Vec<C>, Tally, SF::Output, EF::Output)>
+where
+    C: Cycle,
+    S: FnOnce() -> SF,
+    SF: Future,
+    E: FnOnce() -> EF,
+    EF: Future,
+{
+    let handles: Vec<_> = cycles
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| tokio::spawn(drive(c, key(i), window)))
+        .collect();
+    tokio::time::sleep_until(window.measure_from.into()).await;
+    let started = at_measure_start().await;
+    tokio::time::sleep_until(window.until.into()).await;
+    let ended = at_measure_end().await;
+    let mut tally = Tally::default();
+    let mut back = Vec::with_capacity(handles.len());
+    let mut first_error = None;
+    for handle in handles {
+        match handle.await {
+            Ok(Ok((c, t))) => {
+                back.push(c);
+                tally.merge(t);
+            }
+            Ok(Err(e)) => {
+                first_error.get_or_insert(e);
+            }
+            Err(_) => {
+                first_error.get_or_insert(Error::Worker);
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok((back, tally, started, ended)),
+    }
+}
+
+/// A summary of one run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Summary {
+    /// Completed cycles per second of the measured window.
+    pub(crate) cycles_per_sec: f64,
+    /// Median cycle latency, in milliseconds.
+    pub(crate) p50_ms: f64,
+    /// 99th percentile cycle latency, in milliseconds.
+    pub(crate) p99_ms: f64,
+}
+
+impl Summary {
+    /// Summarises a tally over a measured window of `measured`.
+    pub(crate) fn of(mut tally: Tally, measured: Duration) -> Self {
+        tally.latencies_ns.sort_unstable();
+        let n = tally.latencies_ns.len();
+        Summary {
+            cycles_per_sec: n as f64 / measured.as_secs_f64(),
+            p50_ms: percentile(&tally.latencies_ns, 0.50),
+            p99_ms: percentile(&tally.latencies_ns, 0.99),
+        }
+    }
+
+    /// The median of each figure over several runs (each figure on its own).
+    pub(crate) fn median(runs: &[Summary]) -> Summary {
+        Summary {
+            cycles_per_sec: median(runs.iter().map(|s| s.cycles_per_sec)),
+            p50_ms: median(runs.iter().map(|s| s.p50_ms)),
+            p99_ms: median(runs.iter().map(|s| s.p99_ms)),
+        }
+    }
+}
+
+/// The nearest-rank percentile `q` of sorted nanoseconds, in milliseconds; NaN when
+/// there are none.
+fn percentile(sorted_ns: &[u64], q: f64) -> f64 {
+    if sorted_ns.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (q * sorted_ns.len() as f64).ceil() as usize;
+    let index = rank.clamp(1, sorted_ns.len()) - 1;
+    sorted_ns[index] as f64 / 1e6
+}
+
+/// The median of some figures (the mean of the middle two for an even count); NaN
+/// when there are none.
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let ns: Vec<u64> = (1..=100).map(|i| i * 1_000_000).collect();
+        assert_eq!(percentile(&ns, 0.50), 50.0);
+        assert_eq!(percentile(&ns, 0.99), 99.0);
+        assert_eq!(percentile(&ns[..1], 0.99), 1.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median([3.0, 1.0, 2.0].into_iter()), 2.0);
+        assert_eq!(median([4.0, 1.0, 3.0, 2.0].into_iter()), 2.5);
+        assert!(median(std::iter::empty()).is_nan());
+    }
+
+    #[test]
+    fn only_cycles_completed_inside_the_window_count() {
+        let now = Instant::now();
+        let window = Window {
+            measure_from: now + Duration::from_secs(1),
+            until: now + Duration::from_secs(2),
+        };
+        let mut tally = Tally::default();
+        tally.record(&window, now, now + Duration::from_millis(500)); // warm-up
+        tally.record(&window, now, now + Duration::from_millis(1500)); // counted
+        tally.record(&window, now, now + Duration::from_millis(2500)); // after the end
+        assert_eq!(tally.latencies_ns, vec![1_500_000_000]);
+        let summary = Summary::of(tally, window.measured());
+        assert_eq!(summary.cycles_per_sec, 1.0);
+        assert_eq!(summary.p50_ms, 1500.0);
+    }
+}

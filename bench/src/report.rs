@@ -1,0 +1,158 @@
+//! The results as Markdown tables, ready to paste into `BENCHMARKS.md`.
+
+use std::fmt::Write as _;
+
+use crate::check::Check;
+use crate::suite::{Comparison, Kind, Results, Settings, kind_label};
+
+/// Renders the results: the machine and settings, guard against raw, fused against
+/// three-statement, and the connection and statement checks.
+pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
+    let mut out = String::new();
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let _ = writeln!(
+        out,
+        "Machine: {cores} cores. Each figure is the median of {} runs of {:.1} s (after {:.1} s of warm-up), alternating which side runs first.",
+        settings.repeats,
+        settings.measured.as_secs_f64(),
+        settings.warmup.as_secs_f64()
+    );
+    if let Some(v) = &results.postgres_version {
+        let commit = if settings.durable {
+            "synchronous_commit on"
+        } else {
+            "synchronous_commit off for the benchmark's sessions"
+        };
+        let _ = writeln!(out, "PostgreSQL {v}, {commit}.");
+    }
+    if let (Some(v), Some(dir)) = (&results.sqlite_version, &settings.sqlite) {
+        let _ = writeln!(
+            out,
+            "SQLite {v} (bundled), WAL, synchronous FULL (the default), busy timeout 5 s, file under {}.",
+            dir.display()
+        );
+    }
+
+    let _ = writeln!(out, "\n### Guard against raw driver (acquire, publish, release)\n");
+    let _ = writeln!(
+        out,
+        "| database | rows | workers | guard cycles/s | raw cycles/s | guard/raw | target | guard p50 ms | guard p99 ms | raw p50 ms | raw p99 ms |"
+    );
+    let _ = writeln!(out, "|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|");
+    for c in results
+        .comparisons
+        .iter()
+        .filter(|c| matches!(c.kind, Kind::GuardVsRaw(_)))
+    {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.0} | {:.0} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            c.database.label(),
+            kind_label(c.kind),
+            c.workers,
+            c.a.cycles_per_sec,
+            c.b.cycles_per_sec,
+            c.ratio(),
+            verdict(c),
+            c.a.p50_ms,
+            c.a.p99_ms,
+            c.b.p50_ms,
+            c.b.p99_ms
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "\n### Fused cycle (acquire, publish-and-release) against the article's three statements, through the guard, distinct rows\n"
+    );
+    let _ = writeln!(
+        out,
+        "| database | workers | fused cycles/s | three-statement cycles/s | fused/three | target | fused p50 ms | fused p99 ms | three p50 ms | three p99 ms |"
+    );
+    let _ = writeln!(out, "|---|--:|--:|--:|--:|---|--:|--:|--:|--:|");
+    for c in results
+        .comparisons
+        .iter()
+        .filter(|c| c.kind == Kind::FusedVsThree)
+    {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.0} | {:.0} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            c.database.label(),
+            c.workers,
+            c.a.cycles_per_sec,
+            c.b.cycles_per_sec,
+            c.ratio(),
+            verdict(c),
+            c.a.p50_ms,
+            c.a.p99_ms,
+            c.b.p50_ms,
+            c.b.p99_ms
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "\n### Connections and prepared statements (worst over the repeats)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| database | comparison | workers | side | connections at window start / end | opened during the window | prepared statements per connection | executions per prepared statement | only the rendered SQL |"
+    );
+    let _ = writeln!(out, "|---|---|--:|---|--:|--:|--:|--:|---|");
+    for c in &results.comparisons {
+        let (a, b) = match c.kind {
+            Kind::GuardVsRaw(_) => ("guard", "raw"),
+            Kind::FusedVsThree => ("guard fused", "guard three"),
+        };
+        for (side, check) in [(a, &c.a_check), (b, &c.b_check)] {
+            if let Some(check) = check {
+                let _ = writeln!(out, "{}", check_row(c, side, check));
+            }
+        }
+    }
+    out
+}
+
+fn check_row(c: &Comparison, side: &str, check: &Check) -> String {
+    let (prepared, executions) = match check.prepared {
+        Some(p) if p.min_per_connection == p.max_per_connection => (
+            p.min_per_connection.to_string(),
+            format!("{:.0}", p.executions_per_statement),
+        ),
+        Some(p) => (
+            format!("{}–{}", p.min_per_connection, p.max_per_connection),
+            format!("{:.0}", p.executions_per_statement),
+        ),
+        None => ("not observable".to_owned(), "–".to_owned()),
+    };
+    let same_sql = match check.same_sql {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "–",
+    };
+    format!(
+        "| {} | {} | {} | {} | {} / {} | {} | {} | {} | {same_sql} |",
+        c.database.label(),
+        kind_label(c.kind),
+        c.workers,
+        side,
+        check.connections_at_start,
+        check.connections_at_end,
+        check.opened_during,
+        prepared,
+        executions
+    )
+}
+
+fn verdict(c: &Comparison) -> String {
+    let ratio = c.ratio();
+    let mark = if ratio.is_nan() {
+        "no data"
+    } else if ratio >= c.target() {
+        "met"
+    } else {
+        "missed"
+    };
+    format!("≥ {} {mark}", c.target())
+}

@@ -1,0 +1,245 @@
+//! The comparisons, each measured A/B/A/B in one process so that drift on a shared
+//! machine does not favour one side, and reported as the median of the repeats.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::check::Check;
+use crate::error::Result;
+use crate::measure::{Summary, Timing};
+use crate::postgres::Pg;
+use crate::sqlite::Lite;
+use crate::workload::{Rows, Shape};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    /// The measured window of each run.
+    pub(crate) measured: Duration,
+    /// The warm-up before each window (connections open, statements prepare).
+    pub(crate) warmup: Duration,
+    /// Runs of each side of each comparison.
+    pub(crate) repeats: usize,
+    /// Worker counts.
+    pub(crate) workers: Vec<usize>,
+    /// PostgreSQL connection string, or `None` to skip PostgreSQL.
+    pub(crate) postgres: Option<String>,
+    /// The directory of the SQLite file, or `None` to skip SQLite.
+    pub(crate) sqlite: Option<PathBuf>,
+    /// Whether commits wait for the disk: PostgreSQL's `synchronous_commit` left on
+    /// (otherwise it is turned off for the benchmark's sessions only).
+    pub(crate) durable: bool,
+}
+
+/// The database of a comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Database {
+    /// PostgreSQL.
+    Postgres,
+    /// SQLite.
+    Sqlite,
+}
+
+impl Database {
+    /// Its name in tables and charts.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Database::Postgres => "PostgreSQL",
+            Database::Sqlite => "SQLite",
+        }
+    }
+}
+
+/// What a comparison sets against what.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// The guard against the raw driver, three-statement cycle, on these rows.
+    GuardVsRaw(Rows),
+    /// The fused cycle against the three-statement cycle, both through the guard, on
+    /// distinct rows.
+    FusedVsThree,
+}
+
+/// One side of a comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Guard(Shape),
+    Raw(Shape),
+}
+
+/// The result of one comparison: side `a` (the guard, or the fused cycle) and side `b`
+/// (the raw driver, or the three-statement cycle).
+#[derive(Clone, Debug)]
+pub(crate) struct Comparison {
+    pub(crate) database: Database,
+    pub(crate) kind: Kind,
+    pub(crate) workers: usize,
+    pub(crate) a: Summary,
+    pub(crate) b: Summary,
+    pub(crate) a_check: Option<Check>,
+    pub(crate) b_check: Option<Check>,
+}
+
+impl Comparison {
+    /// `a`'s throughput over `b`'s.
+    pub(crate) fn ratio(&self) -> f64 {
+        self.a.cycles_per_sec / self.b.cycles_per_sec
+    }
+
+    /// The target ratio.
+    pub(crate) fn target(&self) -> f64 {
+        match (self.kind, self.database) {
+            (Kind::FusedVsThree, _) => 1.4,
+            (Kind::GuardVsRaw(_), Database::Postgres) => 0.95,
+            (Kind::GuardVsRaw(_), Database::Sqlite) => 0.9,
+        }
+    }
+}
+
+/// Everything a run of the suite produced.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Results {
+    pub(crate) postgres_version: Option<String>,
+    pub(crate) sqlite_version: Option<String>,
+    pub(crate) comparisons: Vec<Comparison>,
+}
+
+/// Runs every comparison of `settings`, reporting progress through `progress`.
+pub(crate) async fn run(settings: &Settings, progress: &mut dyn FnMut(&str)) -> Result<Results> {
+    let max_workers = settings.workers.iter().copied().max().unwrap_or(1);
+    let mut results = Results::default();
+    if let Some(config) = &settings.postgres {
+        let pg = Pg::setup(config, settings.durable, max_workers).await?;
+        let outcome = async {
+            results.postgres_version = Some(pg.version().await?);
+            let pg = &pg;
+            for_each_comparison(
+                settings,
+                Database::Postgres,
+                progress,
+                &mut results,
+                move |side, rows, workers, timing| async move {
+                    match side {
+                        Side::Guard(shape) => pg.run_guard(rows, shape, workers, timing).await,
+                        Side::Raw(shape) => pg.run_raw(rows, shape, workers, timing).await,
+                    }
+                },
+            )
+            .await
+        }
+        .await;
+        let dropped = pg.teardown().await;
+        outcome?;
+        dropped?;
+    }
+    if let Some(dir) = &settings.sqlite {
+        let lite = Lite::setup(dir, max_workers).await?;
+        results.sqlite_version = Some(rusqlite::version().to_owned());
+        let lite = &lite;
+        for_each_comparison(
+            settings,
+            Database::Sqlite,
+            progress,
+            &mut results,
+            move |side, rows, workers, timing| async move {
+                match side {
+                    Side::Guard(shape) => lite.run_guard(rows, shape, workers, timing).await,
+                    Side::Raw(shape) => lite.run_raw(rows, shape, workers, timing).await,
+                }
+            },
+        )
+        .await?;
+    }
+    Ok(results)
+}
+
+async fn for_each_comparison<F, Fut>(
+    settings: &Settings,
+    database: Database,
+    progress: &mut dyn FnMut(&str),
+    results: &mut Results,
+    run: F,
+) -> Result<()>
+where
+    F: Fn(Side, Rows, usize, Timing) -> Fut,
+    Fut: Future<Output = Result<(Summary, crate::check::Check)>>,
+{
+    let mut plan = Vec::new();
+    for rows in [Rows::Distinct, Rows::Contended] {
+        for &workers in &settings.workers {
+            plan.push((Kind::GuardVsRaw(rows), workers));
+        }
+    }
+    for &workers in &settings.workers {
+        plan.push((Kind::FusedVsThree, workers));
+    }
+    for (kind, workers) in plan {
+        let (rows, a_side, b_side) = match kind {
+            Kind::GuardVsRaw(rows) => (rows, Side::Guard(Shape::Three), Side::Raw(Shape::Three)),
+            Kind::FusedVsThree => (
+                Rows::Distinct,
+                Side::Guard(Shape::Fused),
+                Side::Guard(Shape::Three),
+            ),
+        };
+        let (mut a_runs, mut b_runs, mut a_checks, mut b_checks) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for repeat in 0..settings.repeats {
+            // A/B, then B/A: neither side always runs first.
+            let order = if repeat % 2 == 0 {
+                [(a_side, true), (b_side, false)]
+            } else {
+                [(b_side, false), (a_side, true)]
+            };
+            for (side, is_a) in order {
+                let timing = Timing {
+                    warmup: settings.warmup,
+                    measured: settings.measured,
+                };
+                let (summary, check) = run(side, rows, workers, timing).await?;
+                progress(&format!(
+                    "{} {} {} workers, {}: {:.0} cycles/s",
+                    database.label(),
+                    kind_label(kind),
+                    workers,
+                    side_label(side),
+                    summary.cycles_per_sec
+                ));
+                if is_a {
+                    a_runs.push(summary);
+                    a_checks.push(check);
+                } else {
+                    b_runs.push(summary);
+                    b_checks.push(check);
+                }
+            }
+        }
+        results.comparisons.push(Comparison {
+            database,
+            kind,
+            workers,
+            a: Summary::median(&a_runs),
+            b: Summary::median(&b_runs),
+            a_check: Check::worst(&a_checks),
+            b_check: Check::worst(&b_checks),
+        });
+    }
+    Ok(())
+}
+
+/// A label for a comparison's kind.
+pub(crate) fn kind_label(kind: Kind) -> &'static str {
+    match kind {
+        Kind::GuardVsRaw(rows) => rows.label(),
+        Kind::FusedVsThree => "fused vs three-statement",
+    }
+}
+
+fn side_label(side: Side) -> &'static str {
+    match side {
+        Side::Guard(Shape::Three) => "guard",
+        Side::Guard(Shape::Fused) => "guard fused",
+        Side::Raw(Shape::Three) => "raw",
+        Side::Raw(Shape::Fused) => "raw fused",
+    }
+}

@@ -1,0 +1,196 @@
+//! The harness runs end to end on the real databases (PostgreSQL at `FENCED_PG_URL` or
+//! the default, and a SQLite file) with tiny windows, and produces every table row and a
+//! well-formed chart. Figures are never asserted.
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fenced-bench");
+
+/// Checks that `text` is well-formed XML as far as an SVG written by hand needs: every
+/// element closed in order, one root `svg` element, attribute values quoted, and no bare
+/// `<` or `&` in text. Returns the names of the elements seen, in order.
+fn well_formed_svg(text: &str) -> Result<Vec<String>, String> {
+    let mut open: Vec<String> = Vec::new();
+    let mut seen = Vec::new();
+    let mut rest = text.trim();
+    let mut roots = 0;
+    while !rest.is_empty() {
+        let Some(lt) = rest.find('<') else {
+            check_text(rest)?;
+            break;
+        };
+        check_text(&rest[..lt])?;
+        if open.is_empty() && !rest[..lt].trim().is_empty() {
+            return Err("text outside the root element".into());
+        }
+        let gt = rest[lt..]
+            .find('>')
+            .map(|i| lt + i)
+            .ok_or("unterminated tag")?;
+        let tag = &rest[lt + 1..gt];
+        if let Some(name) = tag.strip_prefix('/') {
+            match open.pop() {
+                Some(top) if top == name.trim() => {}
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+        } else {
+            let self_closing = tag.ends_with('/');
+            let body = tag.trim_end_matches('/');
+            let name = body.split_whitespace().next().ok_or("empty tag")?.to_owned();
+            if body.matches('"').count() % 2 != 0 {
+                return Err(format!("unbalanced quotes in <{name}>"));
+            }
+            if open.is_empty() {
+                roots += 1;
+                if name != "svg" || roots > 1 {
+                    return Err(format!("root element <{name}>, expected one <svg>"));
+                }
+            }
+            seen.push(name.clone());
+            if !self_closing {
+                open.push(name);
+            }
+        }
+        rest = &rest[gt + 1..];
+    }
+    if let Some(unclosed) = open.pop() {
+        return Err(format!("<{unclosed}> is never closed"));
+    }
+    if roots != 1 {
+        return Err("no <svg> root".into());
+    }
+    Ok(seen)
+}
+
+fn check_text(text: &str) -> Result<(), String> {
+    for (i, _) in text.match_indices('&') {
+        let entity = &text[i..];
+        if !["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"]
+            .iter()
+            .any(|e| entity.starts_with(e))
+        {
+            return Err(format!("bare & in {text:?}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_svg_checker_rejects_what_is_not_well_formed() {
+    let good = r#"<svg a="1"><g><text x="1">a &amp; b</text><line/></g></svg>"#;
+    assert_eq!(
+        well_formed_svg(good).unwrap(),
+        vec!["svg", "g", "text", "line"]
+    );
+    for bad in [
+        r#"<svg><g></svg>"#,
+        r#"<svg><g></g>"#,
+        r#"<svg><text>a & b</text></svg>"#,
+        r#"<svg a="1><line/></svg>"#,
+        r#"<svg></svg><svg></svg>"#,
+        r#"<html></html>"#,
+        r#"<svg><line"#,
+    ] {
+        assert!(well_formed_svg(bad).is_err(), "accepted {bad}");
+    }
+}
+
+fn run(args: &[&str], dir: &Path) -> std::process::Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the benchmark binary runs")
+}
+
+#[test]
+fn a_quick_run_prints_every_row_and_draws_a_well_formed_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("chart.svg");
+    let markdown = dir.path().join("tables.md");
+    let output = run(
+        &[
+            "--quick",
+            "--seconds",
+            "0.05",
+            "--warmup",
+            "0.05",
+            "--workers",
+            "1,3",
+            "--sqlite-dir",
+            dir.path().to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+            "--markdown",
+            markdown.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&markdown).unwrap(), stdout);
+
+    for database in ["PostgreSQL", "SQLite"] {
+        for workers in [1, 3] {
+            for rows in ["distinct", "contended"] {
+                let row = format!("| {database} | {rows} | {workers} | ");
+                assert!(stdout.contains(&row), "missing {row}\n{stdout}");
+            }
+            let fused = format!("| {database} | {workers} | ");
+            assert!(stdout.contains(&fused), "missing {fused}\n{stdout}");
+            for (comparison, side) in [
+                ("distinct", "guard"),
+                ("distinct", "raw"),
+                ("contended", "guard"),
+                ("contended", "raw"),
+                ("fused vs three-statement", "guard fused"),
+                ("fused vs three-statement", "guard three"),
+            ] {
+                let check = format!("| {database} | {comparison} | {workers} | {side} | ");
+                assert!(stdout.contains(&check), "missing {check}\n{stdout}");
+            }
+        }
+    }
+    // Statements are prepared once per connection: on PostgreSQL, never more prepared
+    // statements on one connection than the cycle has statements, and only the
+    // statements rendered by the guard's dialect, on both sides.
+    for line in stdout.lines().filter(|l| l.starts_with("| PostgreSQL | ")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // The connections table: 9 columns.
+        if cells.len() == 11 {
+            assert_eq!(cells[9], "yes", "{line}");
+            let most: usize = cells[7]
+                .rsplit('–')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("prepared statements cell in {line}"));
+            assert!((1..=3).contains(&most), "{line}");
+        }
+    }
+
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    let elements = well_formed_svg(&chart).unwrap_or_else(|e| panic!("{e}\n{chart}"));
+    // Two panels, each with four lines: distinct and contended, guard and raw.
+    assert_eq!(elements.iter().filter(|e| *e == "polyline").count(), 8);
+    assert!(chart.contains(">PostgreSQL<") && chart.contains(">SQLite<"));
+}
+
+#[test]
+fn bad_arguments_are_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["--repeats", "0"][..],
+        &["--seconds", "-1"],
+        &["--workers", "0"],
+        &["--seconds", "nan"],
+    ] {
+        let output = run(args, dir.path());
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
+    }
+}
