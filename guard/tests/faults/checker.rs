@@ -52,6 +52,12 @@ pub enum Violation {
     AppliedWriteMissing { row: i64, write_id: i64 },
     /// Property 4: a write the client saw refused is in the database.
     RefusedWriteApplied { row: i64, write_id: i64 },
+    /// Property 4: resolving a publication's operation id disagreed with the database.
+    ResolutionWrong {
+        row: i64,
+        write_id: i64,
+        resolved_applied: bool,
+    },
 }
 
 impl Violation {
@@ -65,6 +71,7 @@ impl Violation {
             Violation::AcquisitionMissing { .. } => "acquisition-missing",
             Violation::AppliedWriteMissing { .. } => "applied-write-missing",
             Violation::RefusedWriteApplied { .. } => "refused-write-applied",
+            Violation::ResolutionWrong { .. } => "resolution-wrong",
         }
     }
 }
@@ -117,6 +124,20 @@ impl fmt::Display for Violation {
                 f,
                 "row {row}: write {write_id} was seen refused but is in the database"
             ),
+            Violation::ResolutionWrong {
+                row,
+                write_id,
+                resolved_applied,
+            } => write!(
+                f,
+                "row {row}: write {write_id}'s operation id resolved as {}, the database \
+                 says otherwise",
+                if *resolved_applied {
+                    "applied"
+                } else {
+                    "not applied"
+                }
+            ),
         }
     }
 }
@@ -127,6 +148,8 @@ pub struct Counts {
     pub operations: u64,
     pub acquisitions: u64,
     pub writes_applied: u64,
+    /// Retries answered "an earlier attempt with this operation id applied".
+    pub writes_already_applied: u64,
     pub writes_refused: u64,
     pub writes_failed: u64,
     pub stale_attempted: u64,
@@ -244,23 +267,39 @@ fn check_writes(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec<Viola
         .filter(|e| e.is_write())
         .filter_map(|e| Some((e.row, e.write_id?, e.writer_generation?)))
         .collect();
-    let mut writes: Vec<&Call> = calls.iter().filter(|c| c.op.is_write()).collect();
-    writes.sort_by_key(|c| c.write_id);
-    for call in writes {
-        let Some(write_id) = call.write_id else {
-            continue;
-        };
-        let present = traced.contains(&(call.row, write_id, call.generation));
-        match call.seen {
-            Seen::Applied if !present => violations.push(Violation::AppliedWriteMissing {
-                row: call.row,
-                write_id,
-            }),
-            Seen::Refused if present => violations.push(Violation::RefusedWriteApplied {
-                row: call.row,
-                write_id,
-            }),
-            _ => {}
+    // One logical write per write id: a publication retried with its operation id
+    // keeps its write id, and so does the resolution of that id.
+    let mut writes: BTreeMap<i64, Vec<&Call>> = BTreeMap::new();
+    for call in calls {
+        if let (true, Some(id)) = (call.op.is_write() || call.op == Op::Resolve, call.write_id) {
+            writes.entry(id).or_default().push(call);
+        }
+    }
+    for (write_id, attempts) in writes {
+        let row = attempts[0].row;
+        let present = traced.contains(&(row, write_id, attempts[0].generation));
+        let seen_in_effect = attempts
+            .iter()
+            .any(|c| c.op.is_write() && matches!(c.seen, Seen::Applied | Seen::AlreadyApplied));
+        let all_refused = attempts
+            .iter()
+            .filter(|c| c.op.is_write())
+            .all(|c| c.seen == Seen::Refused);
+        if seen_in_effect && !present {
+            violations.push(Violation::AppliedWriteMissing { row, write_id });
+        }
+        if all_refused && present {
+            violations.push(Violation::RefusedWriteApplied { row, write_id });
+        }
+        for resolution in attempts.iter().filter(|c| c.op == Op::Resolve) {
+            let applied = resolution.seen == Seen::Applied;
+            if resolution.seen != Seen::Failed && applied != present {
+                violations.push(Violation::ResolutionWrong {
+                    row,
+                    write_id,
+                    resolved_applied: applied,
+                });
+            }
         }
     }
 }
@@ -288,6 +327,7 @@ fn count(calls: &[Call]) -> Counts {
     for call in calls.iter().filter(|c| c.op.is_write()) {
         match call.seen {
             Seen::Applied => counts.writes_applied += 1,
+            Seen::AlreadyApplied => counts.writes_already_applied += 1,
             Seen::Refused => counts.writes_refused += 1,
             Seen::Failed => counts.writes_failed += 1,
         }
@@ -300,7 +340,8 @@ fn count(calls: &[Call]) -> Counts {
             counts.stale_attempted += 1;
             match call.seen {
                 Seen::Applied => counts.stale_accepted += 1,
-                Seen::Refused => counts.stale_refused += 1,
+                // Nothing was written by this attempt.
+                Seen::Refused | Seen::AlreadyApplied => counts.stale_refused += 1,
                 Seen::Failed => counts.stale_failed += 1,
             }
         }
@@ -516,6 +557,37 @@ mod tests {
         let (mut calls, trace) = clean();
         calls[2].seen = Seen::Refused;
         assert_eq!(kinds(&check(&calls, &trace)), vec!["refused-write-applied"]);
+    }
+
+    #[test]
+    fn resolution_must_agree_with_the_database() {
+        // Publication 2's acknowledgement was lost, the retry with its operation id
+        // was answered "already applied", and the id resolved as applied: clean.
+        let (mut calls, trace) = clean();
+        calls[2].seen = Seen::Failed;
+        calls.insert(
+            3,
+            call(Op::Publish, 7, 1, Some(2), 22, Seen::AlreadyApplied),
+        );
+        calls.insert(4, call(Op::Resolve, 7, 1, Some(2), 24, Seen::Applied));
+        let verdict = check(&calls, &trace);
+        assert_eq!(verdict.violations, vec![]);
+        assert_eq!(verdict.counts.writes_already_applied, 1);
+
+        // The same id resolved as not applied, while the database has it.
+        calls[4].seen = Seen::Refused;
+        assert_eq!(kinds(&check(&calls, &trace)), vec!["resolution-wrong"]);
+
+        // A retry answered "already applied" for a write that is not in the database.
+        let (mut calls, mut trace) = clean();
+        calls[2].seen = Seen::Failed;
+        calls.insert(
+            3,
+            call(Op::Publish, 7, 1, Some(2), 22, Seen::AlreadyApplied),
+        );
+        trace.remove(2);
+        trace[2].old_write_id = Some(1);
+        assert_eq!(kinds(&check(&calls, &trace)), vec!["applied-write-missing"]);
     }
 
     #[test]

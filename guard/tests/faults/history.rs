@@ -14,10 +14,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fenced_guard::{
-    Backend, ColumnType, Dialect, FencedTable, KeyType, Lease, Outcome, Store, Value,
+    Backend, ColumnType, Dialect, FencedTable, KeyType, Lease, OperationOutcome, Outcome, Store,
+    Value,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use uuid::Uuid;
 
 use crate::proxy::{Fault, Proxy};
 
@@ -63,6 +65,9 @@ pub enum Op {
     Publish,
     PublishAndRelease,
     Release,
+    /// Asking the database whether a publication's operation id was applied; the
+    /// call's `write_id` is the publication's.
+    Resolve,
 }
 
 impl Op {
@@ -77,6 +82,9 @@ impl Op {
 pub enum Seen {
     Applied,
     Refused,
+    /// A retry with an operation id that an earlier attempt had already applied: the
+    /// write is in effect, and nothing was written now.
+    AlreadyApplied,
     /// An error: the call may or may not have taken effect.
     Failed,
 }
@@ -242,6 +250,7 @@ pub async fn run<T: Bench>(bench: &T, settings: &Settings) -> Recorded {
                 rng: StdRng::seed_from_u64(settings.seed.wrapping_add(index as u64)),
                 cuts_before: 0,
                 cuts_after: 0,
+                operation: None,
             };
             worker.run(deadline).await;
             Faults {
@@ -271,6 +280,8 @@ struct Worker<B: Backend + Clone> {
     rng: StdRng,
     cuts_before: u64,
     cuts_after: u64,
+    /// The operation id of the publication in progress, if it carries one.
+    operation: Option<Uuid>,
 }
 
 /// A wire fault prepared for one call.
@@ -320,16 +331,47 @@ impl<B: Backend + Clone> Worker<B> {
             Op::Publish
         };
         let id = self.recorder.next_write.fetch_add(1, Ordering::SeqCst);
-        let mut seen = self.call(row, op, lease, Some(id)).await;
-        if seen == Seen::Failed {
-            // The acknowledgement may have been lost: publish again, as a caller
-            // without operation ids would. The fence must not let it apply twice.
-            let id = self.recorder.next_write.fetch_add(1, Ordering::SeqCst);
-            seen = self.call(row, op, lease, Some(id)).await;
-        }
+        let seen = match self.settings.mode {
+            Mode::Fenced => self.publish_with_operation_id(row, op, lease, id).await,
+            Mode::Naive => {
+                let seen = self.call(row, op, lease, Some(id)).await;
+                if seen == Seen::Failed {
+                    // The acknowledgement may have been lost: publish again, as a
+                    // caller without operation ids would.
+                    let id = self.recorder.next_write.fetch_add(1, Ordering::SeqCst);
+                    self.call(row, op, lease, Some(id)).await
+                } else {
+                    seen
+                }
+            }
+        };
         if !(op == Op::PublishAndRelease && seen == Seen::Applied) {
             self.release(row, lease).await;
         }
+    }
+
+    /// A publication with an operation id; after an error, one retry with the same id
+    /// (always safe), and then the id resolved, which the checker compares with the
+    /// database. The retry carries the same write id: it is the same logical write.
+    async fn publish_with_operation_id(
+        &mut self,
+        row: i64,
+        op: Op,
+        lease: &Lease,
+        id: i64,
+    ) -> Seen {
+        self.operation = Some(Uuid::new_v4());
+        let mut seen = self.call(row, op, lease, Some(id)).await;
+        if seen == Seen::Failed {
+            seen = self.call(row, op, lease, Some(id)).await;
+            if seen != Seen::Failed {
+                // Every attempt has returned and the cut ones' connections are
+                // closed: the resolution is final.
+                self.call(row, Op::Resolve, lease, Some(id)).await;
+            }
+        }
+        self.operation = None;
+        seen
     }
 
     async fn release(&mut self, row: i64, lease: &Lease) {
@@ -418,23 +460,40 @@ impl<B: Backend + Clone> Worker<B> {
         let store = self.store.clone();
         let mode = self.settings.mode;
         let worker = self.index;
+        let operation = self.operation;
         let result = self
             .with_wire(wire, async {
-                match op {
-                    Op::Renew => store.renew(lease).await,
-                    Op::Release => store.release(lease).await,
+                let outcome = match op {
+                    Op::Renew => store.renew(lease).await?,
+                    Op::Release => store.release(lease).await?,
+                    Op::Resolve => {
+                        let op = operation.expect("a resolution has an operation id");
+                        return Ok(if store.resolve(op).await?.is_applied() {
+                            Seen::Applied
+                        } else {
+                            Seen::Refused
+                        });
+                    }
                     Op::Update | Op::Publish | Op::PublishAndRelease => {
                         let id = write_id.expect("a write has an id");
-                        write(&store, mode, op, lease, worker, id).await
+                        let columns = columns(op, lease.generation(), worker, id);
+                        if let Some(operation) = operation {
+                            return recorded(&store, op, lease, operation, &columns).await;
+                        }
+                        write(&store, mode, op, lease, &columns).await?
                     }
                     Op::Acquire => unreachable!("acquisitions are recorded by acquire"),
-                }
+                };
+                Ok::<_, fenced_guard::Error>(if outcome.is_applied() {
+                    Seen::Applied
+                } else {
+                    Seen::Refused
+                })
             })
             .await;
         let end_us = self.recorder.micros();
         let seen = match result {
-            Some(Ok(Outcome::Applied)) => Seen::Applied,
-            Some(Ok(Outcome::Refused)) => Seen::Refused,
+            Some(Ok(seen)) => seen,
             _ => Seen::Failed,
         };
         self.record(Call {
@@ -455,22 +514,14 @@ impl<B: Backend + Clone> Worker<B> {
     }
 }
 
-/// A write of the application's columns, fenced or naive.
-async fn write<B: Backend>(
-    store: &Store<B>,
-    mode: Mode,
-    op: Op,
-    lease: &Lease,
-    worker: usize,
-    id: i64,
-) -> fenced_guard::Result<Outcome> {
+/// The application's columns of a write.
+fn columns(op: Op, generation: i64, worker: usize, id: i64) -> [(&'static str, Value); 4] {
     let kind = if op == Op::Update {
         "update"
     } else {
         "publish"
     };
-    let generation = lease.generation();
-    let columns = [
+    [
         (
             "Payload",
             Value::from(format!(
@@ -480,16 +531,48 @@ async fn write<B: Backend>(
         ("WriterGeneration", Value::I64(generation)),
         ("WriteId", Value::I64(id)),
         ("WriteKind", Value::from(kind)),
-    ];
+    ]
+}
+
+/// A fenced publication carrying operation id `operation`.
+async fn recorded<B: Backend>(
+    store: &Store<B>,
+    op: Op,
+    lease: &Lease,
+    operation: Uuid,
+    columns: &[(&str, Value)],
+) -> fenced_guard::Result<Seen> {
+    let outcome = if op == Op::PublishAndRelease {
+        store
+            .publish_and_release_op(lease, operation, columns)
+            .await?
+    } else {
+        store.publish_op(lease, operation, columns).await?
+    };
+    Ok(match outcome {
+        OperationOutcome::Applied => Seen::Applied,
+        OperationOutcome::AlreadyApplied { .. } => Seen::AlreadyApplied,
+        _ => Seen::Refused,
+    })
+}
+
+/// A write of the application's columns, fenced or naive.
+async fn write<B: Backend>(
+    store: &Store<B>,
+    mode: Mode,
+    op: Op,
+    lease: &Lease,
+    columns: &[(&str, Value)],
+) -> fenced_guard::Result<Outcome> {
     match mode {
         Mode::Fenced => match op {
-            Op::Update => store.update(lease, &columns).await,
-            Op::Publish => store.publish(lease, &columns).await,
-            _ => store.publish_and_release(lease, &columns).await,
+            Op::Update => store.update(lease, columns).await,
+            Op::Publish => store.publish(lease, columns).await,
+            _ => store.publish_and_release(lease, columns).await,
         },
         Mode::Naive => {
             let sql = naive_write(store.dialect(), store.table(), op);
-            let mut params: Vec<Value> = columns.into_iter().map(|(_, v)| v).collect();
+            let mut params: Vec<Value> = columns.iter().map(|(_, v)| v.clone()).collect();
             params.push(Value::from(lease.key()));
             let rows = store.backend().execute(&sql, &params).await?;
             Ok(Outcome::from_rows(rows))

@@ -33,7 +33,7 @@ impl Report<'_> {
             out,
             "{{\"backend\":{},\"mode\":{},\"seed\":{},\"seconds\":{:.3},\"workers\":{},\
              \"rows\":{},\"operations\":{},\"acquisitions\":{},\
-             \"writes\":{{\"applied\":{},\"refused\":{},\"failed\":{}}},\
+             \"writes\":{{\"applied\":{},\"already_applied\":{},\"refused\":{},\"failed\":{}}},\
              \"faults\":{{\"total\":{},\"pauses\":{},\"cuts_before_execute\":{},\
              \"cuts_after_commit\":{},\"delays\":{}}},\
              \"stale_writes\":{{\"attempted\":{},\"refused\":{},\"accepted\":{},\"failed\":{}}},\
@@ -47,6 +47,7 @@ impl Report<'_> {
             c.operations,
             c.acquisitions,
             c.writes_applied,
+            c.writes_already_applied,
             c.writes_refused,
             c.writes_failed,
             f.total(),
@@ -92,8 +93,14 @@ impl Report<'_> {
             self.rows
         );
         println!(
-            "  operations {}, acquisitions {}, writes applied {} / refused {} / failed {}",
-            c.operations, c.acquisitions, c.writes_applied, c.writes_refused, c.writes_failed
+            "  operations {}, acquisitions {}, writes applied {} / already applied {} / \
+             refused {} / failed {}",
+            c.operations,
+            c.acquisitions,
+            c.writes_applied,
+            c.writes_already_applied,
+            c.writes_refused,
+            c.writes_failed
         );
         println!(
             "  faults injected {} (pauses past ttl {}, cuts before execute {}, cuts after \
