@@ -32,6 +32,9 @@ pub struct Config {
     /// Paths not to check: gitignore-style globs, relative to the directory of the
     /// configuration file. Applied by the walk, on top of `.gitignore`.
     pub exclude: Vec<String>,
+    /// The directory `exclude` patterns are relative to: the configuration file's
+    /// directory when it was loaded from a file, else the current directory.
+    pub base_dir: Option<PathBuf>,
 }
 
 /// One fenced table and the names of its fence columns.
@@ -168,6 +171,7 @@ impl Config {
         Ok(Config {
             tables,
             exclude: raw.exclude,
+            base_dir: path.and_then(Path::parent).map(Path::to_path_buf),
         })
     }
 

@@ -20,6 +20,7 @@
 pub mod config;
 pub mod diagnostic;
 pub mod error;
+pub mod exclude;
 mod linter;
 #[cfg(feature = "cli")]
 pub mod report;

@@ -7,6 +7,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
 use crate::config::{self, Config, TableSpec};
 use crate::diagnostic::{Diagnostic, Range as TextRange};
+use crate::exclude::Exclude;
 use crate::rules::{self, Finding, Rule};
 use crate::source::{self, LineIndex, rust};
 use crate::sql::{self, lexer};
@@ -44,12 +45,16 @@ pub struct Linter {
     prefilter: Option<AhoCorasick>,
     /// Generation column names, to find `CREATE TABLE` candidates for discovery.
     discovery: AhoCorasick,
+    /// The configuration's `exclude` globs.
+    exclude: Exclude,
 }
 
 impl Linter {
     /// Compiles a configuration.
     pub fn new(config: &Config) -> Linter {
-        Self::from_tables(config.tables.clone())
+        let mut linter = Self::from_tables(config.tables.clone());
+        linter.exclude = Exclude::new(config.base_dir.as_deref(), &config.exclude);
+        linter
     }
 
     fn from_tables(tables: Vec<TableSpec>) -> Linter {
@@ -78,6 +83,7 @@ impl Linter {
                 AhoCorasick::new(["generation"]).expect("a one-word automaton builds")
             });
         Linter {
+            exclude: Exclude::default(),
             tables,
             prefilter,
             discovery,
@@ -93,6 +99,9 @@ impl Linter {
     /// generation, an owner and an expiry column (with the configured names or the
     /// article's). The key is the primary-key column, or the first column.
     pub fn discover_tables(&self, path: &Path, bytes: &[u8]) -> Vec<TableSpec> {
+        if self.is_excluded(path) {
+            return Vec::new();
+        }
         let Ok(text) = source::decode(bytes) else {
             return Vec::new();
         };
@@ -304,7 +313,17 @@ impl Linter {
                 all.push(table);
             }
         }
-        Self::from_tables(all)
+        let exclude = self.exclude;
+        Linter {
+            exclude,
+            ..Self::from_tables(all)
+        }
+    }
+
+    /// Whether the configuration's `exclude` globs cover `path` (absolute, or relative to
+    /// the current directory).
+    pub fn is_excluded(&self, path: &Path) -> bool {
+        self.exclude.matches(path)
     }
 
     /// Whether the walk should check a path: `.sql` and `.rs` files.
@@ -318,7 +337,12 @@ impl Linter {
     /// with BOM), reads `.rs` files as Rust (SQL in string literals) and anything else as
     /// SQL, skips files that mention no fenced table and no suppression, then finds and
     /// parses the statements, runs the rules and applies suppressions.
+    ///
+    /// A path matched by the configuration's `exclude` globs gets an empty report.
     pub fn check_file(&self, path: &Path, bytes: &[u8]) -> FileReport {
+        if self.is_excluded(path) {
+            return FileReport::default();
+        }
         let text = match source::decode(bytes) {
             Ok(text) => text,
             Err(reason) => {

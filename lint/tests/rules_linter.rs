@@ -368,3 +368,36 @@ fn the_articles_table_is_discovered() {
         [TableSpec::new("dbo.ReportPublication", "ReportId")]
     );
 }
+
+#[test]
+fn excluded_paths_are_not_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("fenced-lint.toml");
+    std::fs::write(
+        &config_path,
+        "exclude = [\"fixtures/**\"]\n[[table]]\nname = \"dbo.ReportPublication\"\nkey = \"ReportId\"\n",
+    )
+    .unwrap();
+    let linter = Linter::new(&Config::load(&config_path).unwrap());
+    let excluded = dir.path().join("fixtures/bad.sql");
+    assert!(linter.is_excluded(&excluded));
+    assert_eq!(
+        linter
+            .check_file(&excluded, UNFENCED.as_bytes())
+            .diagnostics,
+        []
+    );
+    // Negative control: the same file elsewhere is checked.
+    let checked = dir.path().join("src/bad.sql");
+    assert!(!linter.is_excluded(&checked));
+    assert_eq!(
+        linter
+            .check_file(&checked, UNFENCED.as_bytes())
+            .diagnostics
+            .len(),
+        1
+    );
+    // Discovery keeps the exclusions.
+    let linter = linter.with_discovered(Vec::new());
+    assert!(linter.is_excluded(&excluded));
+}
