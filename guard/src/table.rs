@@ -209,7 +209,18 @@ impl Column {
 ///
 /// Built with [`FencedTable::builder`]; [`FencedTable::default`] is the article's table
 /// `ReportPublication(ReportId uuid, Generation, LeaseOwner, LeaseUntilUtc,
-/// PublishedGeneration)` without application columns.
+/// PublishedGeneration)` without application columns, plus the lease-epoch column.
+///
+/// # Protocol tables
+///
+/// Every fenced table comes with the recovery epoch, always on: a `LeaseEpoch` column
+/// that acquisitions stamp and fenced writes check against the epoch table
+/// (`FencedEpoch`), and an outcomes table for operation ids (`FencedOperation`). Both
+/// default to the fenced table's schema, and
+/// [`Store::create_schema`](crate::Store::create_schema) creates them. A table created
+/// before the epoch existed needs the column first (`ALTER TABLE … ADD "LeaseEpoch"
+/// bigint NOT NULL DEFAULT 0`); its rows are then free to acquire, and leases taken
+/// before cannot write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FencedTable {
     name: QualifiedName,
