@@ -118,7 +118,6 @@ mod tests {
         create_schema_text_key: dialect::create_schema(D, &FencedTable::builder().key_type(KeyType::Text).build().unwrap()) =>
             "IF OBJECT_ID(N'[ReportPublication]', N'U') IS NULL CREATE TABLE [ReportPublication] ([ReportId] nvarchar(450) NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0, [LeaseEpoch] bigint NOT NULL DEFAULT 0)",
         provision: dialect::provision(D, &table()) =>
-            // fenced-lint: allow(generation-rewind) the select list provisions generation 0; the rule reads only VALUES lists, and T-SQL has no VALUES form with WHERE NOT EXISTS
             "INSERT INTO [dbo].[ReportPublication] ([ReportId], [Generation], [PublishedGeneration]) SELECT @P1, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM [dbo].[ReportPublication] WITH (UPDLOCK, HOLDLOCK) WHERE [ReportId] = @P1)",
         acquire: dialect::acquire(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()), [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) OUTPUT inserted.[Generation], inserted.[LeaseEpoch] WHERE [ReportId] = @P1 AND ([LeaseUntilUtc] IS NULL OR [LeaseUntilUtc] <= SYSUTCDATETIME() OR [LeaseEpoch] <> (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1))",

@@ -408,6 +408,7 @@ mod tests {
         // And a grant of UPDATE on the fenced table, instead of the DENY.
         let grant = p.permissions_script().replace(
             "DENY UPDATE, INSERT, DELETE ON OBJECT::[dbo].[ReportPublication]",
+            // fenced-lint: allow(fenced-table-grant) the negative control: this grant must be flagged
             "GRANT UPDATE ON OBJECT::[dbo].[ReportPublication]",
         );
         let findings = lint(&grant);
