@@ -32,7 +32,9 @@ pub enum OperationOutcome {
     Refused,
     /// Nothing was written now, because this operation id was already applied by an
     /// earlier attempt, to `generation`. This is what a retry after a lost
-    /// acknowledgement sees when the first attempt had committed.
+    /// acknowledgement sees when the first attempt had committed. A lease revoked
+    /// locally sends nothing and answers [`Refused`](OperationOutcome::Refused) even
+    /// then: [`resolve`](crate::Store::resolve) the id to know.
     AlreadyApplied {
         /// The generation the earlier attempt wrote under.
         generation: i64,
