@@ -392,20 +392,9 @@ impl Linter {
                     continue;
                 }
                 let (value, offsets) = rust::literal_value(&text, literal);
-                let LiteralCheck {
-                    findings: found,
-                    checked,
-                    coverage,
-                    suppressions: in_literal,
-                } = self.check_literal(&value, true);
-                for (range, body) in in_literal {
-                    let start = offsets[range.start.min(offsets.len() - 1)];
-                    let end = offsets[range.end.min(offsets.len() - 1)];
-                    collect(
-                        suppress::parse_comment(&body, start..end, index.line(start)),
-                        &mut suppressions,
-                    );
-                }
+                // Suppressions are comments of the file (`//` in Rust, `--` in SQL); a
+                // comment inside the string is part of the SQL text, often a fixture's.
+                let (found, checked, coverage) = self.check_literal(&value, true);
                 report.statements_checked += checked;
                 add_coverage(&mut report.coverage, coverage);
                 for finding in found {
@@ -445,20 +434,9 @@ impl Linter {
                     continue;
                 }
                 let (value, offsets) = lexer::string_value(&text, token);
-                let LiteralCheck {
-                    findings: found,
-                    checked,
-                    coverage,
-                    suppressions: in_literal,
-                } = self.check_literal(&value, true);
-                for (range, body) in in_literal {
-                    let start = offsets[range.start.min(offsets.len() - 1)];
-                    let end = offsets[range.end.min(offsets.len() - 1)];
-                    collect(
-                        suppress::parse_comment(&body, start..end, index.line(start)),
-                        &mut suppressions,
-                    );
-                }
+                // Suppressions are comments of the file (`//` in Rust, `--` in SQL); a
+                // comment inside the string is part of the SQL text, often a fixture's.
+                let (found, checked, coverage) = self.check_literal(&value, true);
                 report.statements_checked += checked;
                 add_coverage(&mut report.coverage, coverage);
                 let concatenated = [position.checked_sub(1), Some(position + 1)]
@@ -555,21 +533,9 @@ impl Linter {
     /// Checks the SQL in a Rust string literal. `prose_possible`: the text may be a
     /// message rather than SQL, so an unparseable "statement" whose keyword sits mid-sentence
     /// is not reported as `unanalysed-write`.
-    fn check_literal(&self, text: &str, prose_possible: bool) -> LiteralCheck {
+    fn check_literal(&self, text: &str, prose_possible: bool) -> (Vec<Finding>, usize, Coverage) {
         let lexed = lexer::lex(text);
-        let (findings, checked, coverage) = self.check_tokens(text, &lexed.tokens, prose_possible);
-        let suppressions = lexed
-            .comments
-            .iter()
-            .filter(|c| c.line && text[c.range.clone()].contains(suppress::MARKER))
-            .map(|c| (c.range.clone(), text[c.range.clone()].to_owned()))
-            .collect();
-        LiteralCheck {
-            findings,
-            checked,
-            coverage,
-            suppressions,
-        }
+        self.check_tokens(text, &lexed.tokens, prose_possible)
     }
 
     /// Runs the statement rules over one SQL text (no suppressions, no file): the findings
@@ -647,15 +613,6 @@ pub struct SqlFinding {
     pub message: String,
     /// What to do about it.
     pub help: Option<String>,
-}
-
-/// What checking the SQL of one string literal found.
-struct LiteralCheck {
-    findings: Vec<Finding>,
-    checked: usize,
-    coverage: Coverage,
-    /// `-- fenced-lint:` comments inside the SQL: byte range in the value, and text.
-    suppressions: Vec<(Range<usize>, String)>,
 }
 
 fn add_coverage(total: &mut Coverage, more: Coverage) {
