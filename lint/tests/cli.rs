@@ -297,6 +297,30 @@ fn gitignore_is_honoured_outside_a_git_repository() {
 }
 
 #[test]
+fn configured_excludes_are_not_linted() {
+    let tree = Tree::new();
+    tree.file("sql/lease.sql", CLEAN_SQL)
+        .file("fixtures/publish.sql", UNFENCED_SQL);
+    // Negative control: without the exclude the violation is found.
+    tree.file("fenced-lint.toml", CONFIG);
+    assert_eq!(tree.run(&[]).code, 1);
+    tree.file(
+        "fenced-lint.toml",
+        &format!("exclude = [\"fixtures/**\"]\n{CONFIG}"),
+    );
+    let run = tree.run(&["--format", "json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.json()["files_scanned"],
+        1,
+        "excluded files are not read"
+    );
+    // The globs are relative to the configuration file, wherever the lint runs from.
+    let run = tree.run_in(&tree.path("fixtures"), &["--format", "json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
+#[test]
 fn config_is_discovered_from_the_current_directory_upwards() {
     let tree = Tree::configured();
     tree.file("deep/down/publish.sql", UNFENCED_SQL);

@@ -8,8 +8,9 @@
 //! one is reported as unreadable rather than skipped.
 //!
 //! Which files are linted: inside a directory, the candidates `Linter::is_candidate`
-//! accepts (`.sql` and `.rs`); a file named on the command line, always, whatever its
-//! extension and even if ignored, as ripgrep does.
+//! accepts (`.sql` and `.rs`) that the configuration's `exclude` globs do not cover; a
+//! file named on the command line whatever its extension and even if `.gitignore` lists
+//! it, as ripgrep does (the configuration's `exclude` still applies to it).
 //!
 //! Each file is read once; its bytes stay in memory for pass 1 (discovering fenced tables
 //! from `CREATE TABLE`) and pass 2 (checking statements).
@@ -149,7 +150,10 @@ fn error_path(err: &ignore::Error) -> Option<PathBuf> {
 /// tables. Files that could not be read become one `unreadable-file` finding each.
 pub(crate) fn lint_tree(config: &Config, roots: &[PathBuf], strip_dot: bool) -> Run {
     let linter = Linter::new(config);
-    let inputs = read_tree(roots, strip_dot, Linter::is_candidate, |path, bytes| {
+    // Files the configuration excludes are not even read; a file named on the command
+    // line is read, and `check_file` applies the exclusion to it.
+    let wanted = |path: &Path| Linter::is_candidate(path) && !linter.is_excluded(path);
+    let inputs = read_tree(roots, strip_dot, wanted, |path, bytes| {
         linter.discover_tables(path, bytes)
     });
     check(linter, &inputs)
