@@ -187,6 +187,7 @@ mod tests {
         grant_variants: "GRANT UPDATE ON dbo.T TO r; GRANT SELECT ON SCHEMA::dbo TO r; GRANT USAGE ON SEQUENCE s TO r; GRANT EXECUTE ON FUNCTION f() TO r";
         truncate: "TRUNCATE TABLE dbo.T; TRUNCATE a, b RESTART IDENTITY";
         pg_json_operators: "UPDATE t SET data = data || $1, n = (data->>'n')::int WHERE data->'k' = $2 AND tags @> $3 AND id = $4";
+        columns_named_like_statements: "UPDATE quotes SET close = $1, open = $2 WHERE close > 0 AND open < close AND id = $3 RETURNING close";
         tsql_statement_after_where: "UPDATE t SET a = 1 WHERE b = 2 PRINT 'done' WAITFOR DELAY '00:00:01' RAISERROR('x', 1, 1)";
     }
 }

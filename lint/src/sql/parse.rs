@@ -207,6 +207,47 @@ const STOP_WORDS: &[&str] = &[
     "CALL",
     "DO",
     "REPLACE",
+    "BULK",
+    "DBCC",
+    "CHECKPOINT",
+    "RECONFIGURE",
+    "REVERT",
+    "VACUUM",
+    "REINDEX",
+    "KILL",
+    "BACKUP",
+    "RESTORE",
+];
+
+/// Words that never begin a value: they end an operand even before it has started.
+/// The other [`STOP_WORDS`] (statement starters such as `OPEN`, `CLOSE`, `PRINT`) end
+/// an operand only after something, so a column named `close` still reads as one.
+const CLAUSE_WORDS: &[&str] = &[
+    "FROM",
+    "WHERE",
+    "SET",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "END",
+    "ON",
+    "USING",
+    "RETURNING",
+    "OUTPUT",
+    "OPTION",
+    "ORDER",
+    "GROUP",
+    "HAVING",
+    "LIMIT",
+    "OFFSET",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "INTO",
+    "VALUES",
+    "SELECT",
+    "WITH",
+    "GO",
 ];
 
 const BEFORE_NON_STATEMENT: &[&str] = &[
@@ -1860,7 +1901,8 @@ impl<'a> Parser<'a> {
                                 "AND", "OR", "NOT", "IS", "IN", "LIKE", "ILIKE", "BETWEEN",
                                 "ESCAPE", "GLOB", "SIMILAR", "REGEXP", "AS",
                             ],
-                        ) || is_any_word(self.text, t, STOP_WORDS)
+                        ) || is_any_word(self.text, t, CLAUSE_WORDS)
+                            || (count > 0 && is_any_word(self.text, t, STOP_WORDS))
                         {
                             break;
                         }
