@@ -151,6 +151,8 @@ pub struct Counts {
     /// Retries answered "an earlier attempt with this operation id applied".
     pub writes_already_applied: u64,
     pub writes_refused: u64,
+    /// Operation ids resolved after a failed publication and its retry.
+    pub resolutions: u64,
     pub writes_failed: u64,
     pub stale_attempted: u64,
     pub stale_refused: u64,
@@ -324,6 +326,7 @@ fn count(calls: &[Call]) -> Counts {
     for list in acquired.values_mut() {
         list.sort_unstable();
     }
+    counts.resolutions = calls.iter().filter(|c| c.op == Op::Resolve).count() as u64;
     for call in calls.iter().filter(|c| c.op.is_write()) {
         match call.seen {
             Seen::Applied => counts.writes_applied += 1,
@@ -573,6 +576,7 @@ mod tests {
         let verdict = check(&calls, &trace);
         assert_eq!(verdict.violations, vec![]);
         assert_eq!(verdict.counts.writes_already_applied, 1);
+        assert_eq!(verdict.counts.resolutions, 1);
 
         // The same id resolved as not applied, while the database has it.
         calls[4].seen = Seen::Refused;

@@ -34,6 +34,7 @@ impl Report<'_> {
             "{{\"backend\":{},\"mode\":{},\"seed\":{},\"seconds\":{:.3},\"workers\":{},\
              \"rows\":{},\"operations\":{},\"acquisitions\":{},\
              \"writes\":{{\"applied\":{},\"already_applied\":{},\"refused\":{},\"failed\":{}}},\
+             \"resolutions\":{},\
              \"faults\":{{\"total\":{},\"pauses\":{},\"cuts_before_execute\":{},\
              \"cuts_after_commit\":{},\"delays\":{}}},\
              \"stale_writes\":{{\"attempted\":{},\"refused\":{},\"accepted\":{},\"failed\":{}}},\
@@ -50,6 +51,7 @@ impl Report<'_> {
             c.writes_already_applied,
             c.writes_refused,
             c.writes_failed,
+            c.resolutions,
             f.total(),
             f.pauses,
             f.cuts_before_execute,
@@ -94,13 +96,14 @@ impl Report<'_> {
         );
         println!(
             "  operations {}, acquisitions {}, writes applied {} / already applied {} / \
-             refused {} / failed {}",
+             refused {} / failed {}, operation ids resolved {}",
             c.operations,
             c.acquisitions,
             c.writes_applied,
             c.writes_already_applied,
             c.writes_refused,
-            c.writes_failed
+            c.writes_failed,
+            c.resolutions
         );
         println!(
             "  faults injected {} (pauses past ttl {}, cuts before execute {}, cuts after \

@@ -85,9 +85,10 @@ fn report<'a, T: Bench>(
 
 /// The fenced workload under faults: no violation and no stale write accepted, in
 /// every run. Runs again on a fresh bench (at most five runs) until the faults have done
-/// their job at least once: a stale write attempted, and with `wire` (a proxy in front
-/// of the workers) connections cut both before and after commit and a write failed by
-/// a cut; otherwise the runs would prove nothing.
+/// their job at least once: a stale write attempted and refused, and with `wire` (a
+/// proxy in front of the workers) connections cut both before and after commit, a
+/// write failed by a cut, and a publication's operation id resolved after its retry;
+/// otherwise the runs would prove nothing.
 pub async fn fenced_history_holds<T, S>(setup: impl Fn() -> S, wire: bool)
 where
     T: Bench,
@@ -126,6 +127,7 @@ struct Coverage {
     cuts_before_execute: u64,
     cuts_after_commit: u64,
     writes_failed: u64,
+    resolutions: u64,
 }
 
 impl Coverage {
@@ -136,12 +138,15 @@ impl Coverage {
         self.cuts_before_execute += recorded.faults.cuts_before_execute;
         self.cuts_after_commit += recorded.faults.cuts_after_commit;
         self.writes_failed += verdict.counts.writes_failed;
+        self.resolutions += verdict.counts.resolutions;
     }
 
     fn complete(&self, wire: bool) -> bool {
         let basic = self.writes_applied > 0 && self.pauses > 0 && self.stale_refused > 0;
-        let cuts =
-            self.cuts_before_execute > 0 && self.cuts_after_commit > 0 && self.writes_failed > 0;
+        let cuts = self.cuts_before_execute > 0
+            && self.cuts_after_commit > 0
+            && self.writes_failed > 0
+            && self.resolutions > 0;
         basic && (!wire || cuts)
     }
 }
