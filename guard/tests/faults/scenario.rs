@@ -11,16 +11,18 @@ use crate::report::Report;
 /// The lease ttl of the workload: short, so that pauses past it are cheap.
 const TTL: Duration = Duration::from_millis(200);
 
-/// How long the fenced history runs: `FENCED_HISTORY_SECS` (default 3).
+/// How long each fenced history runs: `FENCED_HISTORY_SECS` (default 3, at most a day).
 fn duration() -> Duration {
     let secs = std::env::var("FENCED_HISTORY_SECS")
         .ok()
         .map(|s| {
             s.parse::<f64>()
                 .ok()
-                .filter(|v| v.is_finite() && *v > 0.0)
+                .filter(|v| *v > 0.0 && *v <= 86_400.0)
                 .unwrap_or_else(|| {
-                    panic!("FENCED_HISTORY_SECS must be a positive number, got {s:?}")
+                    panic!(
+                        "FENCED_HISTORY_SECS must be a number of seconds in (0, 86400], got {s:?}"
+                    )
                 })
         })
         .unwrap_or(3.0);
