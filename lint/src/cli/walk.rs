@@ -1,11 +1,12 @@
 //! Finding and reading the files to lint, and the two passes over them.
 //!
 //! Directories are walked in parallel with the `ignore` crate, honouring `.gitignore`,
-//! `.ignore`, the global git excludes and hidden files. `.gitignore` is honoured whether
-//! or not the tree is a git repository (`require_git(false)`): a tree unpacked from an
-//! archive or copied into a container lints the same as its checkout. Symbolic links to
-//! directories are not followed; symbolic links to files are read like files, so a broken
-//! one is reported as unreadable rather than skipped.
+//! `.ignore` and the global git excludes, and skipping hidden files and directories.
+//! `.gitignore` is honoured whether or not the tree is a git repository
+//! (`require_git(false)`): a tree unpacked from an archive or copied into a container
+//! lints the same as its checkout. Symbolic links to directories are not followed;
+//! symbolic links to files are read like files, so a broken one is reported as
+//! unreadable rather than skipped.
 //!
 //! Which files are linted: inside a directory, the candidates `Linter::is_candidate`
 //! accepts (`.sql` and `.rs`) that the configuration's `exclude` globs do not cover; a
