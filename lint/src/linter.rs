@@ -565,9 +565,11 @@ impl Linter {
         let analysed = sql::analyse_tokens(text, tokens);
         let mut findings = Vec::new();
         let mut coverage = Coverage::default();
+        let mut prose = 0;
         for statement in &analysed {
             if prose_possible && !statement.at_statement_start {
                 // "cannot update ReportPublication row": a message, not SQL.
+                prose += 1;
                 continue;
             }
             match &statement.result {
@@ -595,7 +597,7 @@ impl Linter {
                 }
             }
         }
-        (findings, analysed.len(), coverage)
+        (findings, analysed.len() - prose, coverage)
     }
 }
 
