@@ -46,7 +46,12 @@ pub(crate) fn svg(results: &Results) -> String {
         width / 2.0
     );
     for (i, database) in databases.iter().enumerate() {
-        panel(&mut out, *database, i as f64 * PANEL_WIDTH, &results.comparisons);
+        panel(
+            &mut out,
+            *database,
+            i as f64 * PANEL_WIDTH,
+            &results.comparisons,
+        );
     }
     out.push_str("</svg>\n");
     out
@@ -229,7 +234,7 @@ fn thousands(v: f64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

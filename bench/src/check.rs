@@ -66,9 +66,8 @@ impl Check {
                 (Some(a), Some(b)) => Some(Prepared {
                     min_per_connection: a.min_per_connection.min(b.min_per_connection),
                     max_per_connection: a.max_per_connection.max(b.max_per_connection),
-                    executions_per_statement: a
-                        .executions_per_statement
-                        .min(b.executions_per_statement),
+                    executions_per_statement:
+                        a.executions_per_statement.min(b.executions_per_statement),
                 }),
                 (a, b) => a.or(b),
             },
@@ -103,7 +102,10 @@ mod tests {
             opened_during: 5,
             ..clean
         };
-        assert_eq!(Check::worst(&[clean, churn, clean]).unwrap().opened_during, 5);
+        assert_eq!(
+            Check::worst(&[clean, churn, clean]).unwrap().opened_during,
+            5
+        );
         assert_eq!(Check::worst(&[clean, clean]).unwrap().opened_during, 0);
         assert!(Check::worst(&[]).is_none());
     }

@@ -110,9 +110,8 @@ impl Args {
         let mut workers = self.workers.clone();
         workers.sort_unstable();
         workers.dedup();
-        let postgres = (!self.no_postgres).then(|| {
-            std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned())
-        });
+        let postgres = (!self.no_postgres)
+            .then(|| std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned()));
         let sqlite = (!self.no_sqlite).then(|| {
             self.sqlite_dir.clone().unwrap_or_else(|| {
                 let shm = PathBuf::from("/dev/shm");
@@ -160,7 +159,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("fenced-bench: cannot start the runtime: {e}");
@@ -170,8 +172,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            if e
-                .downcast_ref::<std::io::Error>()
+            if e.downcast_ref::<std::io::Error>()
                 .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
             {
                 return ExitCode::SUCCESS;

@@ -124,14 +124,15 @@ pub(crate) fn drive_blocking(
 /// Runs `workers` async workers, worker `i` on `key(i)`, and merges their tallies.
 /// `at_measure_start` runs once the warm-up is over, `at_measure_end` once the window
 /// closes (while the workers finish their last cycle), so that checks see the steady
-/// state. Returns the workers' cycles for inspection.
+/// state. Returns the workers' cycles for inspection, and the process's CPU time over
+/// the window.
 pub(crate) async fn run_async<C, S, E, SF, EF>(
     cycles: Vec<C>,
     key: impl Fn(usize) -> i64,
     window: Window,
     at_measure_start: S,
     at_measure_end: E,
-) -> Result<(Vec<C>, Tally, SF::Output, EF::Output)>
+) -> Result<(Vec<C>, Tally, Option<Duration>, SF::Output, EF::Output)>
 where
     C: Cycle,
     S: FnOnce() -> SF,
@@ -145,8 +146,10 @@ where
         .map(|(i, c)| tokio::spawn(drive(c, key(i), window)))
         .collect();
     tokio::time::sleep_until(window.measure_from.into()).await;
+    let cpu_start = process_cpu();
     let started = at_measure_start().await;
     tokio::time::sleep_until(window.until.into()).await;
+    let cpu = cpu_between(cpu_start, process_cpu());
     let ended = at_measure_end().await;
     let mut tally = Tally::default();
     let mut back = Vec::with_capacity(handles.len());
@@ -167,8 +170,29 @@ where
     }
     match first_error {
         Some(e) => Err(e),
-        None => Ok((back, tally, started, ended)),
+        None => Ok((back, tally, cpu, started, ended)),
     }
+}
+
+/// CPU time this process has used so far, all threads together (including threads that
+/// already ended), from `/proc/self/stat`; `None` where that is not available.
+pub(crate) fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces:
+    // state is field 3, utime field 14 and stime field 15, in clock ticks (USER_HZ,
+    // 100 per second on Linux).
+    let fields: Vec<&str> = stat
+        .get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+/// The CPU time used between two readings of [`process_cpu`].
+pub(crate) fn cpu_between(start: Option<Duration>, end: Option<Duration>) -> Option<Duration> {
+    end?.checked_sub(start?)
 }
 
 /// A summary of one run.
@@ -180,17 +204,26 @@ pub(crate) struct Summary {
     pub(crate) p50_ms: f64,
     /// 99th percentile cycle latency, in milliseconds.
     pub(crate) p99_ms: f64,
+    /// This process's CPU time per completed cycle, in microseconds (NaN when not
+    /// measured): the client's whole cost, less sensitive than wall time to other
+    /// processes on the machine.
+    pub(crate) cpu_us_per_cycle: f64,
 }
 
 impl Summary {
-    /// Summarises a tally over a measured window of `measured`.
-    pub(crate) fn of(mut tally: Tally, measured: Duration) -> Self {
+    /// Summarises a tally over a measured window of `measured`, during which the
+    /// process used `cpu`.
+    pub(crate) fn of(mut tally: Tally, measured: Duration, cpu: Option<Duration>) -> Self {
         tally.latencies_ns.sort_unstable();
         let n = tally.latencies_ns.len();
         Summary {
             cycles_per_sec: n as f64 / measured.as_secs_f64(),
             p50_ms: percentile(&tally.latencies_ns, 0.50),
             p99_ms: percentile(&tally.latencies_ns, 0.99),
+            cpu_us_per_cycle: match cpu {
+                Some(cpu) if n > 0 => cpu.as_secs_f64() * 1e6 / n as f64,
+                _ => f64::NAN,
+            },
         }
     }
 
@@ -200,6 +233,7 @@ impl Summary {
             cycles_per_sec: median(runs.iter().map(|s| s.cycles_per_sec)),
             p50_ms: median(runs.iter().map(|s| s.p50_ms)),
             p99_ms: median(runs.iter().map(|s| s.p99_ms)),
+            cpu_us_per_cycle: median(runs.iter().map(|s| s.cpu_us_per_cycle)),
         }
     }
 }
@@ -224,7 +258,7 @@ fn median(values: impl Iterator<Item = f64>) -> f64 {
     }
     v.sort_by(f64::total_cmp);
     let mid = v.len() / 2;
-    if v.len() % 2 == 1 {
+    if !v.len().is_multiple_of(2) {
         v[mid]
     } else {
         (v[mid - 1] + v[mid]) / 2.0
@@ -263,8 +297,25 @@ mod tests {
         tally.record(&window, now, now + Duration::from_millis(1500)); // counted
         tally.record(&window, now, now + Duration::from_millis(2500)); // after the end
         assert_eq!(tally.latencies_ns, vec![1_500_000_000]);
-        let summary = Summary::of(tally, window.measured());
+        let summary = Summary::of(tally, window.measured(), Some(Duration::from_millis(3)));
         assert_eq!(summary.cycles_per_sec, 1.0);
         assert_eq!(summary.p50_ms, 1500.0);
+        assert_eq!(summary.cpu_us_per_cycle, 3000.0);
+    }
+
+    #[test]
+    fn process_cpu_grows_with_work() {
+        let start = process_cpu().expect("linux /proc");
+        let mut x = 0u64;
+        let deadline = Instant::now() + Duration::from_millis(60);
+        while Instant::now() < deadline {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let used = cpu_between(Some(start), process_cpu()).unwrap();
+        assert!(
+            used >= Duration::from_millis(10),
+            "{used:?} after a busy loop"
+        );
+        assert_eq!(cpu_between(None, Some(start)), None);
     }
 }

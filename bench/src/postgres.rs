@@ -13,7 +13,7 @@ use crate::check::{Check, Prepared};
 use crate::error::{Error, Result};
 use crate::measure::{self, Cycle, Summary, Timing};
 use crate::workload::{
-    self, CycleSql, GuardCycle, PAYLOAD, Rows, Shape, TTL, CONTENDED_KEY, one_row,
+    self, CONTENDED_KEY, CycleSql, GuardCycle, PAYLOAD, Rows, Shape, TTL, one_row,
 };
 
 /// The application name of the harness's own monitoring connection.
@@ -108,8 +108,11 @@ impl Pg {
         timing: Timing,
     ) -> Result<(Summary, Check)> {
         let name = self.application_name("guard");
-        let backend =
-            Postgres::connect_with(&with_parameter(&self.config, "application_name", &name), workers).await?;
+        let backend = Postgres::connect_with(
+            &with_parameter(&self.config, "application_name", &name),
+            workers,
+        )
+        .await?;
         let store = Store::new(backend, self.table.clone());
         let cycles = (0..workers)
             .map(|_| GuardCycle {
@@ -118,7 +121,7 @@ impl Pg {
             })
             .collect();
         let window = timing.start();
-        let (_, tally, start, end) = measure::run_async(
+        let (_, tally, cpu, start, end) = measure::run_async(
             cycles,
             |i| rows.key(i),
             window,
@@ -137,7 +140,7 @@ impl Pg {
         }
         let sql = CycleSql::render(Dialect::Postgres, &self.table, shape)?;
         let check = connection_check(&start?, &end?, &per_connection, &sql);
-        Ok((Summary::of(tally, window.measured()), check))
+        Ok((Summary::of(tally, window.measured(), cpu), check))
     }
 
     /// One run of the same statements through tokio-postgres: each worker owns one
@@ -157,7 +160,7 @@ impl Pg {
             cycles.push(RawCycle::prepare(connect(&config).await?, &sql).await?);
         }
         let window = timing.start();
-        let (cycles, tally, start, end) = measure::run_async(
+        let (cycles, tally, cpu, start, end) = measure::run_async(
             cycles,
             |i| rows.key(i),
             window,
@@ -170,7 +173,7 @@ impl Pg {
             per_connection.push(prepared_statements(&cycle.client).await?);
         }
         let check = connection_check(&start?, &end?, &per_connection, &sql);
-        Ok((Summary::of(tally, window.measured()), check))
+        Ok((Summary::of(tally, window.measured(), cpu), check))
     }
 }
 
@@ -208,9 +211,7 @@ fn connection_check(
 /// prepares nothing).
 async fn prepared_statements(client: &Client) -> Result<Vec<(String, u64)>> {
     let messages = client
-        .simple_query(
-            "SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements",
-        )
+        .simple_query("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
         .await?;
     let mut statements = Vec::new();
     for message in messages {
@@ -244,7 +245,10 @@ async fn connect(config: &str) -> Result<Client> {
 fn with_parameter(config: &str, key: &str, value: &str) -> String {
     if config.contains("://") {
         let separator = if config.contains('?') { '&' } else { '?' };
-        let value = value.replace('%', "%25").replace(' ', "%20").replace('=', "%3D");
+        let value = value
+            .replace('%', "%25")
+            .replace(' ', "%20")
+            .replace('=', "%3D");
         format!("{config}{separator}{key}={value}")
     } else {
         let value = value.replace('\\', "\\\\").replace('\'', "\\'");
@@ -320,11 +324,19 @@ mod tests {
             r"host=h options='-c it\'s=off'"
         );
         assert_eq!(
-            with_parameter("postgresql://u@h/db", "options", "-c synchronous_commit=off"),
+            with_parameter(
+                "postgresql://u@h/db",
+                "options",
+                "-c synchronous_commit=off"
+            ),
             "postgresql://u@h/db?options=-c%20synchronous_commit%3Doff"
         );
         assert_eq!(
-            with_parameter("postgresql://u@h/db?sslmode=disable", "application_name", "a"),
+            with_parameter(
+                "postgresql://u@h/db?sslmode=disable",
+                "application_name",
+                "a"
+            ),
             "postgresql://u@h/db?sslmode=disable&application_name=a"
         );
     }
@@ -337,17 +349,29 @@ mod tests {
             release: Some("R".into()),
         };
         let pids: HashSet<i32> = [1, 2].into();
-        let ours = vec![vec![("A".to_owned(), 5), ("P".to_owned(), 5)], vec![("R".to_owned(), 4)]];
+        let ours = vec![
+            vec![("A".to_owned(), 5), ("P".to_owned(), 5)],
+            vec![("R".to_owned(), 4)],
+        ];
         let check = connection_check(&pids, &pids, &ours, &sql);
         assert_eq!(check.same_sql, Some(true));
         assert_eq!(check.opened_during, 0);
         let prepared = check.prepared.unwrap();
-        assert_eq!((prepared.min_per_connection, prepared.max_per_connection), (1, 2));
+        assert_eq!(
+            (prepared.min_per_connection, prepared.max_per_connection),
+            (1, 2)
+        );
 
         let foreign = vec![vec![("A".to_owned(), 5), ("SELECT 1".to_owned(), 1)]];
-        assert_eq!(connection_check(&pids, &pids, &foreign, &sql).same_sql, Some(false));
+        assert_eq!(
+            connection_check(&pids, &pids, &foreign, &sql).same_sql,
+            Some(false)
+        );
         let reopened: HashSet<i32> = [1, 3].into();
-        assert_eq!(connection_check(&pids, &reopened, &ours, &sql).opened_during, 1);
+        assert_eq!(
+            connection_check(&pids, &reopened, &ours, &sql).opened_during,
+            1
+        );
     }
 
     #[test]
@@ -357,10 +381,13 @@ mod tests {
                 .parse()
                 .unwrap();
         assert_eq!(config.get_options(), Some("-c synchronous_commit=off"));
-        let config: tokio_postgres::Config =
-            with_parameter("postgresql://u@h/db", "options", "-c synchronous_commit=off")
-                .parse()
-                .unwrap();
+        let config: tokio_postgres::Config = with_parameter(
+            "postgresql://u@h/db",
+            "options",
+            "-c synchronous_commit=off",
+        )
+        .parse()
+        .unwrap();
         assert_eq!(config.get_options(), Some("-c synchronous_commit=off"));
     }
 }

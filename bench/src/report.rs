@@ -33,12 +33,18 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
         );
     }
 
-    let _ = writeln!(out, "\n### Guard against raw driver (acquire, publish, release)\n");
     let _ = writeln!(
         out,
-        "| database | rows | workers | guard cycles/s | raw cycles/s | guard/raw | target | guard p50 ms | guard p99 ms | raw p50 ms | raw p99 ms |"
+        "\n### Guard against raw driver (acquire, publish, release)\n"
     );
-    let _ = writeln!(out, "|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|");
+    let _ = writeln!(
+        out,
+        "| database | rows | workers | guard cycles/s | raw cycles/s | guard/raw | target | guard CPU µs/cycle | raw CPU µs/cycle | raw/guard CPU | guard p50 ms | guard p99 ms | raw p50 ms | raw p99 ms |"
+    );
+    let _ = writeln!(
+        out,
+        "|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|"
+    );
     for c in results
         .comparisons
         .iter()
@@ -46,7 +52,7 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.0} | {:.0} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            "| {} | {} | {} | {:.0} | {:.0} | {:.3} | {} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
             c.database.label(),
             kind_label(c.kind),
             c.workers,
@@ -54,6 +60,9 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
             c.b.cycles_per_sec,
             c.ratio(),
             verdict(c),
+            c.a.cpu_us_per_cycle,
+            c.b.cpu_us_per_cycle,
+            c.cpu_ratio(),
             c.a.p50_ms,
             c.a.p99_ms,
             c.b.p50_ms,
@@ -67,9 +76,9 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     );
     let _ = writeln!(
         out,
-        "| database | workers | fused cycles/s | three-statement cycles/s | fused/three | target | fused p50 ms | fused p99 ms | three p50 ms | three p99 ms |"
+        "| database | workers | fused cycles/s | three-statement cycles/s | fused/three | target | fused CPU µs/cycle | three CPU µs/cycle | three/fused CPU | fused p50 ms | fused p99 ms | three p50 ms | three p99 ms |"
     );
-    let _ = writeln!(out, "|---|--:|--:|--:|--:|---|--:|--:|--:|--:|");
+    let _ = writeln!(out, "|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|");
     for c in results
         .comparisons
         .iter()
@@ -77,13 +86,16 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.0} | {:.0} | {:.3} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            "| {} | {} | {:.0} | {:.0} | {:.3} | {} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
             c.database.label(),
             c.workers,
             c.a.cycles_per_sec,
             c.b.cycles_per_sec,
             c.ratio(),
             verdict(c),
+            c.a.cpu_us_per_cycle,
+            c.b.cpu_us_per_cycle,
+            c.cpu_ratio(),
             c.a.p50_ms,
             c.a.p99_ms,
             c.b.p50_ms,

@@ -66,7 +66,10 @@ impl Lite {
         let options = SqliteOptions::default()
             .max_connections(workers)
             .busy_timeout(BUSY_TIMEOUT);
-        let store = Store::new(Sqlite::open_with(&self.path, options).await?, self.table.clone());
+        let store = Store::new(
+            Sqlite::open_with(&self.path, options).await?,
+            self.table.clone(),
+        );
         let cycles = (0..workers)
             .map(|_| GuardCycle {
                 store: store.clone(),
@@ -75,7 +78,7 @@ impl Lite {
             .collect();
         let path = &self.path;
         let window = timing.start();
-        let (_, tally, start, end) = measure::run_async(
+        let (_, tally, cpu, start, end) = measure::run_async(
             cycles,
             |i| rows.key(i),
             window,
@@ -84,7 +87,7 @@ impl Lite {
         )
         .await?;
         Ok((
-            Summary::of(tally, window.measured()),
+            Summary::of(tally, window.measured(), cpu),
             handle_check(start?, end?),
         ))
     }
@@ -126,9 +129,19 @@ fn run_raw_threads(
             .collect();
         ready.wait();
         let window: Window = *window.get_or_init(|| timing.start());
-        std::thread::sleep(window.measure_from.saturating_duration_since(std::time::Instant::now()));
+        std::thread::sleep(
+            window
+                .measure_from
+                .saturating_duration_since(std::time::Instant::now()),
+        );
+        let cpu_start = measure::process_cpu();
         let start = open_handles(path);
-        std::thread::sleep(window.until.saturating_duration_since(std::time::Instant::now()));
+        std::thread::sleep(
+            window
+                .until
+                .saturating_duration_since(std::time::Instant::now()),
+        );
+        let cpu = measure::cpu_between(cpu_start, measure::process_cpu());
         let end = open_handles(path);
         let mut tally = measure::Tally::default();
         let mut first_error = None;
@@ -146,7 +159,7 @@ fn run_raw_threads(
         match first_error {
             Some(e) => Err(e),
             None => Ok((
-                Summary::of(tally, window.measured()),
+                Summary::of(tally, window.measured(), cpu),
                 handle_check(start?, end?),
             )),
         }
@@ -172,7 +185,15 @@ fn raw_worker(
     };
     let ttl_ms = i64::try_from(TTL.as_millis()).unwrap_or(i64::MAX);
     measure::drive_blocking(
-        |key| raw_attempt(&mut acquire, &mut publish, release.as_deref_mut(), key, ttl_ms),
+        |key| {
+            raw_attempt(
+                &mut acquire,
+                &mut publish,
+                release.as_deref_mut(),
+                key,
+                ttl_ms,
+            )
+        },
         key,
         window,
     )

@@ -86,6 +86,12 @@ impl Comparison {
         self.a.cycles_per_sec / self.b.cycles_per_sec
     }
 
+    /// `b`'s CPU time per cycle over `a`'s: how much less this process worked per cycle
+    /// on side `a` (1 means the same; for the guard, below 1 is its overhead).
+    pub(crate) fn cpu_ratio(&self) -> f64 {
+        self.b.cpu_us_per_cycle / self.a.cpu_us_per_cycle
+    }
+
     /// The target ratio.
     pub(crate) fn target(&self) -> f64 {
         match (self.kind, self.database) {

@@ -37,8 +37,12 @@ fn well_formed_svg(text: &str) -> Result<Vec<String>, String> {
         } else {
             let self_closing = tag.ends_with('/');
             let body = tag.trim_end_matches('/');
-            let name = body.split_whitespace().next().ok_or("empty tag")?.to_owned();
-            if body.matches('"').count() % 2 != 0 {
+            let name = body
+                .split_whitespace()
+                .next()
+                .ok_or("empty tag")?
+                .to_owned();
+            if !body.matches('"').count().is_multiple_of(2) {
                 return Err(format!("unbalanced quotes in <{name}>"));
             }
             if open.is_empty() {
