@@ -12,7 +12,7 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
     let _ = writeln!(
         out,
-        "Machine: {cores} cores. Each figure is the median of {} runs of {:.1} s (after {:.1} s of warm-up), alternating which side runs first.",
+        "- Machine: {cores} cores. Each figure is the median of {} runs of {:.1} s (after {:.1} s of warm-up), alternating which side runs first.",
         settings.repeats,
         settings.measured.as_secs_f64(),
         settings.warmup.as_secs_f64()
@@ -23,12 +23,12 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
         } else {
             "synchronous_commit off for the benchmark's sessions"
         };
-        let _ = writeln!(out, "PostgreSQL {v}, {commit}.");
+        let _ = writeln!(out, "- PostgreSQL {v}, {commit}.");
     }
     if let (Some(v), Some(dir)) = (&results.sqlite_version, &settings.sqlite) {
         let _ = writeln!(
             out,
-            "SQLite {v} (bundled), WAL, synchronous FULL (the default), busy timeout 5 s, file under {}.",
+            "- SQLite {v} (bundled), WAL, synchronous FULL (the default), busy timeout 5 s, file under {}.",
             dir.display()
         );
     }
