@@ -106,6 +106,12 @@ async fn run<B: Backend>(store: Store<B>, database: &str) -> anyhow::Result<()> 
 
     println!("The worker that came back: lease of {LEASE_TTL:?}, on {database}\n");
     print!("{}", side_by_side(&naive, &fenced));
+
+    // The story is only worth telling if it came out as the article says; CI runs this.
+    anyhow::ensure!(
+        naive.stale_write_landed && !fenced.stale_write_landed,
+        "expected the naive run to lose B's report and the fenced run to keep it"
+    );
     Ok(())
 }
 
@@ -137,6 +143,8 @@ struct Timeline {
     title: &'static str,
     events: Vec<Event>,
     verdict: String,
+    /// Whether the row ended up holding A's stale report instead of B's.
+    stale_write_landed: bool,
 }
 
 struct Clock(Instant);
@@ -216,6 +224,7 @@ async fn replay<B: Backend>(store: &Store<B>, writes: Writes) -> anyhow::Result<
         title: writes.title(),
         events,
         verdict,
+        stale_write_landed: payload.as_deref() != Some("report by B"),
     })
 }
 
