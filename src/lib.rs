@@ -59,3 +59,8 @@ pub use fenced_macros::*;
 pub use fenced_guard;
 /// The `#[fenced_write]` attribute's crate.
 pub use fenced_macros;
+
+/// The README's Rust examples, compiled as doctests so that the README stays true.
+#[cfg(all(doctest, feature = "postgres"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
