@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::Backend;
-use crate::backend::pool::Pool;
+use crate::backend::pool::{Checkout, Pool};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::value::{Key, Value};
@@ -122,14 +122,9 @@ impl Sqlite {
         &self.inner.path
     }
 
-    async fn run<T, F>(&self, f: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    {
+    async fn checkout(&self) -> Result<Checkout<Connection>> {
         let inner = Arc::clone(&self.inner);
-        let mut checkout = self
-            .inner
+        self.inner
             .pool
             .checkout(|| async move {
                 tokio::task::spawn_blocking(move || inner.connect())
@@ -137,25 +132,77 @@ impl Sqlite {
                     .map_err(Error::Task)?
                     .map_err(Error::Sqlite)
             })
-            .await?;
-        if on_multi_thread_runtime() {
-            // Run on this worker thread: tokio hands the thread's other tasks to
-            // another thread meanwhile, and the statement needs no round trip through
-            // the blocking pool (two thread switches per statement).
-            let result = tokio::task::block_in_place(|| f(checkout.conn()));
-            checkout.give_back();
-            return result.map_err(Error::Sqlite);
-        }
-        tokio::task::spawn_blocking(move || {
-            let result = f(checkout.conn());
-            // An SQL error leaves a SQLite connection usable; only a panic drops it.
-            checkout.give_back();
-            result
-        })
-        .await
-        .map_err(Error::Task)?
-        .map_err(Error::Sqlite)
+            .await
     }
+
+    /// Runs `f` on a pooled connection on tokio's blocking pool.
+    async fn run<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let checkout = self.checkout().await?;
+        on_blocking_pool(checkout, f).await
+    }
+
+    /// Runs one autocommitted statement `f` on a pooled connection.
+    ///
+    /// On tokio's multi-threaded runtime the statement first runs in place, on this
+    /// worker thread (tokio hands the thread's other tasks to another thread meanwhile),
+    /// which spares the two thread switches of a round trip through the blocking pool.
+    /// That attempt does not wait for another connection's lock: with the busy timeout
+    /// off, a locked database answers `SQLITE_BUSY` at once, having changed nothing, and
+    /// the statement is sent again from the blocking pool with the configured busy
+    /// timeout. So the runtime's thread is never held by a lock wait, and a caller's
+    /// timeout around the statement still fires on time while it waits.
+    async fn run_statement<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let mut checkout = self.checkout().await?;
+        if on_multi_thread_runtime() {
+            let busy_timeout = self.inner.options.busy_timeout;
+            let attempt = tokio::task::block_in_place(|| {
+                let conn = checkout.conn();
+                conn.busy_timeout(Duration::ZERO)?;
+                let result = f(conn);
+                conn.busy_timeout(busy_timeout)?;
+                Ok(result)
+            });
+            match attempt {
+                Ok(Err(e)) if is_busy(&e) => {}
+                Ok(result) => {
+                    checkout.give_back();
+                    return result.map_err(Error::Sqlite);
+                }
+                // The busy timeout could not be set: the connection is dropped.
+                Err(e) => return Err(Error::Sqlite(e)),
+            }
+        }
+        on_blocking_pool(checkout, f).await
+    }
+}
+
+async fn on_blocking_pool<T, F>(mut checkout: Checkout<Connection>, f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(move || {
+        let result = f(checkout.conn());
+        // An SQL error leaves a SQLite connection usable; only a panic drops it.
+        checkout.give_back();
+        result
+    })
+    .await
+    .map_err(Error::Task)?
+    .map_err(Error::Sqlite)
+}
+
+/// `true` for `SQLITE_BUSY`: another connection holds the lock the statement needs.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
 }
 
 /// `true` on a worker thread of tokio's multi-threaded runtime, where
@@ -215,7 +262,7 @@ impl Backend for Sqlite {
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
         let sql = sql.to_owned();
         let params = params.to_vec();
-        self.run(move |conn| {
+        self.run_statement(move |conn| {
             let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt.execute(params_from_iter(params.iter()))?;
             Ok(u64::try_from(rows).unwrap_or(u64::MAX))
@@ -226,7 +273,7 @@ impl Backend for Sqlite {
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
         let sql = sql.to_owned();
         let params = params.to_vec();
-        self.run(move |conn| {
+        self.run_statement(move |conn| {
             let mut stmt = conn.prepare_cached(&sql)?;
             let width = stmt.column_count();
             let mut rows = stmt.query(params_from_iter(params.iter()))?;
@@ -314,6 +361,47 @@ mod tests {
     async fn statements_run_in_place_on_the_multi_thread_runtime() {
         assert!(on_multi_thread_runtime());
         assert_eq!(round_trip().await.unwrap(), Some(vec![Value::I64(7)]));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lock_wait_happens_off_the_runtime_thread_and_still_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let options = SqliteOptions::default().busy_timeout(Duration::from_secs(30));
+        let sqlite = Sqlite::open_with(&path, options).await.unwrap();
+        sqlite
+            .execute_batch("CREATE TABLE t (v INTEGER)")
+            .await
+            .unwrap();
+        // Another connection holds the write lock until told to commit (or for 10 s).
+        let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+            locked_tx.send(()).unwrap();
+            let _ = release_rx.recv_timeout(Duration::from_secs(10));
+            conn.execute_batch("COMMIT").unwrap();
+        });
+        locked_rx.recv().unwrap();
+
+        // A timeout around the statement fires while the lock is held: the wait is not
+        // inside the runtime thread's poll. (Waiting in place, the statement would hold
+        // the thread until the holder gives up after 10 s, and then succeed.)
+        let insert = sqlite.execute("INSERT INTO t (v) VALUES (1)", &[]);
+        let timed_out = tokio::time::timeout(Duration::from_millis(50), insert).await;
+        assert!(timed_out.is_err(), "{timed_out:?}");
+
+        // And the statement does wait for the lock (no SQLITE_BUSY at once): it
+        // completes once the holder commits.
+        let waiting = tokio::spawn({
+            let sqlite = sqlite.clone();
+            async move { sqlite.execute("INSERT INTO t (v) VALUES (2)", &[]).await }
+        });
+        tokio::task::yield_now().await;
+        release_tx.send(()).unwrap();
+        assert_eq!(waiting.await.unwrap().unwrap(), 1);
+        holder.join().unwrap();
     }
 
     #[tokio::test(flavor = "current_thread")]
