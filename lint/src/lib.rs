@@ -22,6 +22,7 @@ pub mod diagnostic;
 pub mod error;
 pub mod exclude;
 mod linter;
+mod prefilter;
 #[cfg(feature = "cli")]
 pub mod report;
 pub mod rules;

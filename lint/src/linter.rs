@@ -3,11 +3,10 @@
 use std::ops::Range;
 use std::path::Path;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
-
 use crate::config::{self, Config, TableSpec};
 use crate::diagnostic::{Diagnostic, Range as TextRange};
 use crate::exclude::Exclude;
+use crate::prefilter::Words;
 use crate::rules::{self, Finding, Rule};
 use crate::source::{self, LineIndex, rust};
 use crate::sql::{self, lexer};
@@ -22,6 +21,10 @@ pub struct FileReport {
     pub statements_checked: usize,
     /// Of those that write a fenced table or could not be parsed: how each was analysed.
     pub coverage: Coverage,
+    /// Whether the file got past the prefilter (it mentions a fenced table, `GRANT` or
+    /// the suppression marker, in any case) and was parsed. `false` for a file that cost
+    /// one search, and for excluded and undecodable files.
+    pub analysed: bool,
 }
 
 /// How far the parser got with the statements that matter.
@@ -42,9 +45,9 @@ pub struct Coverage {
 pub struct Linter {
     tables: Vec<TableSpec>,
     /// Table names, the suppression marker and `GRANT`, case-insensitive.
-    prefilter: Option<AhoCorasick>,
+    prefilter: Words,
     /// Generation column names, to find `CREATE TABLE` candidates for discovery.
-    discovery: AhoCorasick,
+    discovery: Words,
     /// The configuration's `exclude` globs.
     exclude: Exclude,
 }
@@ -58,30 +61,18 @@ impl Linter {
     }
 
     fn from_tables(tables: Vec<TableSpec>) -> Linter {
-        let mut patterns: Vec<String> = tables.iter().map(|t| t.name.clone()).collect();
-        patterns.push(suppress::MARKER.to_owned());
+        let mut patterns: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+        patterns.push(suppress::MARKER);
         // Schema- and database-wide grants cover fenced tables without naming them.
         if !tables.is_empty() {
-            patterns.push("GRANT".to_owned());
+            patterns.push("GRANT");
         }
-        patterns.sort();
-        patterns.dedup();
-        let prefilter = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::LeftmostFirst)
-            .build(&patterns)
-            .ok();
-        let mut generation_names: Vec<String> =
-            tables.iter().map(|t| t.generation.clone()).collect();
-        generation_names.push(config::DEFAULT_GENERATION.to_owned());
-        generation_names.sort();
-        generation_names.dedup();
-        let discovery = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .build(&generation_names)
-            .unwrap_or_else(|_| {
-                AhoCorasick::new(["generation"]).expect("a one-word automaton builds")
-            });
+        let prefilter = Words::new(patterns);
+        let mut generation_names: Vec<&str> =
+            tables.iter().map(|t| t.generation.as_str()).collect();
+        generation_names.push(config::DEFAULT_GENERATION);
+        generation_names.push("generation");
+        let discovery = Words::new(generation_names);
         Linter {
             exclude: Exclude::default(),
             tables,
@@ -102,23 +93,37 @@ impl Linter {
         if self.is_excluded(path) {
             return Vec::new();
         }
-        let Ok(text) = source::decode(bytes) else {
+        match source::decode(bytes) {
+            Ok(text) => self.discover_included(path, &text),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// [`Linter::discover_tables`] over text already decoded with [`source::decode`], for
+    /// callers that keep the text for both passes.
+    pub fn discover_tables_in_text(&self, path: &Path, text: &str) -> Vec<TableSpec> {
+        if self.is_excluded(path) {
             return Vec::new();
-        };
-        if !self.discovery.is_match(text.as_ref()) {
+        }
+        self.discover_included(path, text)
+    }
+
+    /// The discovery in a file the configuration does not exclude.
+    fn discover_included(&self, path: &Path, text: &str) -> Vec<TableSpec> {
+        if !self.discovery.is_match(text) {
             return Vec::new();
         }
         let mut out = Vec::new();
         if is_rust(path) {
-            let scanned = rust::scan(&text);
+            let scanned = rust::scan(text);
             for literal in &scanned.literals {
                 if self.discovery.is_match(&text[literal.contents.clone()]) {
-                    let (value, _) = rust::literal_value(&text, literal);
+                    let (value, _) = rust::literal_value(text, literal);
                     out.extend(self.discover_in_sql(&value));
                 }
             }
         } else {
-            out.extend(self.discover_in_sql(&text));
+            out.extend(self.discover_in_sql(text));
         }
         out
     }
@@ -343,23 +348,35 @@ impl Linter {
         if self.is_excluded(path) {
             return FileReport::default();
         }
-        let text = match source::decode(bytes) {
-            Ok(text) => text,
-            Err(reason) => {
-                return FileReport {
-                    diagnostics: vec![Diagnostic::unreadable(path, reason)],
-                    ..FileReport::default()
-                };
-            }
-        };
-        let Some(prefilter) = &self.prefilter else {
-            return FileReport::default();
-        };
-        if !prefilter.is_match(text.as_ref()) {
+        match source::decode(bytes) {
+            Ok(text) => self.check_included(path, &text),
+            Err(reason) => FileReport {
+                diagnostics: vec![Diagnostic::unreadable(path, reason)],
+                ..FileReport::default()
+            },
+        }
+    }
+
+    /// [`Linter::check_file`] over text already decoded with [`source::decode`], for
+    /// callers that keep the text for both passes.
+    pub fn check_text(&self, path: &Path, text: &str) -> FileReport {
+        if self.is_excluded(path) {
             return FileReport::default();
         }
-        let mut report = FileReport::default();
-        let index = LineIndex::new(&text);
+        self.check_included(path, text)
+    }
+
+    /// The check of a file the configuration does not exclude.
+    fn check_included(&self, path: &Path, text: &str) -> FileReport {
+        let prefilter = &self.prefilter;
+        if prefilter.is_empty() || !prefilter.is_match(text) {
+            return FileReport::default();
+        }
+        let mut report = FileReport {
+            analysed: true,
+            ..FileReport::default()
+        };
+        let index = LineIndex::new(text);
         let mut findings: Vec<(Range<usize>, Vec<usize>, Finding)> = Vec::new();
         let mut suppressions: Vec<(Suppression, Option<u32>)> = Vec::new();
         let mut malformed: Vec<(Range<usize>, String)> = Vec::new();
@@ -373,7 +390,7 @@ impl Linter {
             };
         // Each finding's anchors: the file offsets whose preceding line may hold its suppression.
         if is_rust(path) {
-            let scanned = rust::scan(&text);
+            let scanned = rust::scan(text);
             for comment in &scanned.comments {
                 let body = &text[comment.range.clone()];
                 if body.contains(suppress::MARKER) {
@@ -391,7 +408,7 @@ impl Linter {
                 if !prefilter.is_match(&text[literal.contents.clone()]) {
                     continue;
                 }
-                let (value, offsets) = rust::literal_value(&text, literal);
+                let (value, offsets) = rust::literal_value(text, literal);
                 // Suppressions are comments of the file (`//` in Rust, `--` in SQL); a
                 // comment inside the string is part of the SQL text, often a fixture's.
                 let (found, checked, coverage) = self.check_literal(&value, true);
@@ -404,7 +421,7 @@ impl Linter {
                 }
             }
         } else {
-            let lexed = lexer::lex(&text);
+            let lexed = lexer::lex(text);
             for comment in lexed.comments.iter().filter(|c| c.line) {
                 let body = &text[comment.range.clone()];
                 if body.contains(suppress::MARKER) {
@@ -418,7 +435,7 @@ impl Linter {
                     );
                 }
             }
-            let (found, checked, coverage) = self.check_tokens(&text, &lexed.tokens, false);
+            let (found, checked, coverage) = self.check_tokens(text, &lexed.tokens, false);
             report.statements_checked += checked;
             add_coverage(&mut report.coverage, coverage);
             for finding in found {
@@ -433,7 +450,7 @@ impl Linter {
                 {
                     continue;
                 }
-                let (value, offsets) = lexer::string_value(&text, token);
+                let (value, offsets) = lexer::string_value(text, token);
                 // Suppressions are comments of the file (`//` in Rust, `--` in SQL); a
                 // comment inside the string is part of the SQL text, often a fixture's.
                 let (found, checked, coverage) = self.check_literal(&value, true);
@@ -483,7 +500,7 @@ impl Linter {
             }
             diagnostics.push(Diagnostic {
                 path: path.to_path_buf(),
-                range: text_range(&text, &index, range),
+                range: text_range(text, &index, range),
                 rule: finding.rule,
                 table: finding.table,
                 message: finding.message,
@@ -491,7 +508,7 @@ impl Linter {
             });
         }
         for (suppression, used) in &suppressions {
-            let range = text_range(&text, &index, suppression.range.clone());
+            let range = text_range(text, &index, suppression.range.clone());
             let names: Vec<&str> = suppression.rules.iter().map(|r| r.name()).collect();
             if suppression.reason.is_none() {
                 diagnostics.push(Diagnostic {
@@ -517,7 +534,7 @@ impl Linter {
         for (range, why) in malformed {
             diagnostics.push(Diagnostic {
                 path: path.to_path_buf(),
-                range: text_range(&text, &index, range),
+                range: text_range(text, &index, range),
                 rule: Rule::MalformedSuppression,
                 table: None,
                 message: format!("malformed suppression: {why}"),

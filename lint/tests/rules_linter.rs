@@ -400,3 +400,107 @@ fn excluded_paths_are_not_checked() {
     let linter = linter.with_discovered(Vec::new());
     assert!(linter.is_excluded(&excluded));
 }
+
+/// The prefilter ignores case, brackets and quotes and lets schema-wide grants through:
+/// each of these files names the fenced table only in such a form (or not at all, for
+/// the grant), and is still parsed and flagged.
+#[test]
+fn prefilter_lets_through_every_spelling_of_a_fenced_table() {
+    let cases: [(&str, &str, Rule); 7] = [
+        (
+            "odd_case.sql",
+            "update DBO.reportPUBLICATION set Payload = @p where ReportId = @id;",
+            Rule::UnfencedWrite,
+        ),
+        (
+            "brackets.sql",
+            "UPDATE [dbo].[REPORTPUBLICATION] SET Payload = @p WHERE ReportId = @id;",
+            Rule::UnfencedWrite,
+        ),
+        (
+            "quotes.sql",
+            "UPDATE \"dbo\".\"reportpublication\" SET Payload = $1 WHERE ReportId = $2;",
+            Rule::UnfencedWrite,
+        ),
+        (
+            "odd_case.rs",
+            "const Q: &str = \"update [ReportPUBLICATION] set Payload = $1 where ReportId = $2\";\n",
+            Rule::UnfencedWrite,
+        ),
+        (
+            "schema_grant.sql",
+            "gRaNt UPDATE ON SCHEMA::dbo TO svc;",
+            Rule::FencedTableGrant,
+        ),
+        (
+            "all_tables.sql",
+            "Grant insert, update on all tables in schema dbo to app;",
+            Rule::FencedTableGrant,
+        ),
+        (
+            "database_grant.rs",
+            "const G: &str = \"grant control on database::Reports to svc\";\n",
+            Rule::FencedTableGrant,
+        ),
+    ];
+    for (name, text, rule) in cases {
+        let report = linter().check_file(Path::new(name), text.as_bytes());
+        assert!(report.analysed, "{name}: skipped by the prefilter");
+        assert!(
+            report.diagnostics.iter().any(|d| d.rule == rule),
+            "{name}: no {rule:?} in {:?}",
+            report.diagnostics
+        );
+    }
+}
+
+/// Negative control for the prefilter: a file that names no fenced table, holds no grant
+/// and no suppression marker costs one search and is not parsed.
+#[test]
+fn prefilter_skips_files_that_mention_no_fenced_table() {
+    for (name, text) in [
+        (
+            "orders.sql",
+            "UPDATE dbo.Orders SET Status = @s WHERE OrderId = @id;\nDELETE FROM dbo.Report WHERE Id = 1;",
+        ),
+        (
+            "orders.rs",
+            "const Q: &str = \"UPDATE orders SET status = $1 WHERE id = $2\"; // publication\n",
+        ),
+    ] {
+        let report = linter().check_file(Path::new(name), text.as_bytes());
+        assert!(!report.analysed, "{name}: parsed");
+        assert_eq!(report.statements_checked, 0, "{name}");
+    }
+    // The same statement naming the fenced table is parsed: the skip above is the
+    // prefilter's, not the statement's.
+    let named = linter().check_file(
+        Path::new("orders.sql"),
+        b"UPDATE dbo.Orders SET Status = @s WHERE OrderId = @id; -- ReportPublication",
+    );
+    assert!(named.analysed);
+    assert_eq!(named.statements_checked, 1);
+}
+
+/// Decoding once and checking the text gives the same report as checking the bytes, for
+/// UTF-16 as for UTF-8 (the walk decodes each file once and shares the text between the
+/// passes).
+#[test]
+fn check_text_agrees_with_check_file() {
+    let text = format!("-- header\n{UNFENCED};\nGRANT UPDATE ON SCHEMA::dbo TO svc;\n");
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    for bytes in [text.as_bytes(), &utf16] {
+        let decoded = fenced_lint::source::decode(bytes).unwrap();
+        let from_text = linter().check_text(Path::new("a.sql"), &decoded);
+        assert_eq!(
+            from_text.diagnostics.len(),
+            2,
+            "{:?}",
+            from_text.diagnostics
+        );
+        assert_eq!(from_text, linter().check_file(Path::new("a.sql"), bytes));
+    }
+}

@@ -13,8 +13,8 @@
 //! file named on the command line whatever its extension and even if `.gitignore` lists
 //! it, as ripgrep does (the configuration's `exclude` still applies to it).
 //!
-//! Each file is read once; its bytes stay in memory for pass 1 (discovering fenced tables
-//! from `CREATE TABLE`) and pass 2 (checking statements).
+//! Each file is read and decoded once; its text stays in memory for pass 1 (discovering
+//! fenced tables from `CREATE TABLE`) and pass 2 (checking statements).
 
 use std::fs::File;
 use std::io::Read;
@@ -24,34 +24,41 @@ use std::sync::mpsc;
 use fenced_lint::config::{Config, TableSpec};
 use fenced_lint::diagnostic::Diagnostic;
 use fenced_lint::report::Run;
-use fenced_lint::source::{MAX_FILE_SIZE, decode};
+use fenced_lint::source::{MAX_FILE_SIZE, Undecodable, decode_owned};
 use fenced_lint::{FileReport, Linter};
 use ignore::{WalkBuilder, WalkState};
 use rayon::prelude::*;
 
-/// One file found by the walk: its path as reported, and its bytes or why they could not
-/// be read.
+/// One file found by the walk: its path as reported, and what `load` made of its bytes,
+/// or why they could not be read.
 #[derive(Debug)]
-pub(crate) struct Input {
+pub(crate) struct Input<T> {
     pub(crate) path: PathBuf,
-    pub(crate) bytes: Result<Vec<u8>, String>,
+    pub(crate) content: Result<T, String>,
+}
+
+/// A file as the lint keeps it between the passes.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    /// The decoded text, or why the bytes are not source text.
+    pub(crate) text: Result<String, Undecodable>,
     /// The fenced tables its `CREATE TABLE` statements declare (pass 1).
     pub(crate) tables: Vec<TableSpec>,
 }
 
 /// Walks `roots` in parallel and reads the files named in `roots` and the files inside
 /// them that `wanted` accepts (the lint passes [`Linter::is_candidate`]), sorted by path.
-/// Pass 1, `discover`, runs on each file's bytes in the walker's thread right after the
-/// read, while they are still in the CPU's cache.
+/// `load` runs on each file's bytes in the walker's thread right after the read, while
+/// they are still in the CPU's cache (the lint decodes them and runs pass 1 there).
 ///
 /// With `strip_dot`, a leading `./` is removed from reported paths (used when the lint
 /// walks the current directory by default, so paths read as `src/a.sql`).
-pub(crate) fn read_tree(
+pub(crate) fn read_tree<T: Send>(
     roots: &[PathBuf],
     strip_dot: bool,
     wanted: impl Fn(&Path) -> bool + Sync,
-    discover: impl Fn(&Path, &[u8]) -> Vec<TableSpec> + Sync,
-) -> Vec<Input> {
+    load: impl Fn(&Path, Vec<u8>) -> T + Sync,
+) -> Vec<Input<T>> {
     let Some((first, rest)) = roots.split_first() else {
         return Vec::new();
     };
@@ -61,9 +68,9 @@ pub(crate) fn read_tree(
     }
     builder.require_git(false).follow_links(false);
 
-    let (tx, rx) = mpsc::channel::<Input>();
+    let (tx, rx) = mpsc::channel::<Input<T>>();
     let wanted = &wanted;
-    let discover = &discover;
+    let load = &load;
     builder.build_parallel().run(|| {
         let tx = tx.clone();
         Box::new(move |entry| {
@@ -76,24 +83,15 @@ pub(crate) fn read_tree(
                         return WalkState::Continue;
                     }
                     let path = reported(entry.path(), strip_dot);
-                    let bytes = read(entry.path());
-                    let tables = match &bytes {
-                        Ok(bytes) => discover(&path, bytes),
-                        Err(_) => Vec::new(),
-                    };
-                    Input {
-                        path,
-                        bytes,
-                        tables,
-                    }
+                    let content = read(entry.path()).map(|bytes| load(&path, bytes));
+                    Input { path, content }
                 }
                 Err(err) => Input {
                     path: reported(
                         &error_path(&err).unwrap_or_else(|| first.clone()),
                         strip_dot,
                     ),
-                    bytes: Err(err.to_string()),
-                    tables: Vec::new(),
+                    content: Err(err.to_string()),
                 },
             };
             match tx.send(input) {
@@ -104,7 +102,7 @@ pub(crate) fn read_tree(
     });
     drop(tx);
     // The walk's order depends on thread timing; the passes must not.
-    let mut inputs: Vec<Input> = rx.into_iter().collect();
+    let mut inputs: Vec<Input<T>> = rx.into_iter().collect();
     inputs.sort_by(|a, b| a.path.cmp(&b.path));
     // A file reached twice (`fenced-lint sql sql/a.sql`) is one file.
     inputs.dedup_by(|a, b| a.path == b.path);
@@ -155,29 +153,55 @@ pub(crate) fn lint_tree(config: &Config, roots: &[PathBuf], strip_dot: bool) -> 
     // line is read, and `check_file` applies the exclusion to it.
     let wanted = |path: &Path| Linter::is_candidate(path) && !linter.is_excluded(path);
     let inputs = read_tree(roots, strip_dot, wanted, |path, bytes| {
-        linter.discover_tables(path, bytes)
+        load(&linter, path, bytes)
     });
     check(linter, &inputs)
 }
 
-/// Pass 2 over files already read, with the tables pass 1 found in them.
-fn check(linter: Linter, inputs: &[Input]) -> Run {
+/// Decodes a file's bytes and runs pass 1 on the text, which pass 2 then reuses.
+pub(crate) fn load(linter: &Linter, path: &Path, bytes: Vec<u8>) -> Loaded {
+    let text = decode_owned(bytes);
+    let tables = match &text {
+        Ok(text) => linter.discover_tables_in_text(path, text),
+        Err(_) => Vec::new(),
+    };
+    Loaded { text, tables }
+}
+
+/// Pass 2 over files already read and decoded, with the tables pass 1 found in them.
+fn check(linter: Linter, inputs: &[Input<Loaded>]) -> Run {
     let discovered = inputs
         .iter()
-        .flat_map(|i| i.tables.iter().cloned())
+        .filter_map(|i| i.content.as_ref().ok())
+        .flat_map(|loaded| loaded.tables.iter().cloned())
         .collect();
     let linter = linter.with_discovered(discovered);
 
     let checked: Vec<(FileReport, Option<String>)> = inputs
         .par_iter()
-        .map(|input| match &input.bytes {
-            Ok(bytes) => {
-                let report = linter.check_file(&input.path, bytes);
+        .map(|input| match &input.content {
+            Ok(Loaded { text: Ok(text), .. }) => {
+                let report = linter.check_text(&input.path, text);
                 // Keep the text only where a snippet will be shown.
-                let text = (!report.diagnostics.is_empty())
-                    .then(|| decode(bytes).ok().map(|t| t.into_owned()))
-                    .flatten();
+                let text = (!report.diagnostics.is_empty()).then(|| text.clone());
                 (report, text)
+            }
+            Ok(Loaded {
+                text: Err(reason), ..
+            }) => {
+                // An excluded file is not checked, readable or not.
+                let diagnostics = if linter.is_excluded(&input.path) {
+                    Vec::new()
+                } else {
+                    vec![Diagnostic::unreadable(&input.path, reason)]
+                };
+                (
+                    FileReport {
+                        diagnostics,
+                        ..FileReport::default()
+                    },
+                    None,
+                )
             }
             Err(reason) => (
                 FileReport {

@@ -55,6 +55,18 @@ pub fn decode(bytes: &[u8]) -> Result<Cow<'_, str>, Undecodable> {
         .map_err(|_| Undecodable::InvalidEncoding("UTF-8"))
 }
 
+/// [`decode`] taking ownership of the bytes: UTF-8 without a byte order mark (the usual
+/// case) becomes the `String` without a copy.
+pub fn decode_owned(bytes: Vec<u8>) -> Result<String, Undecodable> {
+    if bytes.len() > MAX_FILE_SIZE || encoding_rs::Encoding::for_bom(&bytes).is_some() {
+        return decode(&bytes).map(Cow::into_owned);
+    }
+    if memchr::memchr(0, &bytes).is_some() {
+        return Err(Undecodable::Binary);
+    }
+    String::from_utf8(bytes).map_err(|_| Undecodable::InvalidEncoding("UTF-8"))
+}
+
 /// Maps byte offsets of a text to 1-based line and character column.
 #[derive(Debug, Clone)]
 pub struct LineIndex {
@@ -104,6 +116,34 @@ mod tests {
             .chain("go".encode_utf16().flat_map(u16::to_be_bytes))
             .collect();
         assert_eq!(decode(&utf16be).unwrap(), "go");
+    }
+
+    #[test]
+    fn decode_owned_agrees_with_decode() {
+        let utf16: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain("sé".encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        let cases: [&[u8]; 7] = [
+            b"select",
+            b"\xEF\xBB\xBFselect",
+            &utf16,
+            b"a\0b",
+            b"\xC3\x28",
+            b"",
+            &[0xFF, 0xFE, 0x00],
+        ];
+        for bytes in cases {
+            assert_eq!(
+                decode_owned(bytes.to_vec()),
+                decode(bytes).map(Cow::into_owned),
+                "{bytes:?}"
+            );
+        }
+        assert_eq!(
+            decode_owned(vec![b' '; MAX_FILE_SIZE + 1]),
+            Err(Undecodable::TooLarge(MAX_FILE_SIZE + 1))
+        );
     }
 
     #[test]
