@@ -33,5 +33,5 @@ pub mod suppress;
 pub use config::{Config, TableSpec};
 pub use diagnostic::{Diagnostic, Position, Range, Severity};
 pub use error::{ConfigError, Error, Result};
-pub use linter::{Coverage, FileReport, Linter, SqlFinding, explain};
+pub use linter::{Coverage, FileReport, Linter, Scan, SqlFinding, explain};
 pub use rules::Rule;

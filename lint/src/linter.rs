@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::config::{self, Config, TableSpec};
 use crate::diagnostic::{Diagnostic, Range as TextRange};
 use crate::exclude::Exclude;
-use crate::prefilter::Words;
+use crate::prefilter::{self, Words};
 use crate::rules::{self, Finding, Rule};
 use crate::source::{self, LineIndex, rust};
 use crate::sql::{self, lexer};
@@ -39,6 +39,17 @@ pub struct Coverage {
     pub unanalysed_fenced: usize,
 }
 
+/// What pass 1 learned about one file's text ([`Linter::scan_text`]) that pass 2
+/// ([`Linter::check_scanned`]) reuses, so each file is searched once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// The fenced tables its `CREATE TABLE` statements declare.
+    pub tables: Vec<TableSpec>,
+    /// Whether the text mentions a word the scanning linter's prefilter looks for (a
+    /// fenced table, `GRANT`, the suppression marker), in any case.
+    pub mentions: bool,
+}
+
 /// A compiled configuration: fenced tables and the prefilter that lets files mentioning
 /// none of them through at the cost of one search.
 #[derive(Debug, Clone)]
@@ -48,6 +59,12 @@ pub struct Linter {
     prefilter: Words,
     /// Generation column names, to find `CREATE TABLE` candidates for discovery.
     discovery: Words,
+    /// The prefilter of the linter this one was derived from by `with_discovered`: what
+    /// a [`Scan`] made by any linter of the chain has searched for.
+    scanned: Words,
+    /// The prefilter's words that `scanned` lacks: the names of discovered tables (and
+    /// `GRANT` when only discovery found fenced tables).
+    unscanned: Words,
     /// The configuration's `exclude` globs.
     exclude: Exclude,
 }
@@ -76,6 +93,8 @@ impl Linter {
         Linter {
             exclude: Exclude::default(),
             tables,
+            scanned: prefilter.clone(),
+            unscanned: Words::new(Vec::<String>::new()),
             prefilter,
             discovery,
         }
@@ -108,11 +127,32 @@ impl Linter {
         self.discover_included(path, text)
     }
 
+    /// Pass 1 over decoded text, searching it once for both passes: the tables it
+    /// declares (as [`Linter::discover_tables`]) and whether it mentions anything the
+    /// prefilter looks for. Does not consult the `exclude` globs: the caller has decided
+    /// with [`Linter::is_excluded`].
+    pub fn scan_text(&self, path: &Path, text: &str) -> Scan {
+        let [declares, mentions] = prefilter::search([&self.discovery, &self.prefilter], text);
+        Scan {
+            tables: if declares {
+                self.discover_matched(path, text)
+            } else {
+                Vec::new()
+            },
+            mentions,
+        }
+    }
+
     /// The discovery in a file the configuration does not exclude.
     fn discover_included(&self, path: &Path, text: &str) -> Vec<TableSpec> {
         if !self.discovery.is_match(text) {
             return Vec::new();
         }
+        self.discover_matched(path, text)
+    }
+
+    /// The discovery in a text that mentions a generation column.
+    fn discover_matched(&self, path: &Path, text: &str) -> Vec<TableSpec> {
         let mut out = Vec::new();
         if is_rust(path) {
             let scanned = rust::scan(text);
@@ -318,10 +358,12 @@ impl Linter {
                 all.push(table);
             }
         }
-        let exclude = self.exclude;
+        let derived = Self::from_tables(all);
         Linter {
-            exclude,
-            ..Self::from_tables(all)
+            exclude: self.exclude,
+            unscanned: derived.prefilter.without(&self.scanned),
+            scanned: self.scanned,
+            ..derived
         }
     }
 
@@ -366,12 +408,30 @@ impl Linter {
         self.check_included(path, text)
     }
 
+    /// Pass 2 over a text that pass 1 scanned ([`Linter::scan_text`], by this linter or
+    /// the one it was derived from with [`Linter::with_discovered`]): the same report as
+    /// [`Linter::check_text`], but a file whose scan mentioned nothing is only searched
+    /// again for the words discovery added. Does not consult the `exclude` globs: the
+    /// caller has decided with [`Linter::is_excluded`].
+    pub fn check_scanned(&self, path: &Path, text: &str, scan: &Scan) -> FileReport {
+        if self.prefilter.is_empty() || !(scan.mentions || self.unscanned.is_match(text)) {
+            return FileReport::default();
+        }
+        self.check_matched(path, text)
+    }
+
     /// The check of a file the configuration does not exclude.
     fn check_included(&self, path: &Path, text: &str) -> FileReport {
         let prefilter = &self.prefilter;
         if prefilter.is_empty() || !prefilter.is_match(text) {
             return FileReport::default();
         }
+        self.check_matched(path, text)
+    }
+
+    /// The check of a text that got past the prefilter.
+    fn check_matched(&self, path: &Path, text: &str) -> FileReport {
+        let prefilter = &self.prefilter;
         let mut report = FileReport {
             analysed: true,
             ..FileReport::default()

@@ -23,6 +23,8 @@ thread_local! {
 /// Words searched for ignoring ASCII case.
 #[derive(Debug, Clone)]
 pub(crate) struct Words {
+    /// The words, lower-cased, sorted, without duplicates.
+    words: Vec<String>,
     /// The lower-cased words, case-sensitive; `None` when there are no words.
     automaton: Option<AhoCorasick>,
     /// The longest word's length in bytes: chunks overlap by one less, so a word across
@@ -49,7 +51,20 @@ impl Words {
                 .build(&lowered)
                 .ok()
         };
-        Words { automaton, longest }
+        Words {
+            words: lowered,
+            automaton,
+            longest,
+        }
+    }
+
+    /// These words less those of `other`.
+    pub(crate) fn without(&self, other: &Words) -> Words {
+        Words::new(
+            self.words
+                .iter()
+                .filter(|w| other.words.binary_search(w).is_err()),
+        )
     }
 
     /// Whether there are words to search for.
@@ -59,35 +74,54 @@ impl Words {
 
     /// Whether `text` contains any of the words, ignoring ASCII case.
     pub(crate) fn is_match(&self, text: &str) -> bool {
-        let Some(automaton) = &self.automaton else {
-            return false;
-        };
-        let bytes = text.as_bytes();
-        let overlap = self.longest.saturating_sub(1);
-        FOLDED.with(|folded| {
-            // A re-entrant call (none today) gets its own buffer rather than a panic.
-            let mut own = Vec::new();
-            let mut guard = folded.try_borrow_mut();
-            let buffer = match &mut guard {
-                Ok(buffer) => &mut **buffer,
-                Err(_) => &mut own,
-            };
-            let mut start = 0;
-            loop {
-                let end = (start + CHUNK).min(bytes.len());
-                buffer.clear();
-                buffer.extend_from_slice(&bytes[start..end]);
-                buffer.make_ascii_lowercase();
-                if automaton.is_match(buffer.as_slice()) {
-                    return true;
-                }
-                if end == bytes.len() {
-                    return false;
-                }
-                start = (end - overlap).max(start + 1);
-            }
-        })
+        let [found] = search([self], text);
+        found
     }
+}
+
+/// For each set of words, whether `text` contains any of them, ignoring ASCII case: the
+/// text is folded once for all the sets.
+pub(crate) fn search<const N: usize>(sets: [&Words; N], text: &str) -> [bool; N] {
+    let mut found = [false; N];
+    let mut wanted = sets.map(|set| set.automaton.is_some());
+    if !wanted.contains(&true) {
+        return found;
+    }
+    let bytes = text.as_bytes();
+    let overlap = sets
+        .iter()
+        .map(|s| s.longest)
+        .max()
+        .unwrap_or(0)
+        .saturating_sub(1);
+    FOLDED.with(|folded| {
+        // A re-entrant call (none today) gets its own buffer rather than a panic.
+        let mut own = Vec::new();
+        let mut guard = folded.try_borrow_mut();
+        let buffer = match &mut guard {
+            Ok(buffer) => &mut **buffer,
+            Err(_) => &mut own,
+        };
+        let mut start = 0;
+        loop {
+            let end = (start + CHUNK).min(bytes.len());
+            buffer.clear();
+            buffer.extend_from_slice(&bytes[start..end]);
+            buffer.make_ascii_lowercase();
+            for (i, set) in sets.iter().enumerate() {
+                if let (true, Some(automaton)) = (wanted[i], &set.automaton)
+                    && automaton.is_match(buffer.as_slice())
+                {
+                    found[i] = true;
+                    wanted[i] = false;
+                }
+            }
+            if end == bytes.len() || !wanted.contains(&true) {
+                return found;
+            }
+            start = (end - overlap).max(start + 1);
+        }
+    })
 }
 
 #[cfg(test)]
@@ -117,6 +151,33 @@ mod tests {
             );
             assert!(!Words::new(["reportpublications"]).is_match(&text));
         }
+    }
+
+    #[test]
+    fn sets_are_searched_together() {
+        let tables = Words::new(["ReportPublication", "GRANT"]);
+        let columns = Words::new(["Generation"]);
+        assert_eq!(
+            search([&columns, &tables], "create table t (GENERATION bigint)"),
+            [true, false]
+        );
+        assert_eq!(
+            search([&columns, &tables], "grant update on reportpublication"),
+            [false, true]
+        );
+        let far = format!("generation{}ReportPublication", " ".repeat(3 * CHUNK));
+        assert_eq!(search([&columns, &tables], &far), [true, true]);
+        assert_eq!(search([&columns, &tables], "select 1"), [false, false]);
+    }
+
+    #[test]
+    fn without_leaves_the_new_words() {
+        let before = Words::new(["GRANT", "fenced-lint:"]);
+        let after = Words::new(["Grant", "fenced-lint:", "Jobs"]);
+        let new = after.without(&before);
+        assert!(new.is_match("update JOBS set"));
+        assert!(!new.is_match("GRANT update -- fenced-lint: allow"));
+        assert!(after.without(&after).is_empty());
     }
 
     #[test]

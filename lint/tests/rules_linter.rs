@@ -504,3 +504,58 @@ fn check_text_agrees_with_check_file() {
         assert_eq!(from_text, linter().check_file(Path::new("a.sql"), bytes));
     }
 }
+
+/// The walk searches each file once: pass 1's scan records whether the file mentions
+/// what the configured linter looks for, and pass 2 searches a file that mentioned
+/// nothing only for what discovery added. The reports must equal a full check's.
+#[test]
+fn check_scanned_agrees_with_check_text() {
+    let configured = linter();
+    let schema = "CREATE TABLE dbo.Jobs (JobId int PRIMARY KEY, Generation bigint, LeaseOwner uuid, LeaseUntilUtc datetime2);";
+    let files = [
+        ("schema.sql", schema),
+        ("configured.sql", UNFENCED),
+        // Names only the discovered table: the configured linter's scan saw nothing.
+        (
+            "discovered.sql",
+            "update [JOBS] set Payload = 1 where JobId = @id;",
+        ),
+        (
+            "discovered.rs",
+            "const Q: &str = \"UPDATE jobs SET Payload = $1\";\n",
+        ),
+        ("grant.sql", "grant update on schema::dbo to svc;"),
+        (
+            "neither.sql",
+            "UPDATE dbo.Orders SET Status = 1 WHERE OrderId = 2;",
+        ),
+    ];
+    let scans: Vec<_> = files
+        .iter()
+        .map(|(name, text)| configured.scan_text(Path::new(name), text))
+        .collect();
+    assert_eq!(
+        scans.iter().map(|s| s.mentions).collect::<Vec<_>>(),
+        [false, true, false, false, true, false]
+    );
+    let discovered: Vec<TableSpec> = scans.iter().flat_map(|s| s.tables.clone()).collect();
+    assert_eq!(discovered.len(), 1);
+    let full = configured.with_discovered(discovered);
+    let mut flagged = Vec::new();
+    for ((name, text), scan) in files.iter().zip(&scans) {
+        let report = full.check_scanned(Path::new(name), text, scan);
+        assert_eq!(report, full.check_text(Path::new(name), text), "{name}");
+        if !report.diagnostics.is_empty() {
+            flagged.push(*name);
+        }
+    }
+    assert_eq!(
+        flagged,
+        [
+            "configured.sql",
+            "discovered.sql",
+            "discovered.rs",
+            "grant.sql"
+        ]
+    );
+}

@@ -21,11 +21,11 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use fenced_lint::config::{Config, TableSpec};
+use fenced_lint::config::Config;
 use fenced_lint::diagnostic::Diagnostic;
 use fenced_lint::report::Run;
 use fenced_lint::source::{MAX_FILE_SIZE, Undecodable, decode_owned};
-use fenced_lint::{FileReport, Linter};
+use fenced_lint::{FileReport, Linter, Scan};
 use ignore::{WalkBuilder, WalkState};
 use rayon::prelude::*;
 
@@ -42,8 +42,12 @@ pub(crate) struct Input<T> {
 pub(crate) struct Loaded {
     /// The decoded text, or why the bytes are not source text.
     pub(crate) text: Result<String, Undecodable>,
-    /// The fenced tables its `CREATE TABLE` statements declare (pass 1).
-    pub(crate) tables: Vec<TableSpec>,
+    /// Whether the configuration's `exclude` globs cover it (a file named on the command
+    /// line is read whatever they say, and then not checked).
+    pub(crate) excluded: bool,
+    /// What pass 1 learned: the fenced tables its `CREATE TABLE` statements declare, and
+    /// whether it mentions anything the prefilter looks for.
+    pub(crate) scan: Scan,
 }
 
 /// Walks `roots` in parallel and reads the files named in `roots` and the files inside
@@ -150,7 +154,7 @@ fn error_path(err: &ignore::Error) -> Option<PathBuf> {
 pub(crate) fn lint_tree(config: &Config, roots: &[PathBuf], strip_dot: bool) -> Run {
     let linter = Linter::new(config);
     // Files the configuration excludes are not even read; a file named on the command
-    // line is read, and `check_file` applies the exclusion to it.
+    // line is read, and then not checked if excluded.
     let wanted = |path: &Path| Linter::is_candidate(path) && !linter.is_excluded(path);
     let inputs = read_tree(roots, strip_dot, wanted, |path, bytes| {
         load(&linter, path, bytes)
@@ -160,12 +164,17 @@ pub(crate) fn lint_tree(config: &Config, roots: &[PathBuf], strip_dot: bool) -> 
 
 /// Decodes a file's bytes and runs pass 1 on the text, which pass 2 then reuses.
 pub(crate) fn load(linter: &Linter, path: &Path, bytes: Vec<u8>) -> Loaded {
+    let excluded = linter.is_excluded(path);
     let text = decode_owned(bytes);
-    let tables = match &text {
-        Ok(text) => linter.discover_tables_in_text(path, text),
-        Err(_) => Vec::new(),
+    let scan = match &text {
+        Ok(text) if !excluded => linter.scan_text(path, text),
+        _ => Scan::default(),
     };
-    Loaded { text, tables }
+    Loaded {
+        text,
+        excluded,
+        scan,
+    }
 }
 
 /// Pass 2 over files already read and decoded, with the tables pass 1 found in them.
@@ -173,36 +182,33 @@ fn check(linter: Linter, inputs: &[Input<Loaded>]) -> Run {
     let discovered = inputs
         .iter()
         .filter_map(|i| i.content.as_ref().ok())
-        .flat_map(|loaded| loaded.tables.iter().cloned())
+        .flat_map(|loaded| loaded.scan.tables.iter().cloned())
         .collect();
     let linter = linter.with_discovered(discovered);
 
     let checked: Vec<(FileReport, Option<String>)> = inputs
         .par_iter()
         .map(|input| match &input.content {
-            Ok(Loaded { text: Ok(text), .. }) => {
-                let report = linter.check_text(&input.path, text);
+            Ok(Loaded { excluded: true, .. }) => (FileReport::default(), None),
+            Ok(Loaded {
+                text: Ok(text),
+                scan,
+                ..
+            }) => {
+                let report = linter.check_scanned(&input.path, text, scan);
                 // Keep the text only where a snippet will be shown.
                 let text = (!report.diagnostics.is_empty()).then(|| text.clone());
                 (report, text)
             }
             Ok(Loaded {
                 text: Err(reason), ..
-            }) => {
-                // An excluded file is not checked, readable or not.
-                let diagnostics = if linter.is_excluded(&input.path) {
-                    Vec::new()
-                } else {
-                    vec![Diagnostic::unreadable(&input.path, reason)]
-                };
-                (
-                    FileReport {
-                        diagnostics,
-                        ..FileReport::default()
-                    },
-                    None,
-                )
-            }
+            }) => (
+                FileReport {
+                    diagnostics: vec![Diagnostic::unreadable(&input.path, reason)],
+                    ..FileReport::default()
+                },
+                None,
+            ),
             Err(reason) => (
                 FileReport {
                     diagnostics: vec![Diagnostic::unreadable(&input.path, reason)],
