@@ -221,9 +221,23 @@ fn no_input_makes_the_analysis_panic() {
     let config = Config::from_toml(CONFIG).unwrap();
     // The fuzz target's body.
     let analyse = |path: &Path, input: &[u8]| {
-        let tables = Linter::new(&config).discover_tables(path, input);
-        let linter = Linter::new(&config).with_discovered(tables);
-        linter.check_file(path, input).statements_checked
+        let linter = Linter::new(&config);
+        let tables = linter.discover_tables(path, input);
+        let report = linter
+            .clone()
+            .with_discovered(tables.clone())
+            .check_file(path, input);
+        // The walk's path (decode once, one search for both passes) agrees.
+        if let Ok(text) = fenced_lint::source::decode(input) {
+            let scan = linter.scan_text(path, &text);
+            assert_eq!(scan.tables, tables);
+            let walked = linter
+                .clone()
+                .with_discovered(scan.tables.clone())
+                .check_scanned(path, &text, &scan);
+            assert_eq!(walked, report);
+        }
+        report.statements_checked
     };
     let (statements, failures) = campaign(2000, &analyse);
     assert!(
