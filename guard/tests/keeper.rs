@@ -18,6 +18,10 @@ use fenced_guard::{
 };
 use uuid::Uuid;
 
+// Each test binary compiles the shared fixtures on its own and uses only part of them.
+#[allow(dead_code)]
+mod support;
+
 /// A bound on waits that should end quickly, so that a broken keeper fails the test
 /// instead of hanging it. Never an assertion about speed.
 ///
@@ -86,19 +90,18 @@ macro_rules! suite {
 #[cfg(feature = "sqlite")]
 mod sqlite {
     use fenced_guard::{FencedTable, Sqlite};
-    use tempfile::TempDir;
+
+    use crate::support::sqlite::TempDatabase;
 
     pub struct SqliteFixture {
-        dir: TempDir,
+        db: TempDatabase,
     }
 
     impl crate::Fixture for SqliteFixture {
         type Backend = Sqlite;
 
         async fn connect(&self) -> Sqlite {
-            Sqlite::open(self.dir.path().join("fenced.db"))
-                .await
-                .expect("open the sqlite file")
+            self.db.open().await
         }
 
         fn table(&self) -> FencedTable {
@@ -110,7 +113,7 @@ mod sqlite {
 
     async fn setup() -> SqliteFixture {
         SqliteFixture {
-            dir: tempfile::tempdir().expect("temporary directory"),
+            db: TempDatabase::new("fenced.db"),
         }
     }
 
@@ -119,61 +122,34 @@ mod sqlite {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use fenced_guard::{Backend, FencedTable, Postgres};
-    use uuid::Uuid;
+    use fenced_guard::{FencedTable, Postgres};
 
-    const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
-
-    fn url() -> String {
-        std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned())
-    }
+    use crate::support::postgres::{TestSchema, connect};
 
     pub struct PostgresFixture {
-        admin: Postgres,
-        schema: String,
+        schema: TestSchema,
     }
 
     impl crate::Fixture for PostgresFixture {
         type Backend = Postgres;
 
         async fn connect(&self) -> Postgres {
-            Postgres::connect_with(&url(), 2)
-                .await
-                .expect("connect to postgresql")
+            connect(2).await
         }
 
         fn table(&self) -> FencedTable {
-            crate::report_table(&format!("{}.ReportPublication", self.schema))
+            crate::report_table(&self.schema.qualified("ReportPublication"))
         }
 
         async fn teardown(&self) {
-            self.admin
-                .execute_batch(&format!(
-                    "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
-                    self.schema
-                ))
-                .await
-                .expect("drop the test schema");
+            self.schema.drop_schema().await;
         }
     }
 
     async fn setup() -> PostgresFixture {
-        let url = url();
-        let admin = match Postgres::connect_with(&url, 1).await {
-            Ok(admin) => admin,
-            Err(error) => panic!(
-                "PostgreSQL is not reachable at `{url}` ({error}: {:?}). Start it with \
-                 `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`, \
-                 or point FENCED_PG_URL at a server (user with CREATE on the database).",
-                std::error::Error::source(&error)
-            ),
-        };
-        let schema = format!("fenced_{}", Uuid::new_v4().simple());
-        admin
-            .execute_batch(&format!("CREATE SCHEMA \"{schema}\""))
-            .await
-            .expect("create the test schema");
-        PostgresFixture { admin, schema }
+        PostgresFixture {
+            schema: TestSchema::create("fenced_", 1).await,
+        }
     }
 
     suite!(setup);

@@ -10,6 +10,11 @@
 
 mod suite;
 
+// Each test binary compiles the shared fixtures on its own and uses only part of them.
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
+
 #[cfg(feature = "mssql")]
 mod mssql;
 #[cfg(feature = "postgres")]

@@ -1,21 +1,19 @@
 //! The suite on SQLite: one database file per test in a temporary directory.
 
 use fenced_guard::{FencedTable, Sqlite};
-use tempfile::TempDir;
 
 use crate::suite::{Fixture, report_table};
+use crate::support::sqlite::TempDatabase;
 
 pub struct SqliteFixture {
-    dir: TempDir,
+    db: TempDatabase,
 }
 
 impl Fixture for SqliteFixture {
     type Backend = Sqlite;
 
     async fn connect(&self) -> Sqlite {
-        Sqlite::open(self.dir.path().join("fenced.db"))
-            .await
-            .expect("open the sqlite file")
+        self.db.open().await
     }
 
     fn table(&self) -> FencedTable {
@@ -31,7 +29,7 @@ impl Fixture for SqliteFixture {
 
 async fn setup() -> Option<SqliteFixture> {
     Some(SqliteFixture {
-        dir: tempfile::tempdir().expect("temporary directory"),
+        db: TempDatabase::new("fenced.db"),
     })
 }
 
@@ -42,10 +40,9 @@ crate::conformance!(setup);
 async fn sqlite_file_is_in_wal_mode() {
     use fenced_guard::Backend;
 
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("wal.db");
-    drop(Sqlite::open(&path).await.unwrap());
-    let again = Sqlite::open(&path).await.unwrap();
+    let db = TempDatabase::new("wal.db");
+    drop(db.open().await);
+    let again = db.open().await;
     let mode = again
         .query_row("PRAGMA journal_mode", &[])
         .await

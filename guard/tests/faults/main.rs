@@ -26,6 +26,11 @@ mod proxy;
 mod report;
 mod scenario;
 
+// Each test binary compiles the shared fixtures on its own and uses only part of them.
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
+
 #[cfg(feature = "postgres")]
 mod acknowledgement;
 #[cfg(feature = "postgres")]

@@ -11,17 +11,11 @@ use tokio_postgres::config::{Host, SslMode};
 
 use crate::history::{Bench, TraceEntry, job_table};
 use crate::proxy::Proxy;
-
-const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
-
-fn url() -> String {
-    std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned())
-}
+use crate::support::postgres::{TestSchema, url};
 
 /// A schema of its own on the server, and where the server listens.
 pub struct PgBench {
-    admin: Postgres,
-    schema: String,
+    schema: TestSchema,
     config: tokio_postgres::Config,
     upstream: SocketAddr,
 }
@@ -30,16 +24,8 @@ impl PgBench {
     /// Connects, makes the schema. Panics with instructions when the server is
     /// unreachable.
     pub async fn setup() -> PgBench {
+        let schema = TestSchema::create("fenced_faults_", 2).await;
         let url = url();
-        let admin = match Postgres::connect_with(&url, 2).await {
-            Ok(admin) => admin,
-            Err(error) => panic!(
-                "PostgreSQL is not reachable at `{url}` ({error}: {:?}). Start it with \
-                 `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`, \
-                 or point FENCED_PG_URL at a server (user with CREATE on the database).",
-                std::error::Error::source(&error)
-            ),
-        };
         let config: tokio_postgres::Config = url.parse().expect("FENCED_PG_URL parses");
         let host = match config.get_hosts().first() {
             Some(Host::Tcp(host)) => host.clone(),
@@ -53,13 +39,7 @@ impl PgBench {
             .expect("resolve the PostgreSQL host")
             .next()
             .expect("the PostgreSQL host has an address");
-        let schema = format!("fenced_faults_{}", uuid::Uuid::new_v4().simple());
-        admin
-            .execute_batch(&format!("CREATE SCHEMA \"{schema}\""))
-            .await
-            .expect("create the test schema");
         PgBench {
-            admin,
             schema,
             config,
             upstream,
@@ -100,23 +80,17 @@ impl PgBench {
 
     /// The administrative connection (no proxy).
     pub fn admin(&self) -> &Postgres {
-        &self.admin
+        self.schema.admin()
     }
 
     /// A table name inside this run's schema.
     pub fn qualified(&self, name: &str) -> String {
-        format!("{}.{name}", self.schema)
+        self.schema.qualified(name)
     }
 
     /// Drops the schema.
     pub async fn teardown(&self) {
-        self.admin
-            .execute_batch(&format!(
-                "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
-                self.schema
-            ))
-            .await
-            .expect("drop the test schema");
+        self.schema.drop_schema().await;
     }
 }
 
@@ -132,7 +106,7 @@ impl Bench for PgBench {
     }
 
     async fn prepare(&self) {
-        let store = Store::new(self.admin.clone(), self.table());
+        let store = Store::new(self.admin().clone(), self.table());
         store
             .create_schema()
             .await
@@ -168,7 +142,7 @@ impl Bench for PgBench {
             kind = c("WriteKind"),
             table = table.name().quoted(d),
         );
-        self.admin
+        self.admin()
             .execute_batch(&sql)
             .await
             .expect("create the trace table and its trigger");
@@ -180,7 +154,7 @@ impl Bench for PgBench {
     }
 
     async fn trace(&self) -> Vec<TraceEntry> {
-        let client = self.admin.pool().get().await.expect("a connection");
+        let client = self.admin().pool().get().await.expect("a connection");
         let sql = format!(
             "SELECT \"Seq\", \"JobId\", \"OldGeneration\", \"Generation\", \"OldWriteId\", \
              \"WriteId\", \"WriterGeneration\", \"WriteKind\" FROM {} ORDER BY \"Seq\"",

@@ -1,32 +1,26 @@
 //! SQLite for the fault tests: one database file per run in a temporary directory, each
 //! worker with its own connection. There is no wire to cut: the faults are pauses.
 
-use std::path::PathBuf;
-
 use fenced_guard::{Backend, Dialect, FencedTable, Sqlite, SqliteOptions, Store};
-use tempfile::TempDir;
 
 use crate::history::{Bench, TraceEntry, job_table};
 use crate::proxy::Proxy;
+use crate::support::sqlite::TempDatabase;
 
 /// A database file of its own.
 pub struct SqliteBench {
-    dir: TempDir,
+    db: TempDatabase,
 }
 
 impl SqliteBench {
     pub fn setup() -> SqliteBench {
         SqliteBench {
-            dir: tempfile::tempdir().expect("temporary directory"),
+            db: TempDatabase::new("faults.db"),
         }
     }
 
-    fn path(&self) -> PathBuf {
-        self.dir.path().join("faults.db")
-    }
-
     async fn open(&self) -> Sqlite {
-        Sqlite::open_with(self.path(), SqliteOptions::default().max_connections(1))
+        Sqlite::open_with(self.db.path(), SqliteOptions::default().max_connections(1))
             .await
             .expect("open the sqlite file")
     }
@@ -83,7 +77,7 @@ impl Bench for SqliteBench {
     }
 
     async fn trace(&self) -> Vec<TraceEntry> {
-        let path = self.path();
+        let path = self.db.path();
         tokio::task::spawn_blocking(move || {
             let conn = rusqlite::Connection::open(path)?;
             let mut stmt = conn.prepare(

@@ -1,0 +1,35 @@
+//! SQLite for the tests: one database file in a temporary directory of its own, removed
+//! with the fixture.
+
+use std::path::PathBuf;
+
+use fenced_guard::Sqlite;
+use tempfile::TempDir;
+
+/// A database file named `file` in a new temporary directory.
+pub struct TempDatabase {
+    dir: TempDir,
+    file: &'static str,
+}
+
+impl TempDatabase {
+    /// A new temporary directory; the file is created by the first open.
+    pub fn new(file: &'static str) -> TempDatabase {
+        TempDatabase {
+            dir: tempfile::tempdir().expect("temporary directory"),
+            file,
+        }
+    }
+
+    /// Where the database file is.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join(self.file)
+    }
+
+    /// A new backend on the file with the default options.
+    pub async fn open(&self) -> Sqlite {
+        Sqlite::open(self.path())
+            .await
+            .expect("open the sqlite file")
+    }
+}
