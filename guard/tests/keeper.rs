@@ -13,14 +13,16 @@ use std::sync::{Arc, Mutex, Once, PoisonError};
 use std::time::Duration;
 
 use fenced_guard::{
-    Backend, ColumnType, Completion, Dialect, Error, FencedTable, Keeper, Key, Lease, Loss,
-    Outcome, Result, Store, Value, Work,
+    Backend, ColumnType, Completion, Dialect, Error, FencedTable, Keeper, Key, Loss, Outcome,
+    Result, Store, Value, Work,
 };
 use uuid::Uuid;
 
 // Each test binary compiles the shared fixtures on its own and uses only part of them.
 #[allow(dead_code)]
 mod support;
+
+use support::row::{self, acquire, expire, payload, payload_column};
 
 /// A bound on waits that should end quickly, so that a broken keeper fails the test
 /// instead of hanging it. Never an assertion about speed.
@@ -420,42 +422,20 @@ async fn db_now<B: Backend>(store: &Store<B>) -> i64 {
 /// The row's expiry, in milliseconds since the Unix epoch.
 async fn expiry<B: Backend>(store: &Store<B>, key: &Key) -> Option<i64> {
     let d = store.dialect();
-    let t = store.table();
-    let sql = format!(
-        "SELECT {} FROM {} WHERE {} = {}",
-        millis(d, &t.expiry_column().quoted(d)),
-        t.name().quoted(d),
-        t.key_column().quoted(d),
-        d.placeholder(1)
-    );
-    let row = store
-        .backend()
-        .query_row(&sql, &[Value::from(key)])
-        .await
-        .expect("read the expiry")
-        .expect("the row exists");
-    row[0].as_i64()
+    let expiry = millis(d, &store.table().expiry_column().quoted(d));
+    row::select(store, key, &[expiry]).await[0].as_i64()
 }
 
 async fn read<B: Backend>(store: &Store<B>, key: &Key) -> Row {
     let d = store.dialect();
     let t = store.table();
-    let sql = format!(
-        "SELECT {}, {}, {}, {} FROM {} WHERE {} = {}",
+    let columns = [
         t.generation_column().quoted(d),
         t.owner_column().quoted(d),
         t.published_column().quoted(d),
-        fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
-        t.name().quoted(d),
-        t.key_column().quoted(d),
-        d.placeholder(1)
-    );
-    let row = store
-        .backend()
-        .query_row(&sql, &[Value::from(key)])
-        .await
-        .expect("read back")
-        .expect("the row exists");
+        payload_column(d),
+    ];
+    let row = row::select(store, key, &columns).await;
     Row {
         generation: row[0].as_i64().expect("generation"),
         owner: if row[1].is_null() {
@@ -466,30 +446,6 @@ async fn read<B: Backend>(store: &Store<B>, key: &Key) -> Row {
         published: row[2].as_i64().expect("published"),
         payload: row[3].as_str().map(str::to_owned),
     }
-}
-
-/// Moves the row's expiry an hour into the past with a raw UPDATE.
-async fn expire<B: Backend>(store: &Store<B>, key: &Key) {
-    let d = store.dialect();
-    let t = store.table();
-    let past = match d {
-        Dialect::Postgres => "clock_timestamp() - interval '1 hour'".to_owned(),
-        Dialect::Sqlite => format!("{} - 3600000", d.clock()),
-        Dialect::Mssql => "DATEADD(hour, -1, SYSUTCDATETIME())".to_owned(),
-    };
-    let sql = format!(
-        "UPDATE {} SET {} = {past} WHERE {} = {}",
-        t.name().quoted(d),
-        t.expiry_column().quoted(d),
-        t.key_column().quoted(d),
-        d.placeholder(1)
-    );
-    let rows = store
-        .backend()
-        .execute(&sql, &[Value::from(key)])
-        .await
-        .expect("expire");
-    assert_eq!(rows, 1, "the test could not move the expiry");
 }
 
 /// Waits until the database's clock reaches `target` (milliseconds).
@@ -519,22 +475,10 @@ async fn faulty<F: Fixture>(fx: &F) -> (Store<Faulty<F::Backend>>, Faulty<F::Bac
     (Store::new(backend.clone(), fx.table()), backend)
 }
 
-async fn acquire<B: Backend>(store: &Store<B>, key: &Key, ttl: Duration) -> Lease {
-    store
-        .try_acquire(key.clone(), ttl)
-        .await
-        .expect("acquire")
-        .expect("the row is free")
-}
-
 async fn lost(keeper: &Keeper) -> Loss {
     tokio::time::timeout(HANG, keeper.lost())
         .await
         .expect("the keeper never gave the lease up")
-}
-
-fn payload(text: &str) -> [(&'static str, Value); 1] {
-    [("Payload", Value::from(text))]
 }
 
 /// The same long-running work with and without a keeper: it runs until the database's

@@ -14,6 +14,8 @@ use fenced_guard::{
 use tokio::sync::{Barrier, oneshot};
 use uuid::Uuid;
 
+use crate::support::row::{self, expire, payload, payload_column};
+
 /// A long ttl: expiry in these tests is moved by the test, never waited for.
 pub const TTL: Duration = Duration::from_secs(300);
 
@@ -131,55 +133,25 @@ fn table_sql<B: Backend>(store: &Store<B>) -> (Dialect, String) {
     (d, store.table().name().quoted(d))
 }
 
-/// Moves the row's expiry an hour into the past with a raw UPDATE.
-async fn expire<B: Backend>(store: &Store<B>, key: &Key) {
-    let (d, name) = table_sql(store);
-    let t = store.table();
-    let past = match d {
-        Dialect::Postgres => "clock_timestamp() - interval '1 hour'".to_owned(),
-        Dialect::Sqlite => format!("{} - 3600000", d.clock()),
-        Dialect::Mssql => "DATEADD(hour, -1, SYSUTCDATETIME())".to_owned(),
-    };
-    let sql = format!(
-        "UPDATE {name} SET {} = {past} WHERE {} = {}",
-        t.expiry_column().quoted(d),
-        t.key_column().quoted(d),
-        d.placeholder(1)
-    );
-    let rows = store
-        .backend()
-        .execute(&sql, &[Value::from(key)])
-        .await
-        .expect("expire");
-    assert_eq!(rows, 1, "the test could not move the expiry");
-}
-
 /// Reads the row back.
 pub async fn read<B: Backend>(store: &Store<B>, key: &Key) -> Row {
-    let (d, name) = table_sql(store);
+    let d = store.dialect();
     let t = store.table();
     let expiry = t.expiry_column().quoted(d);
-    let sql = format!(
-        "SELECT {}, {}, CASE WHEN {expiry} IS NULL THEN 0 ELSE 1 END, \
-         CASE WHEN {expiry} > {} THEN 1 ELSE 0 END, {}, {}, \
-         CASE WHEN {} IS NULL THEN 0 ELSE 1 END FROM {name} WHERE {} = {}",
+    let published_at = t
+        .published_at_column()
+        .expect("the test table has one")
+        .quoted(d);
+    let columns = [
         t.generation_column().quoted(d),
         t.owner_column().quoted(d),
-        d.clock(),
+        format!("CASE WHEN {expiry} IS NULL THEN 0 ELSE 1 END"),
+        format!("CASE WHEN {expiry} > {} THEN 1 ELSE 0 END", d.clock()),
         t.published_column().quoted(d),
-        fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
-        t.published_at_column()
-            .expect("the test table has one")
-            .quoted(d),
-        t.key_column().quoted(d),
-        d.placeholder(1)
-    );
-    let row = store
-        .backend()
-        .query_row(&sql, &[Value::from(key)])
-        .await
-        .expect("read back")
-        .expect("the row exists");
+        payload_column(d),
+        format!("CASE WHEN {published_at} IS NULL THEN 0 ELSE 1 END"),
+    ];
+    let row = row::select(store, key, &columns).await;
     Row {
         generation: row[0].as_i64().expect("generation"),
         owner: if row[1].is_null() {
@@ -196,15 +168,31 @@ pub async fn read<B: Backend>(store: &Store<B>, key: &Key) -> Row {
 }
 
 async fn acquire<B: Backend>(store: &Store<B>, key: &Key) -> Lease {
-    store
-        .try_acquire(key.clone(), TTL)
-        .await
-        .expect("acquire")
-        .expect("the row is free")
+    row::acquire(store, key, TTL).await
 }
 
-fn payload(text: &str) -> [(&'static str, Value); 1] {
-    [("Payload", Value::from(text))]
+/// Caller SQL for every dialect, as `render` writes it. `FencedSql` holds static text,
+/// as the macro's statements are, so the renderings are leaked.
+fn fenced_sql(render: impl Fn(Dialect) -> String) -> FencedSql {
+    let leak = |d| -> &'static str { Box::leak(render(d).into_boxed_str()) };
+    FencedSql::new(
+        leak(Dialect::Postgres),
+        leak(Dialect::Sqlite),
+        leak(Dialect::Mssql),
+    )
+}
+
+/// Runs caller SQL whose one parameter is the payload `text`.
+async fn run_fenced<B: Backend>(
+    store: &Store<B>,
+    lease: &Lease,
+    sql: &FencedSql,
+    text: &str,
+) -> Outcome {
+    store
+        .execute_fenced(lease, sql, &[Value::from(text)])
+        .await
+        .unwrap()
 }
 
 /// A acquires and is held before publishing; its lease expires; B acquires. Returns
@@ -293,7 +281,7 @@ pub async fn negative_control_unfenced_write_overwrites_the_successor<F: Fixture
     let (d, name) = table_sql(&h.a);
     let naive = format!(
         "UPDATE {name} SET {} = {} WHERE {} = {}",
-        fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+        payload_column(d),
         d.placeholder(1),
         h.a.table().key_column().quoted(d),
         d.placeholder(2)
@@ -547,14 +535,13 @@ pub async fn missing_row_is_not_acquired<F: Fixture>(fx: Arc<F>) {
     let key = fresh_row(&a).await;
     let other = Key::Uuid(Uuid::new_v4());
     assert!(a.try_acquire(other.clone(), TTL).await.unwrap().is_none());
-    let (d, name) = table_sql(&a);
+    let (_, name) = table_sql(&a);
     let count = a
         .backend()
         .query_i64(&format!("SELECT COUNT(*) FROM {name}"), &[])
         .await
         .unwrap();
     assert_eq!(count, Some(1), "only the provisioned row exists");
-    let _ = d;
     assert_eq!(read(&a, &key).await.generation, 0);
 }
 
@@ -603,27 +590,17 @@ pub async fn fenced_update_and_caller_sql<F: Fixture>(fx: Arc<F>) {
         Err(Error::InvalidIdentifier { .. })
     ));
 
-    let render = |d: Dialect| -> &'static str {
+    let sql = fenced_sql(|d| {
         let t = a.table();
-        Box::leak(
-            format!(
-                "UPDATE {} SET {} = {} WHERE ({} IS NULL OR {} <> {}) AND {}",
-                t.name().quoted(d),
-                fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
-                d.placeholder(1),
-                fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
-                fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
-                d.placeholder(2),
-                fence_predicate(d, t, 3)
-            )
-            .into_boxed_str(),
+        let payload = payload_column(d);
+        format!(
+            "UPDATE {} SET {payload} = {} WHERE ({payload} IS NULL OR {payload} <> {}) AND {}",
+            t.name().quoted(d),
+            d.placeholder(1),
+            d.placeholder(2),
+            fence_predicate(d, t, 3)
         )
-    };
-    let sql = FencedSql::new(
-        render(Dialect::Postgres),
-        render(Dialect::Sqlite),
-        render(Dialect::Mssql),
-    );
+    });
     let params = [Value::from("final"), Value::from("other")];
     assert_eq!(
         a.execute_fenced(&lease, &sql, &params).await.unwrap(),
@@ -649,36 +626,22 @@ pub async fn fenced_update_and_caller_sql<F: Fixture>(fx: Arc<F>) {
 pub async fn caller_publication_is_fenced_and_once<F: Fixture>(fx: Arc<F>) {
     let a = store(&*fx).await;
     let key = fresh_row(&a).await;
-    let render = |d: Dialect| -> &'static str {
+    let sql = fenced_sql(|d| {
         let t = a.table();
-        Box::leak(
-            format!(
-                "UPDATE {} SET {} = {}, {} WHERE {} AND {}",
-                t.name().quoted(d),
-                fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
-                d.placeholder(1),
-                publish_once_assignment(d, t, 2),
-                fence_predicate(d, t, 2),
-                publish_once_predicate(d, t, 2)
-            )
-            .into_boxed_str(),
+        format!(
+            "UPDATE {} SET {} = {}, {} WHERE {} AND {}",
+            t.name().quoted(d),
+            payload_column(d),
+            d.placeholder(1),
+            publish_once_assignment(d, t, 2),
+            fence_predicate(d, t, 2),
+            publish_once_predicate(d, t, 2)
         )
-    };
-    let sql = FencedSql::new(
-        render(Dialect::Postgres),
-        render(Dialect::Sqlite),
-        render(Dialect::Mssql),
-    );
+    });
     let lease = acquire(&a, &key).await;
-    let first = a
-        .execute_fenced(&lease, &sql, &[Value::from("one")])
-        .await
-        .unwrap();
+    let first = run_fenced(&a, &lease, &sql, "one").await;
     assert_eq!(first, Outcome::Applied);
-    let again = a
-        .execute_fenced(&lease, &sql, &[Value::from("two")])
-        .await
-        .unwrap();
+    let again = run_fenced(&a, &lease, &sql, "two").await;
     assert_eq!(again, Outcome::Refused);
     let row = read(&a, &key).await;
     assert_eq!((row.published, row.payload.as_deref()), (1, Some("one")));
@@ -686,15 +649,9 @@ pub async fn caller_publication_is_fenced_and_once<F: Fixture>(fx: Arc<F>) {
     expire(&a, &key).await;
     let b = store(&*fx).await;
     let lease_b = acquire(&b, &key).await;
-    let late = a
-        .execute_fenced(&lease, &sql, &[Value::from("late")])
-        .await
-        .unwrap();
+    let late = run_fenced(&a, &lease, &sql, "late").await;
     assert_eq!(late, Outcome::Refused);
-    let by_b = b
-        .execute_fenced(&lease_b, &sql, &[Value::from("from B")])
-        .await
-        .unwrap();
+    let by_b = run_fenced(&b, &lease_b, &sql, "from B").await;
     assert_eq!(by_b, Outcome::Applied);
     let row = read(&a, &key).await;
     assert_eq!((row.published, row.payload.as_deref()), (2, Some("from B")));
@@ -855,27 +812,11 @@ pub async fn bigint_and_text_keys_are_fenced_too<F: Fixture>(fx: Arc<F>) {
             b.publish(&lease_b, &payload("from B")).await.unwrap(),
             Outcome::Applied
         );
-        let (d, name) = table_sql(&a);
-        let sql = format!(
-            "SELECT {}, {} FROM {name} WHERE {} = {}",
-            a.table().generation_column().quoted(d),
-            fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
-            a.table().key_column().quoted(d),
-            d.placeholder(1)
-        );
-        let row = a
-            .backend()
-            .query_row(&sql, &[Value::from(&key)])
-            .await
-            .unwrap()
-            .unwrap();
+        let d = a.dialect();
+        let columns = [a.table().generation_column().quoted(d), payload_column(d)];
+        let row = row::select(&a, &key, &columns).await;
         assert_eq!(row, vec![Value::I64(2), Value::from("from B")], "{suffix}");
-        let row = a
-            .backend()
-            .query_row(&sql, &[Value::from(&other)])
-            .await
-            .unwrap()
-            .unwrap();
+        let row = row::select(&a, &other, &columns).await;
         assert_eq!(row, vec![Value::I64(1), Value::Null], "{suffix}: other key");
     }
 }
@@ -1095,25 +1036,16 @@ struct Image {
 }
 
 async fn copy_image<B: Backend>(store: &Store<B>, key: &Key) -> Image {
-    let (d, name) = table_sql(store);
+    let d = store.dialect();
     let t = store.table();
-    let sql = format!(
-        "SELECT {}, {}, {}, {}, {} FROM {name} WHERE {} = {}",
+    let columns = [
         t.generation_column().quoted(d),
         t.owner_column().quoted(d),
         t.epoch_column().quoted(d),
         t.published_column().quoted(d),
-        fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
-        t.key_column().quoted(d),
-        d.placeholder(1)
-    );
-    let row = store
-        .backend()
-        .query_row(&sql, &[Value::from(key)])
-        .await
-        .expect("copy the row")
-        .expect("the row exists");
-    let mut row = row.into_iter();
+        payload_column(d),
+    ];
+    let mut row = row::select(store, key, &columns).await.into_iter();
     let mut next = || row.next().expect("five columns");
     let generation = next();
     let owner = match next() {
@@ -1134,11 +1066,7 @@ async fn copy_image<B: Backend>(store: &Store<B>, key: &Key) -> Image {
 async fn restore_image<B: Backend>(store: &Store<B>, key: &Key, image: &Image) {
     let (d, name) = table_sql(store);
     let t = store.table();
-    let live = match d {
-        Dialect::Postgres => "clock_timestamp() + interval '1 hour'".to_owned(),
-        Dialect::Sqlite => format!("{} + 3600000", d.clock()),
-        Dialect::Mssql => "DATEADD(hour, 1, SYSUTCDATETIME())".to_owned(),
-    };
+    let live = row::clock_plus_hours(d, 1);
     let sql = format!(
         "UPDATE {name} SET {} = {}, {} = {}, {} = {}, {} = {}, {} = {}, {} = {live} WHERE {} = {}",
         t.generation_column().quoted(d),
@@ -1149,7 +1077,7 @@ async fn restore_image<B: Backend>(store: &Store<B>, key: &Key, image: &Image) {
         d.placeholder(3),
         t.published_column().quoted(d),
         d.placeholder(4),
-        fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
+        payload_column(d),
         d.placeholder(5),
         t.expiry_column().quoted(d),
         t.key_column().quoted(d),

@@ -1,0 +1,73 @@
+//! Raw access to a fenced row, around the protocol: the tests read the durable state
+//! back and move a lease's expiry with plain statements, bound by key.
+
+use std::time::Duration;
+
+use fenced_guard::{Backend, Dialect, Identifier, Key, Lease, Store, Value};
+
+/// The test tables' own column, `Payload`, quoted for `d`.
+pub fn payload_column(d: Dialect) -> String {
+    Identifier::new("Payload").unwrap().quoted(d)
+}
+
+/// The caller's columns for a write of `text` into `Payload`.
+pub fn payload(text: &str) -> [(&'static str, Value); 1] {
+    [("Payload", Value::from(text))]
+}
+
+/// Acquires the free row under `key` with `ttl`; panics when it is not free.
+pub async fn acquire<B: Backend>(store: &Store<B>, key: &Key, ttl: Duration) -> Lease {
+    store
+        .try_acquire(key.clone(), ttl)
+        .await
+        .expect("acquire")
+        .expect("the row is free")
+}
+
+/// The SQL expressions `columns` (already quoted) of the row under `key`, as stored.
+pub async fn select<B: Backend>(store: &Store<B>, key: &Key, columns: &[String]) -> Vec<Value> {
+    let d = store.dialect();
+    let t = store.table();
+    let sql = format!(
+        "SELECT {} FROM {} WHERE {} = {}",
+        columns.join(", "),
+        t.name().quoted(d),
+        t.key_column().quoted(d),
+        d.placeholder(1)
+    );
+    store
+        .backend()
+        .query_row(&sql, &[Value::from(key)])
+        .await
+        .expect("read the row back")
+        .expect("the row exists")
+}
+
+/// The database's clock moved by `hours`, as an expression of the expiry column's type.
+pub fn clock_plus_hours(d: Dialect, hours: i32) -> String {
+    match d {
+        Dialect::Postgres => format!("clock_timestamp() + interval '{hours} hour'"),
+        Dialect::Sqlite => format!("{} + {}", d.clock(), i64::from(hours) * 3_600_000),
+        Dialect::Mssql => format!("DATEADD(hour, {hours}, SYSUTCDATETIME())"),
+    }
+}
+
+/// Moves the row's expiry an hour into the past with a raw UPDATE.
+pub async fn expire<B: Backend>(store: &Store<B>, key: &Key) {
+    let d = store.dialect();
+    let t = store.table();
+    let sql = format!(
+        "UPDATE {} SET {} = {} WHERE {} = {}",
+        t.name().quoted(d),
+        t.expiry_column().quoted(d),
+        clock_plus_hours(d, -1),
+        t.key_column().quoted(d),
+        d.placeholder(1)
+    );
+    let rows = store
+        .backend()
+        .execute(&sql, &[Value::from(key)])
+        .await
+        .expect("expire");
+    assert_eq!(rows, 1, "the test could not move the expiry");
+}
