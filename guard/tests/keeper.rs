@@ -22,6 +22,7 @@ use uuid::Uuid;
 #[allow(dead_code)]
 mod support;
 
+use support::Place;
 use support::row::{self, acquire, expire, payload, payload_column};
 
 /// A bound on waits that should end quickly, so that a broken keeper fails the test
@@ -32,19 +33,15 @@ use support::row::{self, acquire, expire, payload, payload_column};
 /// machine does not make a healthy keeper give up.
 const HANG: Duration = Duration::from_secs(60);
 
-/// A fresh, isolated place for one test.
-pub trait Fixture: Send + Sync + 'static {
-    type Backend: Backend + Clone;
-
-    /// A new backend with its own connections.
-    fn connect(&self) -> impl Future<Output = Self::Backend> + Send;
-
+/// A place for one test, with the fenced table in it.
+pub trait Fixture: Place {
     /// The fenced table, with a `Payload` text column.
-    fn table(&self) -> FencedTable;
-
-    /// Drops whatever the fixture created.
-    fn teardown(&self) -> impl Future<Output = ()> + Send;
+    fn table(&self) -> FencedTable {
+        report_table(&self.qualified("ReportPublication"))
+    }
 }
+
+impl<P: Place> Fixture for P {}
 
 fn report_table(name: &str) -> FencedTable {
     FencedTable::builder()
@@ -81,7 +78,7 @@ macro_rules! suite {
         async fn $name() {
             let fixture = std::sync::Arc::new($setup().await);
             let run = tokio::spawn(crate::$name(std::sync::Arc::clone(&fixture))).await;
-            crate::Fixture::teardown(&*fixture).await;
+            crate::support::Place::teardown(&*fixture).await;
             if let Err(error) = run {
                 std::panic::resume_unwind(error.into_panic());
             }
@@ -91,32 +88,10 @@ macro_rules! suite {
 
 #[cfg(feature = "sqlite")]
 mod sqlite {
-    use fenced_guard::{FencedTable, Sqlite};
-
     use crate::support::sqlite::TempDatabase;
 
-    pub struct SqliteFixture {
-        db: TempDatabase,
-    }
-
-    impl crate::Fixture for SqliteFixture {
-        type Backend = Sqlite;
-
-        async fn connect(&self) -> Sqlite {
-            self.db.open().await
-        }
-
-        fn table(&self) -> FencedTable {
-            crate::report_table("ReportPublication")
-        }
-
-        async fn teardown(&self) {}
-    }
-
-    async fn setup() -> SqliteFixture {
-        SqliteFixture {
-            db: TempDatabase::new("fenced.db"),
-        }
+    async fn setup() -> TempDatabase {
+        TempDatabase::new("fenced.db")
     }
 
     suite!(setup);
@@ -124,34 +99,12 @@ mod sqlite {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use fenced_guard::{FencedTable, Postgres};
+    use crate::support::postgres::TestSchema;
 
-    use crate::support::postgres::{TestSchema, connect};
-
-    pub struct PostgresFixture {
-        schema: TestSchema,
-    }
-
-    impl crate::Fixture for PostgresFixture {
-        type Backend = Postgres;
-
-        async fn connect(&self) -> Postgres {
-            connect(2).await
-        }
-
-        fn table(&self) -> FencedTable {
-            crate::report_table(&self.schema.qualified("ReportPublication"))
-        }
-
-        async fn teardown(&self) {
-            self.schema.drop_schema().await;
-        }
-    }
-
-    async fn setup() -> PostgresFixture {
-        PostgresFixture {
-            schema: TestSchema::create("fenced_", 1).await,
-        }
+    /// Two connections per backend, so that a keeper's renewal need not wait for the
+    /// work's statement on the same store.
+    async fn setup() -> TestSchema {
+        TestSchema::create("fenced_", 2).await
     }
 
     suite!(setup);

@@ -14,6 +14,7 @@ use fenced_guard::{
 use tokio::sync::{Barrier, oneshot};
 use uuid::Uuid;
 
+use crate::support::Place;
 use crate::support::row::{self, expire, payload, payload_column};
 
 /// A long ttl: expiry in these tests is moved by the test, never waited for.
@@ -36,6 +37,28 @@ pub trait Fixture: Send + Sync + 'static {
 
     /// Drops whatever the fixture created.
     fn teardown(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// A PostgreSQL schema or a SQLite file holds the suite's tables under their own names,
+/// and is dropped whole.
+impl<P: Place> Fixture for P {
+    type Backend = P::Backend;
+
+    async fn connect(&self) -> P::Backend {
+        Place::connect(self).await
+    }
+
+    fn table(&self) -> FencedTable {
+        report_table(&self.qualified("ReportPublication"))
+    }
+
+    fn other_table(&self, suffix: &str) -> String {
+        self.qualified(&format!("Report_{suffix}"))
+    }
+
+    async fn teardown(&self) {
+        Place::teardown(self).await;
+    }
 }
 
 /// Builds the fenced table named `name` with the article's columns and `Payload`.

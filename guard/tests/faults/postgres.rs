@@ -11,6 +11,7 @@ use tokio_postgres::config::{Host, SslMode};
 
 use crate::history::{Bench, TraceEntry, job_table};
 use crate::proxy::Proxy;
+use crate::support::Place;
 use crate::support::postgres::{TestSchema, url};
 
 /// A schema of its own on the server, and where the server listens.
@@ -24,7 +25,7 @@ impl PgBench {
     /// Connects, makes the schema. Panics with instructions when the server is
     /// unreachable.
     pub async fn setup() -> PgBench {
-        let schema = TestSchema::create("fenced_faults_", 2).await;
+        let schema = TestSchema::create("fenced_faults_", 1).await;
         let url = url();
         let config: tokio_postgres::Config = url.parse().expect("FENCED_PG_URL parses");
         let host = match config.get_hosts().first() {
@@ -90,7 +91,7 @@ impl PgBench {
 
     /// Drops the schema.
     pub async fn teardown(&self) {
-        self.schema.drop_schema().await;
+        Place::teardown(&self.schema).await;
     }
 }
 

@@ -6,8 +6,27 @@
 //! Each test binary compiles this module on its own and uses only part of it, so the
 //! binaries include it with dead code allowed.
 
+use std::future::Future;
+
+use fenced_guard::Backend;
+
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod row;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+
+/// A fresh, isolated place for one test's tables: a PostgreSQL schema of its own, or a
+/// SQLite file of its own.
+pub trait Place: Send + Sync + 'static {
+    type Backend: Backend + Clone;
+
+    /// A new backend with its own connections: one per simulated worker.
+    fn connect(&self) -> impl Future<Output = Self::Backend> + Send;
+
+    /// The name `table` has in this place.
+    fn qualified(&self, table: &str) -> String;
+
+    /// Drops whatever the test created in this place.
+    fn teardown(&self) -> impl Future<Output = ()> + Send;
+}

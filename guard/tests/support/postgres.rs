@@ -6,6 +6,8 @@
 use fenced_guard::{Backend, Postgres};
 use uuid::Uuid;
 
+use super::Place;
+
 const DEFAULT_URL: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
 
 /// The server's connection string: `FENCED_PG_URL`, or the local default.
@@ -13,26 +15,20 @@ pub fn url() -> String {
     std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned())
 }
 
-/// A new backend on the server with at most `max_connections` connections.
-pub async fn connect(max_connections: usize) -> Postgres {
-    Postgres::connect_with(&url(), max_connections)
-        .await
-        .expect("connect to postgresql")
-}
-
 /// A schema of its own on the server, and the administrative connection that made it.
 pub struct TestSchema {
     admin: Postgres,
     name: String,
+    connections: usize,
 }
 
 impl TestSchema {
-    /// Connects with at most `max_connections` and creates a schema named `prefix`
-    /// followed by a random suffix. Panics with instructions when the server is not
-    /// reachable.
-    pub async fn create(prefix: &str, max_connections: usize) -> TestSchema {
+    /// Connects and creates a schema named `prefix` followed by a random suffix; each
+    /// backend [`Place::connect`] makes has at most `connections` connections. Panics
+    /// with instructions when the server is not reachable.
+    pub async fn create(prefix: &str, connections: usize) -> TestSchema {
         let url = url();
-        let admin = match Postgres::connect_with(&url, max_connections).await {
+        let admin = match Postgres::connect_with(&url, 2).await {
             Ok(admin) => admin,
             Err(error) => panic!(
                 "PostgreSQL is not reachable at `{url}` ({error}: {:?}). Start it with \
@@ -46,21 +42,35 @@ impl TestSchema {
             .execute_batch(&format!("CREATE SCHEMA \"{name}\""))
             .await
             .expect("create the test schema");
-        TestSchema { admin, name }
+        TestSchema {
+            admin,
+            name,
+            connections,
+        }
     }
 
     /// The administrative connection (outside any test's pool).
     pub fn admin(&self) -> &Postgres {
         &self.admin
     }
+}
+
+impl Place for TestSchema {
+    type Backend = Postgres;
+
+    async fn connect(&self) -> Postgres {
+        Postgres::connect_with(&url(), self.connections)
+            .await
+            .expect("connect to postgresql")
+    }
 
     /// `table` inside this schema.
-    pub fn qualified(&self, table: &str) -> String {
+    fn qualified(&self, table: &str) -> String {
         format!("{}.{table}", self.name)
     }
 
     /// Drops the schema and everything in it.
-    pub async fn drop_schema(&self) {
+    async fn teardown(&self) {
         self.admin
             .execute_batch(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name))
             .await

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use fenced_guard::Sqlite;
 use tempfile::TempDir;
 
+use super::Place;
+
 /// A database file named `file` in a new temporary directory.
 pub struct TempDatabase {
     dir: TempDir,
@@ -25,11 +27,23 @@ impl TempDatabase {
     pub fn path(&self) -> PathBuf {
         self.dir.path().join(self.file)
     }
+}
+
+impl Place for TempDatabase {
+    type Backend = Sqlite;
 
     /// A new backend on the file with the default options.
-    pub async fn open(&self) -> Sqlite {
+    async fn connect(&self) -> Sqlite {
         Sqlite::open(self.path())
             .await
             .expect("open the sqlite file")
     }
+
+    /// `table` itself: the file holds nothing else.
+    fn qualified(&self, table: &str) -> String {
+        table.to_owned()
+    }
+
+    /// Nothing to drop: the directory goes with the fixture.
+    async fn teardown(&self) {}
 }
