@@ -23,7 +23,8 @@ use uuid::Uuid;
 mod support;
 
 use support::Place;
-use support::row::{self, acquire, expire, payload, payload_column};
+use support::lease::{acquire, assert_writes_refused};
+use support::row::{self, expire, payload, payload_column};
 
 /// A bound on waits that should end quickly, so that a broken keeper fails the test
 /// instead of hanging it. Never an assertion about speed.
@@ -217,6 +218,19 @@ impl<B: Backend + Clone> Faulty<B> {
             .await
             .expect_err("the injected statement must be rejected by the database")
     }
+}
+
+/// The store's renewal, exactly as the keeper sends it.
+fn renew_statement<B: Backend>(store: &Store<B>) -> Matching {
+    Matching::Exactly(fenced_guard::dialect::renew(store.dialect(), store.table()))
+}
+
+/// The store's release, exactly as the work sends it.
+fn release_statement<B: Backend>(store: &Store<B>) -> Matching {
+    Matching::Exactly(fenced_guard::dialect::release(
+        store.dialect(),
+        store.table(),
+    ))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -524,15 +538,7 @@ async fn successor_takeover_cancels_the_work_and_fails_closed<F: Fixture>(fx: Ar
 
     // Every later write through A is refused without a round trip.
     let before = wire.sent();
-    assert_eq!(
-        store.update(&a, &payload("a, late")).await.unwrap(),
-        Outcome::Refused
-    );
-    assert_eq!(
-        store.publish(&a, &payload("a, late")).await.unwrap(),
-        Outcome::Refused
-    );
-    assert_eq!(store.renew(&a).await.unwrap(), Outcome::Refused);
+    assert_writes_refused(&store, &a, "a, late").await;
     assert_eq!(
         wire.sent(),
         before,
@@ -600,7 +606,7 @@ async fn transient_renewal_errors_are_retried<F: Fixture>(fx: Arc<F>) {
     let first = expiry(&plain, &key).await.unwrap();
 
     // The next three renewals fail; the fourth must succeed before the deadline.
-    let renew = Matching::Exactly(fenced_guard::dialect::renew(store.dialect(), store.table()));
+    let renew = renew_statement(&store);
     wire.inject(Kind::Fail, renew.clone(), Some(3));
     tokio::time::timeout(HANG, async {
         while !(wire.fault_spent() && expiry(&plain, &key).await.unwrap() > first) {
@@ -632,7 +638,7 @@ async fn renewal_in_flight_at_the_deadline_fails_closed<F: Fixture>(fx: Arc<F>) 
     let keeper = Keeper::start(&store, &a);
 
     // Renewals are sent and never answered.
-    let renew = Matching::Exactly(fenced_guard::dialect::renew(store.dialect(), store.table()));
+    let renew = renew_statement(&store);
     wire.inject(Kind::Stall, renew.clone(), None);
     assert!(matches!(lost(&keeper).await, Loss::Deadline));
     assert!(wire.sent_matching(&renew) >= 1, "a renewal was in flight");
@@ -654,7 +660,7 @@ async fn stopping_or_dropping_the_keeper_ends_renewals<F: Fixture>(fx: Arc<F>) {
     let second = Key::Uuid(Uuid::new_v4());
     plain.provision(second.clone()).await.unwrap();
     let (store, wire) = faulty(&*fx).await;
-    let renew = Matching::Exactly(fenced_guard::dialect::renew(store.dialect(), store.table()));
+    let renew = renew_statement(&store);
 
     let a = acquire(&store, &first, ttl).await;
     let b = acquire(&store, &second, ttl).await;
@@ -786,10 +792,7 @@ async fn release_failure_is_logged_not_raised<F: Fixture>(fx: Arc<F>) {
     capture_logs();
     let (plain, key) = fresh(&*fx).await;
     let (store, wire) = faulty(&*fx).await;
-    let release = Matching::Exactly(fenced_guard::dialect::release(
-        store.dialect(),
-        store.table(),
-    ));
+    let release = release_statement(&store);
     wire.inject(Kind::Fail, release.clone(), None);
     let work = Work::new(&store).ttl(Duration::from_secs(300));
 
@@ -833,10 +836,7 @@ async fn release_is_bounded_by_its_own_timeout<F: Fixture>(fx: Arc<F>) {
     capture_logs();
     let (plain, key) = fresh(&*fx).await;
     let (store, wire) = faulty(&*fx).await;
-    let release = Matching::Exactly(fenced_guard::dialect::release(
-        store.dialect(),
-        store.table(),
-    ));
+    let release = release_statement(&store);
     // The release is sent and never answered; the run must still return.
     wire.inject(Kind::Stall, release.clone(), None);
     let done = tokio::time::timeout(

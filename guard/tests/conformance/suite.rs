@@ -15,6 +15,7 @@ use tokio::sync::{Barrier, oneshot};
 use uuid::Uuid;
 
 use crate::support::Place;
+use crate::support::lease::{self, assert_writes_refused};
 use crate::support::row::{self, expire, payload, payload_column};
 
 /// A long ttl: expiry in these tests is moved by the test, never waited for.
@@ -191,7 +192,7 @@ pub async fn read<B: Backend>(store: &Store<B>, key: &Key) -> Row {
 }
 
 async fn acquire<B: Backend>(store: &Store<B>, key: &Key) -> Lease {
-    row::acquire(store, key, TTL).await
+    lease::acquire(store, key, TTL).await
 }
 
 /// Caller SQL for every dialect, as `render` writes it. `FencedSql` holds static text,
@@ -688,15 +689,7 @@ pub async fn revoked_lease_is_refused_locally<F: Fixture>(fx: Arc<F>) {
     let lease = acquire(&a, &key).await;
     let clone = lease.clone();
     clone.revoke();
-    assert_eq!(
-        a.publish(&lease, &payload("x")).await.unwrap(),
-        Outcome::Refused
-    );
-    assert_eq!(
-        a.update(&lease, &payload("x")).await.unwrap(),
-        Outcome::Refused
-    );
-    assert_eq!(a.renew(&lease).await.unwrap(), Outcome::Refused);
+    assert_writes_refused(&a, &lease, "x").await;
     let row = read(&a, &key).await;
     assert_eq!(row.payload, None);
     assert_eq!(

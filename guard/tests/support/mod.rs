@@ -10,6 +10,7 @@ use std::future::Future;
 
 use fenced_guard::Backend;
 
+pub mod lease;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod row;

@@ -1,9 +1,7 @@
 //! Raw access to a fenced row, around the protocol: the tests read the durable state
 //! back and move a lease's expiry with plain statements, bound by key.
 
-use std::time::Duration;
-
-use fenced_guard::{Backend, Dialect, Identifier, Key, Lease, Store, Value};
+use fenced_guard::{Backend, Dialect, Identifier, Key, Store, Value};
 
 /// The test tables' own column, `Payload`, quoted for `d`.
 pub fn payload_column(d: Dialect) -> String {
@@ -13,15 +11,6 @@ pub fn payload_column(d: Dialect) -> String {
 /// The caller's columns for a write of `text` into `Payload`.
 pub fn payload(text: &str) -> [(&'static str, Value); 1] {
     [("Payload", Value::from(text))]
-}
-
-/// Acquires the free row under `key` with `ttl`; panics when it is not free.
-pub async fn acquire<B: Backend>(store: &Store<B>, key: &Key, ttl: Duration) -> Lease {
-    store
-        .try_acquire(key.clone(), ttl)
-        .await
-        .expect("acquire")
-        .expect("the row is free")
 }
 
 /// The SQL expressions `columns` (already quoted) of the row under `key`, as stored.

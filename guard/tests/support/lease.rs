@@ -1,0 +1,28 @@
+//! Leases through the protocol: taking a free row, and checking that a lease no longer
+//! writes.
+
+use std::time::Duration;
+
+use fenced_guard::{Backend, Key, Lease, Outcome, Store};
+
+use super::row::payload;
+
+/// Acquires the free row under `key` with `ttl`; panics when it is not free.
+pub async fn acquire<B: Backend>(store: &Store<B>, key: &Key, ttl: Duration) -> Lease {
+    store
+        .try_acquire(key.clone(), ttl)
+        .await
+        .expect("acquire")
+        .expect("the row is free")
+}
+
+/// Asserts that an update and a publication of `text`, and a renewal, under `lease` are
+/// each refused.
+pub async fn assert_writes_refused<B: Backend>(store: &Store<B>, lease: &Lease, text: &str) {
+    let update = store.update(lease, &payload(text)).await.unwrap();
+    assert_eq!(update, Outcome::Refused, "the update");
+    let publication = store.publish(lease, &payload(text)).await.unwrap();
+    assert_eq!(publication, Outcome::Refused, "the publication");
+    let renewal = store.renew(lease).await.unwrap();
+    assert_eq!(renewal, Outcome::Refused, "the renewal");
+}
