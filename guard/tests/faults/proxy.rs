@@ -179,27 +179,59 @@ fn complete_messages(buf: &[u8], untyped: &mut bool) -> Option<(Vec<u8>, usize)>
     (at > 0).then_some((types, at))
 }
 
+/// One direction of a connection, read in whole protocol messages.
+struct Messages {
+    from: OwnedReadHalf,
+    buf: Vec<u8>,
+    chunk: [u8; 8192],
+    untyped: bool,
+}
+
+impl Messages {
+    /// `untyped`: the first message has no type byte (the client's startup message).
+    fn new(from: OwnedReadHalf, untyped: bool) -> Messages {
+        Messages {
+            from,
+            buf: Vec::with_capacity(8192),
+            chunk: [0; 8192],
+            untyped,
+        }
+    }
+
+    /// The next complete messages as they arrived: their type bytes and their bytes.
+    /// `None` once the peer closed its side or the read failed.
+    async fn next(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
+        loop {
+            if let Some((types, len)) = complete_messages(&self.buf, &mut self.untyped) {
+                return Some((types, self.buf.drain(..len).collect()));
+            }
+            let n = self.from.read(&mut self.chunk).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            self.buf.extend_from_slice(&self.chunk[..n]);
+        }
+    }
+}
+
+/// Passes `batch` on after the delay the control asks for; `false` once the other side
+/// is gone.
+async fn pass(to: &mut OwnedWriteHalf, batch: &[u8], control: &Control) -> bool {
+    let delay = control.delay();
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    to.write_all(batch).await.is_ok()
+}
+
 async fn requests(
-    mut from: OwnedReadHalf,
+    from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     control: &Control,
     cut_on_reply: &AtomicBool,
 ) {
-    let mut buf = Vec::with_capacity(8192);
-    let mut chunk = [0u8; 8192];
-    let mut untyped = true;
-    loop {
-        let Ok(n) = from.read(&mut chunk).await else {
-            return;
-        };
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let Some((types, len)) = complete_messages(&buf, &mut untyped) else {
-            continue;
-        };
-        let batch: Vec<u8> = buf.drain(..len).collect();
+    let mut messages = Messages::new(from, true);
+    while let Some((types, batch)) = messages.next().await {
         let executes = types.contains(&b'E');
         if executes && control.take_if(Fault::CutBeforeExecute) {
             return;
@@ -207,37 +239,20 @@ async fn requests(
         if executes && control.take_if(Fault::CutAfterCommit) {
             cut_on_reply.store(true, Ordering::SeqCst);
         }
-        let delay = control.delay();
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        if to.write_all(&batch).await.is_err() {
+        if !pass(&mut to, &batch, control).await {
             return;
         }
     }
 }
 
 async fn replies(
-    mut from: OwnedReadHalf,
+    from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     control: &Control,
     cut_on_reply: &AtomicBool,
 ) {
-    let mut buf = Vec::with_capacity(8192);
-    let mut chunk = [0u8; 8192];
-    let mut untyped = false;
-    loop {
-        let Ok(n) = from.read(&mut chunk).await else {
-            return;
-        };
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let Some((types, len)) = complete_messages(&buf, &mut untyped) else {
-            continue;
-        };
-        let batch: Vec<u8> = buf.drain(..len).collect();
+    let mut messages = Messages::new(from, false);
+    while let Some((types, batch)) = messages.next().await {
         if cut_on_reply.load(Ordering::SeqCst) {
             // Withhold everything; once the server says it is ready for the next
             // query, the statement's implicit transaction has committed: cut.
@@ -246,11 +261,7 @@ async fn replies(
             }
             continue;
         }
-        let delay = control.delay();
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        if to.write_all(&batch).await.is_err() {
+        if !pass(&mut to, &batch, control).await {
             return;
         }
     }
