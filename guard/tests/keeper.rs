@@ -405,11 +405,7 @@ async fn read<B: Backend>(store: &Store<B>, key: &Key) -> Row {
     let row = row::select(store, key, &columns).await;
     Row {
         generation: row[0].as_i64().expect("generation"),
-        owner: if row[1].is_null() {
-            None
-        } else {
-            Some(row[1].as_uuid().expect("owner is a uuid"))
-        },
+        owner: row::owner(&row[1]),
         published: row[2].as_i64().expect("published"),
         payload: row[3].as_str().map(str::to_owned),
     }

@@ -178,11 +178,7 @@ pub async fn read<B: Backend>(store: &Store<B>, key: &Key) -> Row {
     let row = row::select(store, key, &columns).await;
     Row {
         generation: row[0].as_i64().expect("generation"),
-        owner: if row[1].is_null() {
-            None
-        } else {
-            Some(row[1].as_uuid().expect("owner is a uuid"))
-        },
+        owner: row::owner(&row[1]),
         has_expiry: row[2].as_i64() == Some(1),
         live: row[3].as_i64() == Some(1),
         published: row[4].as_i64().expect("published"),

@@ -2,6 +2,7 @@
 //! back and move a lease's expiry with plain statements, bound by key.
 
 use fenced_guard::{Backend, Dialect, Identifier, Key, Store, Value};
+use uuid::Uuid;
 
 /// The test tables' own column, `Payload`, quoted for `d`.
 pub fn payload_column(d: Dialect) -> String {
@@ -30,6 +31,15 @@ pub async fn select<B: Backend>(store: &Store<B>, key: &Key, columns: &[String])
         .await
         .expect("read the row back")
         .expect("the row exists")
+}
+
+/// The owner column as read back: `None` while the row is free.
+pub fn owner(value: &Value) -> Option<Uuid> {
+    if value.is_null() {
+        None
+    } else {
+        Some(value.as_uuid().expect("owner is a uuid"))
+    }
 }
 
 /// The database's clock moved by `hours`, as an expression of the expiry column's type.
