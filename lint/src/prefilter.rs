@@ -131,9 +131,9 @@ mod tests {
     #[test]
     fn finds_words_in_any_case() {
         let words = Words::new(["ReportPublication", "GRANT"]);
-        assert!(words.is_match("update [dbo].[REPORTpublication] set x = 1"));
+        assert!(words.is_match("in [dbo].[REPORTpublication] x"));
         assert!(words.is_match("\"reportpublication\""));
-        assert!(words.is_match("gRaNt update on schema::dbo to svc"));
+        assert!(words.is_match("we gRaNt it"));
         assert!(!words.is_match("UPDATE dbo.Orders SET x = 1"));
         assert!(!words.is_match("ReportPublicatio"));
         assert!(!words.is_match(""));
@@ -162,7 +162,7 @@ mod tests {
             [true, false]
         );
         assert_eq!(
-            search([&columns, &tables], "grant update on reportpublication"),
+            search([&columns, &tables], "to grant reportpublication"),
             [false, true]
         );
         let far = format!("generation{}ReportPublication", " ".repeat(3 * CHUNK));
@@ -175,8 +175,8 @@ mod tests {
         let before = Words::new(["GRANT", "fenced-lint:"]);
         let after = Words::new(["Grant", "fenced-lint:", "Jobs"]);
         let new = after.without(&before);
-        assert!(new.is_match("update JOBS set"));
-        assert!(!new.is_match("GRANT update -- fenced-lint: allow"));
+        assert!(new.is_match("see JOBS here"));
+        assert!(!new.is_match("a GRANT, fenced-lint: allow"));
         assert!(after.without(&after).is_empty());
     }
 
