@@ -57,7 +57,7 @@ pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
             format!(
                 "write to fenced table `{}` does not require the {} in its top-level WHERE",
                 table.display_name(),
-                names.join(", ")
+                english_list(&names)
             )
         } else {
             format!(
@@ -74,6 +74,15 @@ pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
                 predicates.join(" AND ")
             )),
         ));
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`: the missing predicates as a reader would list them.
+fn english_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [only] => (*only).to_owned(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
 }
 
