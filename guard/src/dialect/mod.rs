@@ -31,7 +31,7 @@ mod sqlite;
 
 use std::fmt;
 
-use crate::table::{FencedTable, Identifier, KeyType, QualifiedName};
+use crate::table::{ColumnType, FencedTable, Identifier, KeyType, QualifiedName};
 
 /// The SQL dialects the guard speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -94,6 +94,15 @@ impl Dialect {
             (Dialect::Sqlite, KeyType::BigInt) => "INTEGER",
             (Dialect::Mssql, KeyType::Uuid) => "uniqueidentifier",
             (Dialect::Mssql, KeyType::Text) => "nvarchar(450)",
+        }
+    }
+
+    /// The SQL type of an application column declared with `column_type`.
+    fn column_sql_type(self, column_type: ColumnType) -> &'static str {
+        match self {
+            Dialect::Postgres => postgres::column_type(column_type),
+            Dialect::Sqlite => sqlite::column_type(column_type),
+            Dialect::Mssql => mssql::column_type(column_type),
         }
     }
 
@@ -218,11 +227,40 @@ pub fn publish_once_assignment(dialect: Dialect, table: &FencedTable, first: usi
 /// `CREATE TABLE` for the fenced table if it does not exist, with the protocol's columns
 /// and the declared application columns (all nullable). The schema, if any, must exist.
 pub fn create_schema(dialect: Dialect, table: &FencedTable) -> String {
-    match dialect {
-        Dialect::Postgres => postgres::create_table(table),
-        Dialect::Sqlite => sqlite::create_table(table),
-        Dialect::Mssql => mssql::create_table(table),
+    let d = dialect;
+    let (uuid, bigint, timestamp) = d.protocol_types();
+    let mut columns = vec![
+        format!(
+            "{} {} NOT NULL PRIMARY KEY",
+            table.key_column().quoted(d),
+            d.key_sql_type(table.key_type())
+        ),
+        format!(
+            "{} {bigint} NOT NULL DEFAULT 0",
+            table.generation_column().quoted(d)
+        ),
+        format!("{} {uuid} NULL", table.owner_column().quoted(d)),
+        format!("{} {timestamp} NULL", table.expiry_column().quoted(d)),
+        format!(
+            "{} {bigint} NOT NULL DEFAULT 0",
+            table.published_column().quoted(d)
+        ),
+        format!(
+            "{} {bigint} NOT NULL DEFAULT 0",
+            table.epoch_column().quoted(d)
+        ),
+    ];
+    if let Some(published_at) = table.published_at_column() {
+        columns.push(format!("{} {timestamp} NULL", published_at.quoted(d)));
     }
+    columns.extend(table.columns().iter().map(|c| {
+        format!(
+            "{} {} NULL",
+            c.name().quoted(d),
+            d.column_sql_type(c.column_type())
+        )
+    }));
+    d.create_table_if_absent(table.name(), &columns.join(", "))
 }
 
 /// `CREATE TABLE` for the epoch table if it does not exist: `Id` (always 1) and

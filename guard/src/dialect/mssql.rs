@@ -1,8 +1,7 @@
 //! SQL Server text: `SYSUTCDATETIME()`, `datetime2(7)` expiry, `@Pn` placeholders,
 //! `OUTPUT inserted.…`.
 
-use crate::dialect::Dialect;
-use crate::table::{ColumnType, FencedTable, KeyType};
+use crate::table::ColumnType;
 
 /// The database's clock, in UTC.
 pub(super) const CLOCK: &str = "SYSUTCDATETIME()";
@@ -20,51 +19,6 @@ pub(crate) fn column_type(t: ColumnType) -> &'static str {
         ColumnType::Bytes => "varbinary(max)",
         ColumnType::Uuid => "uniqueidentifier",
     }
-}
-
-pub(super) fn create_table(table: &FencedTable) -> String {
-    let d = Dialect::Mssql;
-    let key_type = match table.key_type() {
-        KeyType::Uuid => "uniqueidentifier",
-        KeyType::BigInt => "bigint",
-        KeyType::Text => "nvarchar(450)",
-    };
-    let mut columns = vec![
-        format!(
-            "{} {key_type} NOT NULL PRIMARY KEY",
-            table.key_column().quoted(d)
-        ),
-        format!(
-            "{} bigint NOT NULL DEFAULT 0",
-            table.generation_column().quoted(d)
-        ),
-        format!("{} uniqueidentifier NULL", table.owner_column().quoted(d)),
-        format!("{} datetime2(7) NULL", table.expiry_column().quoted(d)),
-        format!(
-            "{} bigint NOT NULL DEFAULT 0",
-            table.published_column().quoted(d)
-        ),
-    ];
-    columns.push(format!(
-        "{} bigint NOT NULL DEFAULT 0",
-        table.epoch_column().quoted(d)
-    ));
-    if let Some(published_at) = table.published_at_column() {
-        columns.push(format!("{} datetime2(7) NULL", published_at.quoted(d)));
-    }
-    columns.extend(table.columns().iter().map(|c| {
-        format!(
-            "{} {} NULL",
-            c.name().quoted(d),
-            column_type(c.column_type())
-        )
-    }));
-    let name = table.name().quoted(d);
-    // The name inside the string literal is a validated identifier: no quotes possible.
-    format!(
-        "IF OBJECT_ID(N'{name}', N'U') IS NULL CREATE TABLE {name} ({})",
-        columns.join(", ")
-    )
 }
 
 #[cfg(test)]

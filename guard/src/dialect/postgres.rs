@@ -1,7 +1,6 @@
 //! PostgreSQL text: `clock_timestamp()`, `timestamptz` expiry, `$n` placeholders.
 
-use crate::dialect::Dialect;
-use crate::table::{ColumnType, FencedTable, KeyType};
+use crate::table::ColumnType;
 
 /// The database's clock: the statement's current time, not the transaction's start.
 pub(super) const CLOCK: &str = "clock_timestamp()";
@@ -10,7 +9,7 @@ pub(super) fn expiry_after(ttl: usize) -> String {
     format!("{CLOCK} + ${ttl}::bigint * interval '1 millisecond'")
 }
 
-fn column_type(t: ColumnType) -> &'static str {
+pub(super) fn column_type(t: ColumnType) -> &'static str {
     match t {
         ColumnType::Bool => "boolean",
         ColumnType::BigInt => "bigint",
@@ -19,50 +18,6 @@ fn column_type(t: ColumnType) -> &'static str {
         ColumnType::Bytes => "bytea",
         ColumnType::Uuid => "uuid",
     }
-}
-
-pub(super) fn create_table(table: &FencedTable) -> String {
-    let d = Dialect::Postgres;
-    let key_type = match table.key_type() {
-        KeyType::Uuid => "uuid",
-        KeyType::BigInt => "bigint",
-        KeyType::Text => "text",
-    };
-    let mut columns = vec![
-        format!(
-            "{} {key_type} NOT NULL PRIMARY KEY",
-            table.key_column().quoted(d)
-        ),
-        format!(
-            "{} bigint NOT NULL DEFAULT 0",
-            table.generation_column().quoted(d)
-        ),
-        format!("{} uuid NULL", table.owner_column().quoted(d)),
-        format!("{} timestamptz NULL", table.expiry_column().quoted(d)),
-        format!(
-            "{} bigint NOT NULL DEFAULT 0",
-            table.published_column().quoted(d)
-        ),
-    ];
-    columns.push(format!(
-        "{} bigint NOT NULL DEFAULT 0",
-        table.epoch_column().quoted(d)
-    ));
-    if let Some(published_at) = table.published_at_column() {
-        columns.push(format!("{} timestamptz NULL", published_at.quoted(d)));
-    }
-    columns.extend(table.columns().iter().map(|c| {
-        format!(
-            "{} {} NULL",
-            c.name().quoted(d),
-            column_type(c.column_type())
-        )
-    }));
-    format!(
-        "CREATE TABLE IF NOT EXISTS {} ({})",
-        table.name().quoted(d),
-        columns.join(", ")
-    )
 }
 
 #[cfg(test)]

@@ -1,7 +1,6 @@
 //! SQLite text: expiry as `INTEGER` milliseconds since the Unix epoch, `?n` placeholders.
 
-use crate::dialect::Dialect;
-use crate::table::{ColumnType, FencedTable, KeyType};
+use crate::table::ColumnType;
 
 /// The database's clock in integer milliseconds since the Unix epoch.
 pub(super) const CLOCK: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
@@ -10,56 +9,13 @@ pub(super) fn expiry_after(ttl: usize) -> String {
     format!("{CLOCK} + ?{ttl}")
 }
 
-fn column_type(t: ColumnType) -> &'static str {
+pub(super) fn column_type(t: ColumnType) -> &'static str {
     match t {
         ColumnType::Bool | ColumnType::BigInt => "INTEGER",
         ColumnType::Double => "REAL",
         ColumnType::Text | ColumnType::Uuid => "TEXT",
         ColumnType::Bytes => "BLOB",
     }
-}
-
-pub(super) fn create_table(table: &FencedTable) -> String {
-    let d = Dialect::Sqlite;
-    let key_type = match table.key_type() {
-        KeyType::Uuid | KeyType::Text => "TEXT",
-        KeyType::BigInt => "INTEGER",
-    };
-    let mut columns = vec![
-        format!(
-            "{} {key_type} NOT NULL PRIMARY KEY",
-            table.key_column().quoted(d)
-        ),
-        format!(
-            "{} INTEGER NOT NULL DEFAULT 0",
-            table.generation_column().quoted(d)
-        ),
-        format!("{} TEXT NULL", table.owner_column().quoted(d)),
-        format!("{} INTEGER NULL", table.expiry_column().quoted(d)),
-        format!(
-            "{} INTEGER NOT NULL DEFAULT 0",
-            table.published_column().quoted(d)
-        ),
-    ];
-    columns.push(format!(
-        "{} INTEGER NOT NULL DEFAULT 0",
-        table.epoch_column().quoted(d)
-    ));
-    if let Some(published_at) = table.published_at_column() {
-        columns.push(format!("{} INTEGER NULL", published_at.quoted(d)));
-    }
-    columns.extend(table.columns().iter().map(|c| {
-        format!(
-            "{} {} NULL",
-            c.name().quoted(d),
-            column_type(c.column_type())
-        )
-    }));
-    format!(
-        "CREATE TABLE IF NOT EXISTS {} ({})",
-        table.name().quoted(d),
-        columns.join(", ")
-    )
 }
 
 #[cfg(test)]
