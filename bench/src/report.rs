@@ -52,21 +52,11 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.0} | {:.0} | {:.3} | {} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            "| {} | {} | {} | {} |",
             c.database.label(),
             kind_label(c.kind),
             c.workers,
-            c.a.cycles_per_sec,
-            c.b.cycles_per_sec,
-            c.ratio(),
-            verdict(c),
-            c.a.cpu_us_per_cycle,
-            c.b.cpu_us_per_cycle,
-            c.cpu_ratio(),
-            c.a.p50_ms,
-            c.a.p99_ms,
-            c.b.p50_ms,
-            c.b.p99_ms
+            figures(c)
         );
     }
 
@@ -86,20 +76,10 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.0} | {:.0} | {:.3} | {} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            "| {} | {} | {} |",
             c.database.label(),
             c.workers,
-            c.a.cycles_per_sec,
-            c.b.cycles_per_sec,
-            c.ratio(),
-            verdict(c),
-            c.a.cpu_us_per_cycle,
-            c.b.cpu_us_per_cycle,
-            c.cpu_ratio(),
-            c.a.p50_ms,
-            c.a.p99_ms,
-            c.b.p50_ms,
-            c.b.p99_ms
+            figures(c)
         );
     }
 
@@ -167,4 +147,24 @@ fn verdict(c: &Comparison) -> String {
         "missed"
     };
     format!("≥ {} {mark}", c.target())
+}
+
+/// The cells both comparison tables share, in their column order: throughput of each
+/// side and their ratio, the verdict, CPU per cycle of each side and their ratio, and
+/// p50/p99 latency of each side.
+fn figures(c: &Comparison) -> String {
+    format!(
+        "{:.0} | {:.0} | {:.3} | {} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3}",
+        c.a.cycles_per_sec,
+        c.b.cycles_per_sec,
+        c.ratio(),
+        verdict(c),
+        c.a.cpu_us_per_cycle,
+        c.b.cpu_us_per_cycle,
+        c.cpu_ratio(),
+        c.a.p50_ms,
+        c.a.p99_ms,
+        c.b.p50_ms,
+        c.b.p99_ms
+    )
 }
