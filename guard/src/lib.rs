@@ -88,7 +88,7 @@ pub use backend::Mssql;
 #[cfg(feature = "postgres")]
 pub use backend::Postgres;
 #[cfg(feature = "sqlite")]
-pub use backend::{Sqlite, SqliteOptions};
+pub use backend::{Sqlite, SqliteExecution, SqliteOptions};
 pub use dialect::procedures::{MssqlProcedures, Procedure};
 pub use dialect::{
     Dialect, FencedSql, fence_predicate, publish_once_assignment, publish_once_predicate,

@@ -19,7 +19,7 @@ pub use mssql::Mssql;
 #[cfg(feature = "postgres")]
 pub use postgres::Postgres;
 #[cfg(feature = "sqlite")]
-pub use sqlite::{Sqlite, SqliteOptions};
+pub use sqlite::{Sqlite, SqliteExecution, SqliteOptions};
 
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};

@@ -1,5 +1,5 @@
-//! SQLite through rusqlite (bundled): WAL, a busy timeout, a small pool of connections
-//! used off the async runtime's threads.
+//! SQLite through rusqlite (bundled): WAL, a busy timeout, a small pool of connections,
+//! and statements that never wait for a lock on the async runtime's threads.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,13 +11,45 @@ use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::value::{Key, Value};
 use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, params_from_iter};
+use rusqlite::{Connection, Statement, params_from_iter};
+
+/// Where a statement runs on tokio's runtime: see [`SqliteOptions::execution`].
+///
+/// In both modes a statement first runs without waiting for any lock: if another
+/// connection holds the database's write lock, SQLite answers `SQLITE_BUSY` at once,
+/// having changed nothing, and the statement is sent again from tokio's blocking pool,
+/// where it waits up to the busy timeout. A lock wait never holds a runtime thread, and
+/// a timeout around the call fires on time. The modes differ in what the runtime's
+/// thread does while the statement itself runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SqliteExecution {
+    /// The statement runs on the calling worker thread inside
+    /// [`tokio::task::block_in_place`], which first hands the thread's other tasks to
+    /// another thread, so that nothing queued behind the statement waits for it, even a
+    /// commit that waits for the disk's flush. The hand-off costs a few microseconds per
+    /// statement (a thread wake-up). On tokio's current-thread runtime, where
+    /// `block_in_place` is not allowed, statements run on the blocking pool instead.
+    #[default]
+    HandOff,
+    /// The statement runs on the calling thread as any other code of the task does. The
+    /// fastest mode. The thread is held for as long as the statement takes:
+    /// microseconds when the file is in the page cache and commits do not wait for the
+    /// disk (a memory-backed file, or WAL with `PRAGMA synchronous = NORMAL`), but with
+    /// the default `synchronous = FULL` on a disk every commit holds it for the disk's
+    /// flush (often milliseconds). Each statement spends a unit of the task's
+    /// cooperative budget, so a task issuing statements without pause still yields to
+    /// the thread's other tasks every so often, as with any tokio resource that is
+    /// always ready.
+    InPlace,
+}
 
 /// Options for [`Sqlite::open_with`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SqliteOptions {
     max_connections: usize,
     busy_timeout: Duration,
+    execution: SqliteExecution,
 }
 
 impl Default for SqliteOptions {
@@ -25,6 +57,7 @@ impl Default for SqliteOptions {
         SqliteOptions {
             max_connections: 4,
             busy_timeout: Duration::from_secs(5),
+            execution: SqliteExecution::HandOff,
         }
     }
 }
@@ -42,6 +75,12 @@ impl SqliteOptions {
         self.busy_timeout = timeout;
         self
     }
+
+    /// Where statements run on tokio's runtime. Default [`SqliteExecution::HandOff`].
+    pub fn execution(mut self, execution: SqliteExecution) -> Self {
+        self.execution = execution;
+        self
+    }
 }
 
 struct Inner {
@@ -51,16 +90,20 @@ struct Inner {
 }
 
 impl Inner {
+    /// Opens a connection. An idle connection has no busy timeout: a statement run on a
+    /// runtime thread must never wait for a lock there. Work on the blocking pool sets
+    /// the configured timeout for its duration ([`with_busy_timeout`]).
     fn connect(&self) -> rusqlite::Result<Connection> {
         let conn = Connection::open(&self.path)?;
-        conn.busy_timeout(self.options.busy_timeout)?;
+        conn.busy_timeout(Duration::ZERO)?;
         Ok(conn)
     }
 }
 
 /// The SQLite backend: a database file, opened in WAL mode, with a small pool of
-/// connections. Every statement runs on tokio's blocking pool, never on the async
-/// runtime's threads. Cheap to clone (clones share the pool).
+/// connections. A statement that must wait for another connection's lock waits on
+/// tokio's blocking pool, never on the async runtime's threads; where the statement
+/// itself runs is chosen by [`SqliteExecution`]. Cheap to clone (clones share the pool).
 ///
 /// The expiry column holds integer milliseconds since the Unix epoch from SQLite's own
 /// clock; owners are stored as hyphenated lowercase text.
@@ -135,69 +178,102 @@ impl Sqlite {
             .await
     }
 
-    /// Runs `f` on a pooled connection on tokio's blocking pool.
+    /// Runs `f` on a pooled connection on tokio's blocking pool, with the busy timeout.
     async fn run<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         let checkout = self.checkout().await?;
-        on_blocking_pool(checkout, f).await
+        on_blocking_pool(checkout, self.inner.options.busy_timeout, f).await
     }
 
-    /// Runs one autocommitted statement `f` on a pooled connection.
+    /// Runs one autocommitted statement, `sql` with `params`, through `step` on a pooled
+    /// connection: first without waiting for any lock, where [`SqliteExecution`] says;
+    /// then, if the database was locked, on the blocking pool with the busy timeout.
     ///
-    /// On tokio's multi-threaded runtime the statement first runs in place, on this
-    /// worker thread (tokio hands the thread's other tasks to another thread meanwhile),
-    /// which spares the two thread switches of a round trip through the blocking pool.
-    /// That attempt does not wait for another connection's lock: with the busy timeout
-    /// off, a locked database answers `SQLITE_BUSY` at once, having changed nothing, and
-    /// the statement is sent again from the blocking pool with the configured busy
-    /// timeout. So the runtime's thread is never held by a lock wait, and a caller's
-    /// timeout around the statement still fires on time while it waits.
-    async fn run_statement<T, F>(&self, f: F) -> Result<T>
+    /// The first attempt borrows `sql` and `params`; only a statement that has to wait
+    /// for a lock copies them, to take them to the blocking pool.
+    async fn run_statement<T>(
+        &self,
+        sql: &str,
+        params: &[Value],
+        step: fn(&mut Statement<'_>, &[Value]) -> rusqlite::Result<T>,
+    ) -> Result<T>
     where
         T: Send + 'static,
-        F: Fn(&Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         let mut checkout = self.checkout().await?;
-        if on_multi_thread_runtime() {
-            let busy_timeout = self.inner.options.busy_timeout;
-            let attempt = tokio::task::block_in_place(|| {
-                let conn = checkout.conn();
-                conn.busy_timeout(Duration::ZERO)?;
-                let result = f(conn);
-                conn.busy_timeout(busy_timeout)?;
-                Ok(result)
-            });
-            match attempt {
-                Ok(Err(e)) if is_busy(&e) => {}
-                Ok(result) => {
-                    checkout.give_back();
-                    return result.map_err(Error::Sqlite);
-                }
-                // The busy timeout could not be set: the connection is dropped.
-                Err(e) => return Err(Error::Sqlite(e)),
+        let run_once = |conn: &Connection| step(&mut *conn.prepare_cached(sql)?, params);
+        let attempt = match self.inner.options.execution {
+            SqliteExecution::InPlace => Some(run_once(checkout.conn())),
+            SqliteExecution::HandOff if on_multi_thread_runtime() => {
+                Some(tokio::task::block_in_place(|| run_once(checkout.conn())))
             }
+            SqliteExecution::HandOff => None,
+        };
+        match attempt {
+            Some(Err(e)) if is_busy(&e) => {}
+            Some(result) => {
+                // An SQL error leaves a SQLite connection usable; only a panic drops it.
+                checkout.give_back();
+                if self.inner.options.execution == SqliteExecution::InPlace {
+                    // A network driver's task waits for its answer and lets the thread's
+                    // other tasks run meanwhile; this one never waited. Spending a unit
+                    // of tokio's cooperative budget makes a task that keeps issuing
+                    // statements (say, retrying a refused acquisition at once) yield
+                    // every so often, so the lease's holder, queued on the same thread,
+                    // gets to release it. Yielding after every statement would cost a
+                    // poll of the I/O driver each time.
+                    tokio::task::consume_budget().await;
+                }
+                return result.map_err(Error::Sqlite);
+            }
+            None => {}
         }
-        on_blocking_pool(checkout, f).await
+        let (sql, params) = (sql.to_owned(), params.to_vec());
+        on_blocking_pool(checkout, self.inner.options.busy_timeout, move |conn| {
+            step(&mut *conn.prepare_cached(&sql)?, &params)
+        })
+        .await
     }
 }
 
-async fn on_blocking_pool<T, F>(mut checkout: Checkout<Connection>, f: F) -> Result<T>
+/// Runs `f` on `checkout`'s connection on tokio's blocking pool, with `busy_timeout` set
+/// for its duration.
+async fn on_blocking_pool<T, F>(
+    mut checkout: Checkout<Connection>,
+    busy_timeout: Duration,
+    f: F,
+) -> Result<T>
 where
     T: Send + 'static,
     F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
 {
     tokio::task::spawn_blocking(move || {
-        let result = f(checkout.conn());
-        // An SQL error leaves a SQLite connection usable; only a panic drops it.
+        let result = with_busy_timeout(checkout.conn(), busy_timeout, f)?;
+        // An SQL error leaves a SQLite connection usable; only a panic, or a busy
+        // timeout that could not be reset, drops it.
         checkout.give_back();
         result
     })
     .await
     .map_err(Error::Task)?
     .map_err(Error::Sqlite)
+}
+
+/// Runs `f` with the busy timeout set to `timeout`, and clears it again. The outer error
+/// is a failure to set or clear the timeout (the connection must then be dropped); the
+/// inner result is `f`'s.
+fn with_busy_timeout<T>(
+    conn: &Connection,
+    timeout: Duration,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<rusqlite::Result<T>> {
+    conn.busy_timeout(timeout)?;
+    let result = f(conn);
+    conn.busy_timeout(Duration::ZERO)?;
+    Ok(result)
 }
 
 /// `true` for `SQLITE_BUSY`: another connection holds the lock the statement needs.
@@ -260,10 +336,7 @@ impl Backend for Sqlite {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        let sql = sql.to_owned();
-        let params = params.to_vec();
-        self.run_statement(move |conn| {
-            let mut stmt = conn.prepare_cached(&sql)?;
+        self.run_statement(sql, params, |stmt, params| {
             let rows = stmt.execute(params_from_iter(params.iter()))?;
             Ok(u64::try_from(rows).unwrap_or(u64::MAX))
         })
@@ -271,10 +344,7 @@ impl Backend for Sqlite {
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        let sql = sql.to_owned();
-        let params = params.to_vec();
-        self.run_statement(move |conn| {
-            let mut stmt = conn.prepare_cached(&sql)?;
+        self.run_statement(sql, params, |stmt, params| {
             let width = stmt.column_count();
             let mut rows = stmt.query(params_from_iter(params.iter()))?;
             let first = match rows.next()? {
@@ -344,9 +414,10 @@ impl Backend for Sqlite {
 mod tests {
     use super::*;
 
-    async fn round_trip() -> Result<Option<Vec<Value>>> {
+    async fn round_trip(execution: SqliteExecution) -> Result<Option<Vec<Value>>> {
         let dir = tempfile::tempdir().map_err(|e| Error::Config(e.to_string()))?;
-        let sqlite = Sqlite::open(dir.path().join("t.db")).await?;
+        let options = SqliteOptions::default().execution(execution);
+        let sqlite = Sqlite::open_with(dir.path().join("t.db"), options).await?;
         sqlite.execute_batch("CREATE TABLE t (v INTEGER)").await?;
         let rows = sqlite
             .execute("INSERT INTO t (v) VALUES (?1)", &[Value::I64(7)])
@@ -358,16 +429,116 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn statements_run_in_place_on_the_multi_thread_runtime() {
+    async fn statements_run_on_the_multi_thread_runtime_in_either_mode() {
         assert!(on_multi_thread_runtime());
-        assert_eq!(round_trip().await.unwrap(), Some(vec![Value::I64(7)]));
+        for execution in [SqliteExecution::HandOff, SqliteExecution::InPlace] {
+            let row = round_trip(execution).await.unwrap();
+            assert_eq!(row, Some(vec![Value::I64(7)]), "{execution:?}");
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn statements_run_on_the_current_thread_runtime_in_either_mode() {
+        assert!(!on_multi_thread_runtime());
+        for execution in [SqliteExecution::HandOff, SqliteExecution::InPlace] {
+            let row = round_trip(execution).await.unwrap();
+            assert_eq!(row, Some(vec![Value::I64(7)]), "{execution:?}");
+        }
+    }
+
+    /// Runs one insert on `runtime` while its only blocking-pool thread is taken, and
+    /// says whether it completed within `within`. A statement that runs on the runtime's
+    /// own thread completes; one sent to the blocking pool waits.
+    fn completes_while_the_blocking_pool_is_taken(
+        runtime: &tokio::runtime::Runtime,
+        execution: SqliteExecution,
+        within: Duration,
+    ) -> bool {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteOptions::default()
+            .max_connections(1)
+            .execution(execution);
+        let sqlite = runtime.block_on(async {
+            let sqlite = Sqlite::open_with(dir.path().join("t.db"), options)
+                .await
+                .unwrap();
+            // Opens the pool's one connection, which then stays idle in the pool.
+            sqlite
+                .execute_batch("CREATE TABLE t (v INTEGER)")
+                .await
+                .unwrap();
+            sqlite
+        });
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let taken = runtime.spawn_blocking(move || {
+            started_tx.send(()).unwrap();
+            let _ = release_rx.recv_timeout(Duration::from_secs(10));
+        });
+        started_rx.recv().unwrap();
+        let completed = runtime.block_on(async {
+            let insert = sqlite.execute("INSERT INTO t (v) VALUES (1)", &[]);
+            tokio::time::timeout(within, insert).await.is_ok()
+        });
+        release_tx.send(()).unwrap();
+        runtime.block_on(taken).unwrap();
+        completed
+    }
+
+    fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
+        let mut builder = if multi_thread {
+            tokio::runtime::Builder::new_multi_thread()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+        };
+        builder
+            .max_blocking_threads(1)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn statements_do_not_wait_for_the_blocking_pool() {
+        let generous = Duration::from_secs(5);
+        for (multi_thread, execution) in [
+            (true, SqliteExecution::HandOff),
+            (true, SqliteExecution::InPlace),
+            (false, SqliteExecution::InPlace),
+        ] {
+            let runtime = runtime(multi_thread);
+            assert!(
+                completes_while_the_blocking_pool_is_taken(&runtime, execution, generous),
+                "multi-thread {multi_thread}, {execution:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn negative_control_hand_off_on_the_current_thread_runtime_uses_the_blocking_pool() {
+        // block_in_place is not allowed there, so the statement goes to the blocking
+        // pool, and waits while its only thread is taken: the check above can fail.
+        let runtime = runtime(false);
+        assert!(!completes_while_the_blocking_pool_is_taken(
+            &runtime,
+            SqliteExecution::HandOff,
+            Duration::from_millis(200),
+        ));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lock_wait_happens_off_the_runtime_thread_and_still_waits() {
+        for execution in [SqliteExecution::HandOff, SqliteExecution::InPlace] {
+            lock_wait(execution).await;
+        }
+    }
+
+    async fn lock_wait(execution: SqliteExecution) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let options = SqliteOptions::default().busy_timeout(Duration::from_secs(30));
+        let options = SqliteOptions::default()
+            .busy_timeout(Duration::from_secs(30))
+            .execution(execution);
         let sqlite = Sqlite::open_with(&path, options).await.unwrap();
         sqlite
             .execute_batch("CREATE TABLE t (v INTEGER)")
@@ -390,7 +561,7 @@ mod tests {
         // the thread until the holder gives up after 10 s, and then succeed.)
         let insert = sqlite.execute("INSERT INTO t (v) VALUES (1)", &[]);
         let timed_out = tokio::time::timeout(Duration::from_millis(50), insert).await;
-        assert!(timed_out.is_err(), "{timed_out:?}");
+        assert!(timed_out.is_err(), "{execution:?}: {timed_out:?}");
 
         // And the statement does wait for the lock (no SQLITE_BUSY at once): it
         // completes once the holder commits.
@@ -400,13 +571,17 @@ mod tests {
         });
         tokio::task::yield_now().await;
         release_tx.send(()).unwrap();
-        assert_eq!(waiting.await.unwrap().unwrap(), 1);
+        assert_eq!(waiting.await.unwrap().unwrap(), 1, "{execution:?}");
         holder.join().unwrap();
-    }
 
-    #[tokio::test(flavor = "current_thread")]
-    async fn statements_run_on_the_blocking_pool_on_the_current_thread_runtime() {
-        assert!(!on_multi_thread_runtime());
-        assert_eq!(round_trip().await.unwrap(), Some(vec![Value::I64(7)]));
+        // The connection that waited went back to the pool without a busy timeout: the
+        // next statement against a held lock answers SQLITE_BUSY at once in place, and
+        // so again waits on the blocking pool rather than on this thread.
+        let conn = Connection::open(dir.path().join("t.db")).unwrap();
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let insert = sqlite.execute("INSERT INTO t (v) VALUES (3)", &[]);
+        let timed_out = tokio::time::timeout(Duration::from_millis(50), insert).await;
+        assert!(timed_out.is_err(), "{execution:?}: {timed_out:?}");
+        conn.execute_batch("COMMIT").unwrap();
     }
 }

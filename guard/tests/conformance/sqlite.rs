@@ -1,4 +1,5 @@
-//! The suite on SQLite: one database file per test in a temporary directory.
+//! The suite on SQLite: one database file per test in a temporary directory, once
+//! with each way of running statements.
 
 use crate::support::Place;
 use crate::support::sqlite::TempDatabase;
@@ -8,6 +9,20 @@ async fn setup() -> Option<TempDatabase> {
 }
 
 crate::conformance!(setup);
+
+/// The suite again with statements run in place on the runtime's threads.
+mod in_place {
+    use fenced_guard::{SqliteExecution, SqliteOptions};
+
+    use crate::support::sqlite::TempDatabase;
+
+    async fn setup() -> Option<TempDatabase> {
+        let options = SqliteOptions::default().execution(SqliteExecution::InPlace);
+        Some(TempDatabase::with_options("fenced.db", options))
+    }
+
+    crate::conformance!(setup);
+}
 
 /// The file is in WAL mode once opened, as every later connection sees it.
 #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use fenced_guard::Sqlite;
+use fenced_guard::{Sqlite, SqliteOptions};
 use tempfile::TempDir;
 
 use super::Place;
@@ -12,14 +12,21 @@ use super::Place;
 pub struct TempDatabase {
     dir: TempDir,
     file: &'static str,
+    options: SqliteOptions,
 }
 
 impl TempDatabase {
     /// A new temporary directory; the file is created by the first open.
     pub fn new(file: &'static str) -> TempDatabase {
+        TempDatabase::with_options(file, SqliteOptions::default())
+    }
+
+    /// As [`TempDatabase::new`], opened with `options`.
+    pub fn with_options(file: &'static str, options: SqliteOptions) -> TempDatabase {
         TempDatabase {
             dir: tempfile::tempdir().expect("temporary directory"),
             file,
+            options,
         }
     }
 
@@ -32,9 +39,9 @@ impl TempDatabase {
 impl Place for TempDatabase {
     type Backend = Sqlite;
 
-    /// A new backend on the file with the default options.
+    /// A new backend on the file with the fixture's options.
     async fn connect(&self) -> Sqlite {
-        Sqlite::open(self.path())
+        Sqlite::open_with(self.path(), self.options)
             .await
             .expect("open the sqlite file")
     }
