@@ -22,8 +22,14 @@ pub struct Lease {
     epoch: Option<i64>,
     ttl: Duration,
     acquired_at: Instant,
-    local_deadline: Arc<Mutex<Instant>>,
-    revoked: Arc<AtomicBool>,
+    shared: Arc<Shared>,
+}
+
+/// What clones of a lease share: one allocation per acquisition.
+#[derive(Debug)]
+struct Shared {
+    local_deadline: Mutex<Instant>,
+    revoked: AtomicBool,
 }
 
 impl Lease {
@@ -44,8 +50,10 @@ impl Lease {
             epoch: None,
             ttl,
             acquired_at,
-            local_deadline: Arc::new(Mutex::new(acquired_at + ttl)),
-            revoked: Arc::new(AtomicBool::new(false)),
+            shared: Arc::new(Shared {
+                local_deadline: Mutex::new(acquired_at + ttl),
+                revoked: AtomicBool::new(false),
+            }),
         }
     }
 
@@ -93,6 +101,7 @@ impl Lease {
     /// giving up early.
     pub fn local_deadline(&self) -> Instant {
         *self
+            .shared
             .local_deadline
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -100,6 +109,7 @@ impl Lease {
 
     pub(crate) fn extend_local_deadline(&self, deadline: Instant) {
         let mut current = self
+            .shared
             .local_deadline
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -113,12 +123,12 @@ impl Lease {
     /// [`Outcome::Refused`](crate::Outcome::Refused) without a round trip. Release still
     /// reaches the database, so that a revoked lease can give the row back.
     pub fn revoke(&self) {
-        self.revoked.store(true, Ordering::SeqCst);
+        self.shared.revoked.store(true, Ordering::SeqCst);
     }
 
     /// `true` once [`revoke`](Lease::revoke) was called on this lease or a clone.
     pub fn is_revoked(&self) -> bool {
-        self.revoked.load(Ordering::SeqCst)
+        self.shared.revoked.load(Ordering::SeqCst)
     }
 }
 

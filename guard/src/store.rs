@@ -333,8 +333,8 @@ impl<B: Backend> Store<B> {
         }
         let ttl_ms = ttl_millis(lease.ttl())?;
         let sent_at = Instant::now();
-        let mut params = lease_params(lease);
-        params.push(Value::I64(ttl_ms));
+        let [key, generation, owner] = lease_params(lease);
+        let params = [key, generation, owner, Value::I64(ttl_ms)];
         let outcome = Outcome::from_rows(self.rows(&self.statements.renew, &params).await?);
         if outcome.is_applied() {
             lease.extend_local_deadline(sent_at + lease.ttl());
@@ -737,8 +737,10 @@ impl<B: Backend> Store<B> {
         sql: &str,
         caller: impl Iterator<Item = Value>,
     ) -> Result<Outcome> {
-        let mut params: Vec<Value> = caller.collect();
-        params.extend(lease_params(lease));
+        let fence = lease_params(lease);
+        let mut params: Vec<Value> = Vec::with_capacity(caller.size_hint().0 + fence.len());
+        params.extend(caller);
+        params.extend(fence);
         let rows = self.rows(sql, &params).await?;
         let outcome = Outcome::from_rows(rows);
         if outcome.is_refused() {
@@ -817,8 +819,10 @@ impl<B: Backend> Store<B> {
     }
 }
 
-fn lease_params(lease: &Lease) -> Vec<Value> {
-    vec![
+/// The fence's parameters: key, generation, owner. An array, not a `Vec`: a release
+/// binds exactly these, and the other statements append them to their own.
+fn lease_params(lease: &Lease) -> [Value; 3] {
+    [
         Value::from(lease.key()),
         Value::I64(lease.generation()),
         Value::Uuid(lease.owner()),
