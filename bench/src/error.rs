@@ -25,6 +25,9 @@ pub(crate) enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The system refused to start a benchmark thread.
+    #[error("cannot start a benchmark thread")]
+    Spawn(#[source] std::io::Error),
     /// A worker task or thread panicked or was cancelled.
     #[error("a benchmark worker did not finish")]
     Worker,

@@ -4,6 +4,7 @@
 //! on the same file.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Barrier, OnceLock};
 use std::time::Duration;
 
 use fenced_guard::{Dialect, FencedTable, Sqlite, SqliteOptions, Store};
@@ -117,17 +118,41 @@ fn run_raw_threads(
     timing: Timing,
 ) -> Result<(Summary, Check)> {
     // Each worker opens its connection and prepares its statements, then waits for the
-    // others, so that the window starts once all are ready, as in the guard's runs.
-    let ready = std::sync::Barrier::new(workers + 1);
-    let window = std::sync::OnceLock::new();
+    // others, so that the window starts once all are ready, as in the guard's runs. The
+    // barrier is made once the threads are started, for as many as did start, so that a
+    // thread the system refuses leaves no one waiting for it.
+    let ready = OnceLock::new();
+    let window = OnceLock::new();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|i| {
-                let (ready, window) = (&ready, &window);
-                scope.spawn(move || raw_worker(path, sql, rows.key(i), ready, window))
-            })
-            .collect();
-        ready.wait();
+        let mut handles = Vec::with_capacity(workers);
+        let mut refused = None;
+        for i in 0..workers {
+            let (ready, window) = (&ready, &window);
+            // Named so that a profile can tell the raw side's threads apart (`perf
+            // --comm raw-sqlite-0`).
+            let spawned = std::thread::Builder::new()
+                .name(format!("raw-sqlite-{i}"))
+                .spawn_scoped(scope, move || {
+                    raw_worker(path, sql, rows.key(i), ready, window)
+                });
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
+            }
+        }
+        ready.get_or_init(|| Barrier::new(handles.len() + 1)).wait();
+        if let Some(e) = refused {
+            // A window that is already over: the started workers stop before their
+            // first cycle, and the run reports why it could not be made.
+            window.get_or_init(|| Window::starting_now(Duration::ZERO, Duration::ZERO));
+            for handle in handles {
+                let _ = handle.join();
+            }
+            return Err(Error::Spawn(e));
+        }
         let window: Window = *window.get_or_init(|| timing.start());
         std::thread::sleep(
             window
@@ -170,11 +195,11 @@ fn raw_worker(
     path: &Path,
     sql: &CycleSql,
     key: i64,
-    ready: &std::sync::Barrier,
-    window: &std::sync::OnceLock<Window>,
+    ready: &OnceLock<Barrier>,
+    window: &OnceLock<Window>,
 ) -> Result<measure::Tally> {
     let prepared = raw_connection(path, sql);
-    ready.wait();
+    ready.wait().wait();
     let (conn, sql) = prepared?;
     let window = *window.wait();
     let mut acquire = conn.prepare_cached(&sql.acquire)?;
