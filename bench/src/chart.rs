@@ -1,4 +1,5 @@
-//! The throughput chart, written as SVG by hand: one panel per database, cycles per
+//! The throughput chart, written as SVG by hand: one panel per database (for SQLite, one
+//! per guard execution mode, the panels of one database sharing their scale), cycles per
 //! second against workers (log scale), guard (solid) and raw (dashed), distinct and
 //! contended rows.
 
@@ -25,9 +26,16 @@ struct Series {
 
 /// The chart of the guard-against-raw comparisons in `results`.
 pub(crate) fn svg(results: &Results) -> String {
-    let databases: Vec<Database> = [Database::Postgres, Database::Sqlite]
-        .into_iter()
-        .filter(|d| results.comparisons.iter().any(|c| c.database == *d))
+    // In the order they ran.
+    let mut databases: Vec<Database> = Vec::new();
+    for c in &results.comparisons {
+        if !databases.contains(&c.database) {
+            databases.push(c.database);
+        }
+    }
+    let panels: Vec<(Database, Vec<Series>)> = databases
+        .iter()
+        .map(|&d| (d, series_of(d, &results.comparisons)))
         .collect();
     let width = PANEL_WIDTH * databases.len().max(1) as f64;
     let height = PANEL_HEIGHT + MARGIN_BOTTOM - 40.0;
@@ -45,16 +53,29 @@ pub(crate) fn svg(results: &Results) -> String {
         r#"<text x="{}" y="20" text-anchor="middle" font-size="15">Lease cycles per second against workers: guard (solid) and raw driver (dashed)</text>"#,
         width / 2.0
     );
-    for (i, database) in databases.iter().enumerate() {
+    for (i, (database, series)) in panels.iter().enumerate() {
+        // One scale for the panels of one database, so that SQLite's execution modes
+        // compare by the height of their lines.
+        let highest = panels
+            .iter()
+            .filter(|(other, _)| same_database(*other, *database))
+            .flat_map(|(_, series)| series.iter().flat_map(|s| s.points.iter().map(|p| p.1)))
+            .fold(0.0, f64::max);
         panel(
             &mut out,
-            *database,
+            database.label(),
+            series,
+            nice_ceiling(highest * 1.05),
             i as f64 * PANEL_WIDTH,
-            &results.comparisons,
         );
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// Whether two panels show the same database (in different modes, for SQLite).
+fn same_database(a: Database, b: Database) -> bool {
+    std::mem::discriminant(&a) == std::mem::discriminant(&b)
 }
 
 fn series_of(database: Database, comparisons: &[Comparison]) -> Vec<Series> {
@@ -97,21 +118,15 @@ fn series_of(database: Database, comparisons: &[Comparison]) -> Vec<Series> {
     ]
 }
 
-fn panel(out: &mut String, database: Database, left: f64, comparisons: &[Comparison]) {
-    let series = series_of(database, comparisons);
+/// One panel titled `title`, its y axis from 0 to `top`, starting `left` from the
+/// chart's left edge.
+fn panel(out: &mut String, title: &str, series: &[Series], top: f64, left: f64) {
     let mut workers: Vec<usize> = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
         .collect();
     workers.sort_unstable();
     workers.dedup();
-    let top = nice_ceiling(
-        series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
-            .fold(0.0, f64::max)
-            * 1.05,
-    );
     let x0 = left + MARGIN_LEFT;
     let y0 = MARGIN_TOP + PLOT_HEIGHT;
     let (lo, hi) = match (workers.first(), workers.last()) {
@@ -132,7 +147,7 @@ fn panel(out: &mut String, database: Database, left: f64, comparisons: &[Compari
         r#"<text x="{}" y="{}" text-anchor="middle" font-size="14">{}</text>"#,
         x0 + PLOT_WIDTH / 2.0,
         MARGIN_TOP - 12.0,
-        database.label()
+        escape(title)
     );
     for k in 0..=5 {
         let v = top * f64::from(k) / 5.0;

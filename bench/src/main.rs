@@ -4,13 +4,16 @@
 //! ```text
 //! cargo run --release -p fenced-bench -- [--quick] [--seconds N] [--repeats N]
 //!     [--workers 1,8,32] [--svg PATH] [--markdown PATH] [--no-postgres] [--no-sqlite]
-//!     [--durable] [--sqlite-dir DIR]
+//!     [--durable] [--sqlite-dir DIR] [--sqlite-execution in-place,hand-off]
 //! ```
 //!
 //! PostgreSQL is found through `FENCED_PG_URL` (default
 //! `host=127.0.0.1 port=5432 user=postgres dbname=test`); the benchmark makes its own
-//! schema and drops it. SQLite runs on a file in a temporary directory. Figures are
-//! printed, never asserted. See `BENCHMARKS.md`.
+//! schema and drops it. SQLite runs on a file in a temporary directory, once per guard
+//! execution mode listed by `--sqlite-execution` (default both, `in-place` first):
+//! `in-place` runs each statement on the runtime thread that awaits it, `hand-off` inside
+//! `tokio::task::block_in_place` (the guard's default); each mode's plan has its own raw
+//! runs. Figures are printed, never asserted. See `BENCHMARKS.md`.
 
 mod chart;
 mod check;
@@ -30,6 +33,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::error::Error;
+use crate::sqlite::Execution;
 use crate::suite::Settings;
 
 /// The default PostgreSQL connection string.
@@ -79,6 +83,19 @@ struct Args {
     /// with `--durable` or where `/dev/shm` does not exist).
     #[arg(long)]
     sqlite_dir: Option<PathBuf>,
+    /// The guard's SQLite execution modes to measure, comma-separated, run in the order
+    /// given: `in-place` (each statement runs on the runtime thread that awaits it) and
+    /// `hand-off` (inside `tokio::task::block_in_place`, the guard's default). Each mode
+    /// runs the whole SQLite plan, with its own raw runs, on the same file.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODES",
+        value_delimiter = ',',
+        default_value = "in-place,hand-off",
+        hide_possible_values = true
+    )]
+    sqlite_execution: Vec<Execution>,
 }
 
 impl Args {
@@ -122,6 +139,13 @@ impl Args {
                 }
             })
         });
+        // In the order given; a mode listed twice is measured once.
+        let mut sqlite_executions = Vec::new();
+        for &execution in &self.sqlite_execution {
+            if !sqlite_executions.contains(&execution) {
+                sqlite_executions.push(execution);
+            }
+        }
         Ok(Settings {
             measured,
             warmup,
@@ -129,6 +153,7 @@ impl Args {
             workers,
             postgres,
             sqlite,
+            sqlite_executions,
             durable: self.durable,
         })
     }
@@ -183,6 +208,54 @@ fn main() -> ExitCode {
                 eprintln!("  caused by: {cause}");
             }
             ExitCode::from(if usage { 2 } else { 1 })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite_executions(args: &[&str]) -> Result<Vec<Execution>, clap::Error> {
+        let args =
+            Args::try_parse_from(std::iter::once("fenced-bench").chain(args.iter().copied()))?;
+        Ok(args.settings().expect("valid settings").sqlite_executions)
+    }
+
+    #[test]
+    fn sqlite_executions_default_to_both_in_place_first() {
+        assert_eq!(
+            sqlite_executions(&[]).unwrap(),
+            [Execution::InPlace, Execution::HandOff]
+        );
+    }
+
+    #[test]
+    fn sqlite_executions_keep_the_given_order_once_each() {
+        macro_rules! case {
+            ($given:expr => $expected:expr) => {
+                assert_eq!(
+                    sqlite_executions(&["--sqlite-execution", $given]).unwrap(),
+                    $expected,
+                    "--sqlite-execution {}",
+                    $given
+                );
+            };
+        }
+        case!("in-place" => [Execution::InPlace]);
+        case!("hand-off" => [Execution::HandOff]);
+        case!("hand-off,in-place" => [Execution::HandOff, Execution::InPlace]);
+        case!("in-place,hand-off,in-place" => [Execution::InPlace, Execution::HandOff]);
+    }
+
+    #[test]
+    fn unknown_sqlite_executions_are_rejected() {
+        for given in ["blocking", "in_place", "in-place,", "in-place,bogus", ""] {
+            let e = sqlite_executions(&["--sqlite-execution", given])
+                .expect_err(&format!("accepted --sqlite-execution {given:?}"));
+            assert_eq!(e.kind(), clap::error::ErrorKind::InvalidValue, "{given:?}");
+            // Exit code 2, as for the benchmark's own usage errors.
+            assert_eq!(e.exit_code(), 2, "{given:?}");
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::check::Check;
+use crate::sqlite::Execution;
 use crate::suite::{Comparison, Kind, Results, Settings, kind_label};
 
 /// Renders the results: the machine and settings, guard against raw, fused against
@@ -26,10 +27,16 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
         let _ = writeln!(out, "- PostgreSQL {v}, {commit}.");
     }
     if let (Some(v), Some(dir)) = (&results.sqlite_version, &settings.sqlite) {
+        let modes: Vec<String> = settings
+            .sqlite_executions
+            .iter()
+            .map(|&e| format!("{} ({})", e.label(), execution_detail(e)))
+            .collect();
         let _ = writeln!(
             out,
-            "- SQLite {v} (bundled), WAL, synchronous FULL (the default), busy timeout 5 s, file under {}.",
-            dir.display()
+            "- SQLite {v} (bundled), WAL, synchronous FULL (the default), busy timeout 5 s, file under {}. The guard ran in each of these execution modes, each with its own raw runs: {}.",
+            dir.display(),
+            modes.join("; ")
         );
     }
 
@@ -104,6 +111,16 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
         }
     }
     out
+}
+
+/// Where an execution mode runs the guard's statements, for the header.
+fn execution_detail(execution: Execution) -> &'static str {
+    match execution {
+        Execution::InPlace => "each statement on the runtime thread that awaits it",
+        Execution::HandOff => {
+            "each statement inside `tokio::task::block_in_place`, the guard's default"
+        }
+    }
 }
 
 fn check_row(c: &Comparison, side: &str, check: &Check) -> String {

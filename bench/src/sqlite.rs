@@ -1,13 +1,13 @@
-//! SQLite: the guard (its pool of connections used through tokio's blocking pool)
-//! against rusqlite with the same statements prepared once on each worker's own
-//! connection, on the worker's own thread. Both in WAL mode with the same busy timeout,
-//! on the same file.
+//! SQLite: the guard (its pool of connections, each statement run in one of the guard's
+//! execution modes) against rusqlite with the same statements prepared once on each
+//! worker's own connection, on the worker's own thread. Both in WAL mode with the same
+//! busy timeout, on the same file.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Barrier, OnceLock};
 use std::time::Duration;
 
-use fenced_guard::{Dialect, FencedTable, Sqlite, SqliteOptions, Store};
+use fenced_guard::{Dialect, FencedTable, Sqlite, SqliteExecution, SqliteOptions, Store};
 use rusqlite::{Connection, Statement, params};
 use uuid::Uuid;
 
@@ -20,6 +20,38 @@ use crate::workload::{
 
 /// How long a statement waits for another connection's write lock, on both sides.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where the guard runs a SQLite statement: the benchmark's own names for
+/// [`SqliteExecution`]'s modes. That enum is non-exhaustive; this one is not, so that
+/// every mode measured has a name on the command line, in the tables and in the chart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Execution {
+    /// On the runtime thread that awaits the statement ([`SqliteExecution::InPlace`]).
+    InPlace,
+    /// On the same thread inside `tokio::task::block_in_place`, after handing the
+    /// thread's other tasks to another thread ([`SqliteExecution::HandOff`], the
+    /// guard's default).
+    HandOff,
+}
+
+impl Execution {
+    /// Its name in tables, charts and progress lines.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Execution::InPlace => "in place",
+            Execution::HandOff => "hand-off",
+        }
+    }
+}
+
+impl From<Execution> for SqliteExecution {
+    fn from(execution: Execution) -> Self {
+        match execution {
+            Execution::InPlace => SqliteExecution::InPlace,
+            Execution::HandOff => SqliteExecution::HandOff,
+        }
+    }
+}
 
 /// A SQLite target: a database file in a temporary directory under the chosen
 /// directory, removed on drop.
@@ -56,9 +88,10 @@ impl Lite {
     }
 
     /// One run through the guard: `workers` workers sharing one guard store whose pool
-    /// holds up to `workers` connections.
+    /// holds up to `workers` connections and runs its statements as `execution` says.
     pub(crate) async fn run_guard(
         &self,
+        execution: Execution,
         rows: Rows,
         shape: Shape,
         workers: usize,
@@ -66,7 +99,8 @@ impl Lite {
     ) -> Result<(Summary, Check)> {
         let options = SqliteOptions::default()
             .max_connections(workers)
-            .busy_timeout(BUSY_TIMEOUT);
+            .busy_timeout(BUSY_TIMEOUT)
+            .execution(execution.into());
         let store = Store::new(
             Sqlite::open_with(&self.path, options).await?,
             self.table.clone(),

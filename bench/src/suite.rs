@@ -8,7 +8,7 @@ use crate::check::Check;
 use crate::error::Result;
 use crate::measure::{Summary, Timing};
 use crate::postgres::Pg;
-use crate::sqlite::Lite;
+use crate::sqlite::{Execution, Lite};
 use crate::workload::{Rows, Shape};
 
 /// What to run.
@@ -26,18 +26,21 @@ pub(crate) struct Settings {
     pub(crate) postgres: Option<String>,
     /// The directory of the SQLite file, or `None` to skip SQLite.
     pub(crate) sqlite: Option<PathBuf>,
+    /// The guard's SQLite execution modes to measure, in order, none twice.
+    pub(crate) sqlite_executions: Vec<Execution>,
     /// Whether commits wait for the disk: PostgreSQL's `synchronous_commit` left on
     /// (otherwise it is turned off for the benchmark's sessions only).
     pub(crate) durable: bool,
 }
 
-/// The database of a comparison.
+/// The database of a comparison, and for SQLite how the guard runs its statements: the
+/// mode decides much of the guard's cost there, so each is compared on its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Database {
     /// PostgreSQL.
     Postgres,
-    /// SQLite.
-    Sqlite,
+    /// SQLite, the guard's statements run as the mode says.
+    Sqlite(Execution),
 }
 
 impl Database {
@@ -45,7 +48,8 @@ impl Database {
     pub(crate) fn label(self) -> &'static str {
         match self {
             Database::Postgres => "PostgreSQL",
-            Database::Sqlite => "SQLite",
+            Database::Sqlite(Execution::InPlace) => "SQLite, in place",
+            Database::Sqlite(Execution::HandOff) => "SQLite, hand-off",
         }
     }
 }
@@ -97,7 +101,7 @@ impl Comparison {
         match (self.kind, self.database) {
             (Kind::FusedVsThree, _) => 1.4,
             (Kind::GuardVsRaw(_), Database::Postgres) => 0.95,
-            (Kind::GuardVsRaw(_), Database::Sqlite) => 0.9,
+            (Kind::GuardVsRaw(_), Database::Sqlite(_)) => 0.9,
         }
     }
 }
@@ -142,19 +146,26 @@ pub(crate) async fn run(settings: &Settings, progress: &mut dyn FnMut(&str)) -> 
         let lite = Lite::setup(dir, max_workers).await?;
         results.sqlite_version = Some(rusqlite::version().to_owned());
         let lite = &lite;
-        for_each_comparison(
-            settings,
-            Database::Sqlite,
-            progress,
-            &mut results,
-            move |side, rows, workers, timing| async move {
-                match side {
-                    Side::Guard(shape) => lite.run_guard(rows, shape, workers, timing).await,
-                    Side::Raw(shape) => lite.run_raw(rows, shape, workers, timing).await,
-                }
-            },
-        )
-        .await?;
+        // The whole plan once per mode, raw runs included, on the same file: each mode's
+        // ratios come from raw runs interleaved with its own, not from another mode's.
+        for &execution in &settings.sqlite_executions {
+            for_each_comparison(
+                settings,
+                Database::Sqlite(execution),
+                progress,
+                &mut results,
+                move |side, rows, workers, timing| async move {
+                    match side {
+                        Side::Guard(shape) => {
+                            lite.run_guard(execution, rows, shape, workers, timing)
+                                .await
+                        }
+                        Side::Raw(shape) => lite.run_raw(rows, shape, workers, timing).await,
+                    }
+                },
+            )
+            .await?;
+        }
     }
     Ok(results)
 }
@@ -204,7 +215,7 @@ where
                 };
                 let (summary, check) = run(side, rows, workers, timing).await?;
                 progress(&format!(
-                    "{} {} {} workers, {}: {:.0} cycles/s",
+                    "{}, {}, {} workers, {}: {:.0} cycles/s",
                     database.label(),
                     kind_label(kind),
                     workers,

@@ -1,6 +1,7 @@
 //! The harness runs end to end on the real databases (PostgreSQL at `FENCED_PG_URL` or
-//! the default, and a SQLite file) with tiny windows, and produces every table row and a
-//! well-formed chart. Figures are never asserted.
+//! the default, and a SQLite file in each of the guard's execution modes) with tiny
+//! windows, and produces every table row and a well-formed chart. Figures are never
+//! asserted.
 
 use std::path::Path;
 use std::process::Command;
@@ -108,6 +109,40 @@ fn run(args: &[&str], dir: &Path) -> std::process::Output {
         .expect("the benchmark binary runs")
 }
 
+/// The databases of a run in every mode, as the tables and the chart name them.
+const ALL_DATABASES: [&str; 3] = ["PostgreSQL", "SQLite, in place", "SQLite, hand-off"];
+
+/// Checks that `stdout` has every table row of `database` for worker counts 1 and 3.
+fn assert_every_row(stdout: &str, database: &str) {
+    for workers in [1, 3] {
+        for rows in ["distinct", "contended"] {
+            let row = format!("| {database} | {rows} | {workers} | ");
+            assert!(stdout.contains(&row), "missing {row}\n{stdout}");
+        }
+        let fused = format!("| {database} | {workers} | ");
+        assert!(stdout.contains(&fused), "missing {fused}\n{stdout}");
+        for (comparison, side) in [
+            ("distinct", "guard"),
+            ("distinct", "raw"),
+            ("contended", "guard"),
+            ("contended", "raw"),
+            ("fused vs three-statement", "guard fused"),
+            ("fused vs three-statement", "guard three"),
+        ] {
+            let check = format!("| {database} | {comparison} | {workers} | {side} | ");
+            assert!(stdout.contains(&check), "missing {check}\n{stdout}");
+        }
+    }
+}
+
+/// The line of the header that describes SQLite.
+fn sqlite_header(stdout: &str) -> &str {
+    stdout
+        .lines()
+        .find(|l| l.starts_with("- SQLite "))
+        .unwrap_or_else(|| panic!("no SQLite header line\n{stdout}"))
+}
+
 #[test]
 fn a_quick_run_prints_every_row_and_draws_a_well_formed_chart() {
     let dir = tempfile::tempdir().unwrap();
@@ -139,27 +174,14 @@ fn a_quick_run_prints_every_row_and_draws_a_well_formed_chart() {
     );
     assert_eq!(std::fs::read_to_string(&markdown).unwrap(), stdout);
 
-    for database in ["PostgreSQL", "SQLite"] {
-        for workers in [1, 3] {
-            for rows in ["distinct", "contended"] {
-                let row = format!("| {database} | {rows} | {workers} | ");
-                assert!(stdout.contains(&row), "missing {row}\n{stdout}");
-            }
-            let fused = format!("| {database} | {workers} | ");
-            assert!(stdout.contains(&fused), "missing {fused}\n{stdout}");
-            for (comparison, side) in [
-                ("distinct", "guard"),
-                ("distinct", "raw"),
-                ("contended", "guard"),
-                ("contended", "raw"),
-                ("fused vs three-statement", "guard fused"),
-                ("fused vs three-statement", "guard three"),
-            ] {
-                let check = format!("| {database} | {comparison} | {workers} | {side} | ");
-                assert!(stdout.contains(&check), "missing {check}\n{stdout}");
-            }
-        }
+    for database in ALL_DATABASES {
+        assert_every_row(&stdout, database);
     }
+    let header = sqlite_header(&stdout);
+    assert!(
+        header.contains("in place (") && header.contains("hand-off ("),
+        "{header}"
+    );
     // Statements are prepared once per connection: on PostgreSQL, never more prepared
     // statements on one connection than the cycle has statements, and only the
     // statements rendered by the guard's dialect, on both sides.
@@ -179,9 +201,56 @@ fn a_quick_run_prints_every_row_and_draws_a_well_formed_chart() {
 
     let chart = std::fs::read_to_string(&svg).unwrap();
     let elements = well_formed_svg(&chart).unwrap_or_else(|e| panic!("{e}\n{chart}"));
-    // Two panels, each with four lines: distinct and contended, guard and raw.
-    assert_eq!(elements.iter().filter(|e| *e == "polyline").count(), 8);
-    assert!(chart.contains(">PostgreSQL<") && chart.contains(">SQLite<"));
+    // Three panels (PostgreSQL, SQLite in each mode), each with four lines: distinct
+    // and contended, guard and raw.
+    assert_eq!(elements.iter().filter(|e| *e == "polyline").count(), 12);
+    for database in ALL_DATABASES {
+        assert!(
+            chart.contains(&format!(">{database}<")),
+            "{database}\n{chart}"
+        );
+    }
+}
+
+#[test]
+fn one_sqlite_execution_runs_only_its_own_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("chart.svg");
+    let output = run(
+        &[
+            "--quick",
+            "--seconds",
+            "0.05",
+            "--warmup",
+            "0.05",
+            "--workers",
+            "1,3",
+            "--no-postgres",
+            "--sqlite-execution",
+            "hand-off",
+            "--sqlite-dir",
+            dir.path().to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_every_row(&stdout, "SQLite, hand-off");
+    for absent in ["PostgreSQL", "SQLite, in place", "in place ("] {
+        assert!(!stdout.contains(absent), "{absent} in\n{stdout}");
+    }
+    assert!(sqlite_header(&stdout).contains("hand-off ("), "{stdout}");
+
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    let elements = well_formed_svg(&chart).unwrap_or_else(|e| panic!("{e}\n{chart}"));
+    assert_eq!(elements.iter().filter(|e| *e == "polyline").count(), 4);
+    assert!(chart.contains(">SQLite, hand-off<") && !chart.contains("in place"));
 }
 
 #[test]
@@ -192,9 +261,19 @@ fn bad_arguments_are_a_usage_error() {
         &["--seconds", "-1"],
         &["--workers", "0"],
         &["--seconds", "nan"],
+        &["--sqlite-execution", "bogus"],
+        &["--sqlite-execution", "in-place,blocking"],
     ] {
         let output = run(args, dir.path());
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}\n{stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}\n{stderr}");
+        if args[0] == "--sqlite-execution" {
+            // Says what was wrong and what is accepted.
+            assert!(
+                stderr.contains("--sqlite-execution") && stderr.contains("in-place, hand-off"),
+                "{stderr}"
+            );
+        }
     }
 }
