@@ -47,7 +47,7 @@ impl Window {
 }
 
 /// What one worker saw: the latency of every cycle completed in the measured window,
-/// and how many acquisitions were refused (only on a contended row).
+/// and how many acquisitions were refused in that window (only on a contended row).
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
     pub(crate) latencies_ns: Vec<u64>,
@@ -59,6 +59,14 @@ impl Tally {
         if finished >= window.measure_from && finished < window.until {
             let ns = u64::try_from((finished - started).as_nanos()).unwrap_or(u64::MAX);
             self.latencies_ns.push(ns);
+        }
+    }
+
+    /// Counts a refused acquisition, if it came back inside the measured window.
+    fn refuse(&mut self, window: &Window) {
+        let now = Instant::now();
+        if now >= window.measure_from && now < window.until {
+            self.refused += 1;
         }
     }
 
@@ -88,7 +96,7 @@ pub(crate) async fn drive<C: Cycle>(mut cycle: C, key: i64, window: Window) -> R
             break;
         }
         while !cycle.attempt(key).await? {
-            tally.refused += 1;
+            tally.refuse(&window);
             if Instant::now() >= window.until {
                 break 'cycles;
             }
@@ -111,7 +119,7 @@ pub(crate) fn drive_blocking(
             break;
         }
         while !attempt(key)? {
-            tally.refused += 1;
+            tally.refuse(&window);
             if Instant::now() >= window.until {
                 break 'cycles;
             }
@@ -208,6 +216,9 @@ pub(crate) struct Summary {
     /// measured): the client's whole cost, less sensitive than wall time to other
     /// processes on the machine.
     pub(crate) cpu_us_per_cycle: f64,
+    /// Refused acquisitions per completed cycle in the measured window: the attempts a
+    /// contended row wastes (0 on distinct rows; NaN without a completed cycle).
+    pub(crate) refused_per_cycle: f64,
 }
 
 impl Summary {
@@ -224,6 +235,11 @@ impl Summary {
                 Some(cpu) if n > 0 => cpu.as_secs_f64() * 1e6 / n as f64,
                 _ => f64::NAN,
             },
+            refused_per_cycle: if n > 0 {
+                tally.refused as f64 / n as f64
+            } else {
+                f64::NAN
+            },
         }
     }
 
@@ -234,6 +250,7 @@ impl Summary {
             p50_ms: median(runs.iter().map(|s| s.p50_ms)),
             p99_ms: median(runs.iter().map(|s| s.p99_ms)),
             cpu_us_per_cycle: median(runs.iter().map(|s| s.cpu_us_per_cycle)),
+            refused_per_cycle: median(runs.iter().map(|s| s.refused_per_cycle)),
         }
     }
 }
@@ -301,6 +318,32 @@ mod tests {
         assert_eq!(summary.cycles_per_sec, 1.0);
         assert_eq!(summary.p50_ms, 1500.0);
         assert_eq!(summary.cpu_us_per_cycle, 3000.0);
+    }
+
+    #[test]
+    fn only_refusals_inside_the_window_count() {
+        let now = Instant::now();
+        let inside = Window {
+            measure_from: now - Duration::from_secs(1),
+            until: now + Duration::from_secs(60),
+        };
+        let over = Window {
+            measure_from: now - Duration::from_secs(2),
+            until: now - Duration::from_secs(1),
+        };
+        let mut tally = Tally::default();
+        tally.refuse(&inside);
+        tally.refuse(&inside);
+        tally.refuse(&over);
+        tally.record(&inside, now, Instant::now());
+        assert_eq!(tally.refused, 2);
+        let summary = Summary::of(tally, inside.measured(), None);
+        assert_eq!(summary.refused_per_cycle, 2.0);
+        assert!(
+            Summary::of(Tally::default(), inside.measured(), None)
+                .refused_per_cycle
+                .is_nan()
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use crate::check::Check;
 use crate::sqlite::Execution;
 use crate::suite::{Comparison, Kind, Results, Settings, kind_label};
+use crate::workload::Rows;
 
 /// Renders the results: the machine and settings, guard against raw, fused against
 /// three-statement, and the connection and statement checks.
@@ -64,6 +65,34 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
             kind_label(c.kind),
             c.workers,
             figures(c)
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "\n### Contended row: refused acquisitions per completed cycle\n"
+    );
+    let _ = writeln!(
+        out,
+        "On one row, throughput is set by how many attempts are refused while another worker holds the row, and so by how long a holder is kept from finishing its cycle (descheduled by the OS, for a raw thread; by tokio, for a task), more than by what one statement costs.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| database | workers | guard refused/cycle | raw refused/cycle |"
+    );
+    let _ = writeln!(out, "|---|--:|--:|--:|");
+    for c in results
+        .comparisons
+        .iter()
+        .filter(|c| c.kind == Kind::GuardVsRaw(Rows::Contended))
+    {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {:.1} |",
+            c.database.label(),
+            c.workers,
+            c.a.refused_per_cycle,
+            c.b.refused_per_cycle
         );
     }
 
