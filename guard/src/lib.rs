@@ -49,7 +49,8 @@
 //!
 //! # Features
 //!
-//! - `sqlite` (default): [`Sqlite`], rusqlite with SQLite bundled.
+//! - `sqlite` (default): [`Sqlite`], rusqlite with SQLite bundled; where its statements
+//!   run on tokio's runtime is chosen by [`SqliteExecution`].
 //! - `postgres`: `Postgres`, tokio-postgres with a deadpool pool.
 //! - `mssql`: `Mssql`, tiberius over TCP with rustls.
 //!

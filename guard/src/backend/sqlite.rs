@@ -77,6 +77,15 @@ impl SqliteOptions {
     }
 
     /// Where statements run on tokio's runtime. Default [`SqliteExecution::HandOff`].
+    ///
+    /// ```
+    /// use fenced_guard::{SqliteExecution, SqliteOptions};
+    ///
+    /// // The file is on memory-backed storage, so no commit waits for a disk: let
+    /// // statements run on the runtime's threads without the hand-off.
+    /// let options = SqliteOptions::default().execution(SqliteExecution::InPlace);
+    /// # let _ = options;
+    /// ```
     pub fn execution(mut self, execution: SqliteExecution) -> Self {
         self.execution = execution;
         self
