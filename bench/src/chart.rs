@@ -104,13 +104,13 @@ fn series_of(database: Database, comparisons: &[Comparison]) -> Vec<Series> {
             points: pick(Rows::Distinct, false),
         },
         Series {
-            label: "one contended row, guard",
+            label: "contended row, guard",
             colour: "#d62728",
             dashed: false,
             points: pick(Rows::Contended, true),
         },
         Series {
-            label: "one contended row, raw",
+            label: "contended row, raw",
             colour: "#d62728",
             dashed: true,
             points: pick(Rows::Contended, false),
