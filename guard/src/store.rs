@@ -579,8 +579,10 @@ impl<B: Backend> Store<B> {
     /// The new epoch is the greatest of the current epoch + 1 and the database's clock
     /// in milliseconds since the Unix epoch, so it exceeds every epoch issued before even
     /// when the epoch table itself was restored to an older value, as long as the
-    /// database's clock has not gone back. When it may have (a failover to a server with
-    /// another clock), use [`advance_epoch_past`](Store::advance_epoch_past).
+    /// database's clock has moved on since that epoch was issued (by a millisecond: a
+    /// restore takes far longer) and has not gone back. When it may have gone back (a
+    /// failover to a server with another clock), use
+    /// [`advance_epoch_past`](Store::advance_epoch_past).
     ///
     /// The procedure after a restore or failover: stop nothing, restore, then call this
     /// once before the database is used again (writes made by old leases between the

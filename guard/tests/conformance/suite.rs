@@ -1209,6 +1209,10 @@ pub async fn epoch_advance_exceeds_a_restored_epoch_table<F: Fixture>(fx: Arc<F>
     assert_eq!(first, 1, "a new schema starts at epoch 1");
     let issued = s.advance_epoch().await.unwrap();
     let lease = acquire(&s, &key).await;
+    // A restore comes later than the epochs it undoes. The clock part of the epoch has
+    // millisecond resolution: let the database's clock move on past `issued`, or an
+    // advance within the same millisecond could give `issued` again.
+    tokio::time::sleep(Duration::from_millis(5)).await;
 
     // Restore the epoch table to its first value.
     let d = s.dialect();
