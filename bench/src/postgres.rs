@@ -114,12 +114,7 @@ impl Pg {
         )
         .await?;
         let store = Store::new(backend, self.table.clone());
-        let cycles = (0..workers)
-            .map(|_| GuardCycle {
-                store: store.clone(),
-                shape,
-            })
-            .collect();
+        let cycles = GuardCycle::for_workers(&store, shape, workers);
         let window = timing.start();
         let (_, tally, cpu, start, end) = measure::run_async(
             cycles,

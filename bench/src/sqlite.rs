@@ -105,12 +105,7 @@ impl Lite {
             Sqlite::open_with(&self.path, options).await?,
             self.table.clone(),
         );
-        let cycles = (0..workers)
-            .map(|_| GuardCycle {
-                store: store.clone(),
-                shape,
-            })
-            .collect();
+        let cycles = GuardCycle::for_workers(&store, shape, workers);
         let path = &self.path;
         let window = timing.start();
         let (_, tally, cpu, start, end) = measure::run_async(

@@ -102,6 +102,18 @@ pub(crate) struct GuardCycle<B> {
     pub(crate) shape: Shape,
 }
 
+impl<B: Backend + Clone> GuardCycle<B> {
+    /// One cycle per worker, all through clones of `store`.
+    pub(crate) fn for_workers(store: &Store<B>, shape: Shape, workers: usize) -> Vec<Self> {
+        (0..workers)
+            .map(|_| GuardCycle {
+                store: store.clone(),
+                shape,
+            })
+            .collect()
+    }
+}
+
 impl<B: Backend + Clone> Cycle for GuardCycle<B> {
     async fn attempt(&mut self, key: i64) -> Result<bool> {
         let Some(lease) = self.store.try_acquire(key, TTL).await? else {

@@ -109,6 +109,34 @@ fn run(args: &[&str], dir: &Path) -> std::process::Output {
         .expect("the benchmark binary runs")
 }
 
+/// Runs the benchmark with tiny windows, worker counts 1 and 3, the SQLite file in `dir`
+/// and the chart to `svg`, plus `extra`; checks that it succeeded and returns its
+/// standard output.
+fn tiny_run(dir: &Path, extra: &[&str], svg: &Path) -> String {
+    let mut args = vec![
+        "--quick",
+        "--seconds",
+        "0.05",
+        "--warmup",
+        "0.05",
+        "--workers",
+        "1,3",
+        "--sqlite-dir",
+        dir.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let output = run(&args, dir);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 /// The databases of a run in every mode, as the tables and the chart name them.
 const ALL_DATABASES: [&str; 3] = ["PostgreSQL", "SQLite, in place", "SQLite, hand-off"];
 
@@ -164,29 +192,10 @@ fn a_quick_run_prints_every_row_and_draws_a_well_formed_chart() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("chart.svg");
     let markdown = dir.path().join("tables.md");
-    let output = run(
-        &[
-            "--quick",
-            "--seconds",
-            "0.05",
-            "--warmup",
-            "0.05",
-            "--workers",
-            "1,3",
-            "--sqlite-dir",
-            dir.path().to_str().unwrap(),
-            "--svg",
-            svg.to_str().unwrap(),
-            "--markdown",
-            markdown.to_str().unwrap(),
-        ],
+    let stdout = tiny_run(
         dir.path(),
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+        &["--markdown", markdown.to_str().unwrap()],
+        &svg,
     );
     assert_eq!(std::fs::read_to_string(&markdown).unwrap(), stdout);
 
@@ -232,30 +241,10 @@ fn a_quick_run_prints_every_row_and_draws_a_well_formed_chart() {
 fn one_sqlite_execution_runs_only_its_own_rows() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("chart.svg");
-    let output = run(
-        &[
-            "--quick",
-            "--seconds",
-            "0.05",
-            "--warmup",
-            "0.05",
-            "--workers",
-            "1,3",
-            "--no-postgres",
-            "--sqlite-execution",
-            "hand-off",
-            "--sqlite-dir",
-            dir.path().to_str().unwrap(),
-            "--svg",
-            svg.to_str().unwrap(),
-        ],
+    let stdout = tiny_run(
         dir.path(),
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+        &["--no-postgres", "--sqlite-execution", "hand-off"],
+        &svg,
     );
     assert_every_row(&stdout, "SQLite, hand-off");
     for absent in ["PostgreSQL", "SQLite, in place", "in place ("] {

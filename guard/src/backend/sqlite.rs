@@ -214,7 +214,8 @@ impl Sqlite {
     {
         let mut checkout = self.checkout().await?;
         let run_once = |conn: &Connection| step(&mut *conn.prepare_cached(sql)?, params);
-        let attempt = match self.inner.options.execution {
+        let execution = self.inner.options.execution;
+        let attempt = match execution {
             SqliteExecution::InPlace => Some(run_once(checkout.conn())),
             SqliteExecution::HandOff if on_multi_thread_runtime() => {
                 Some(tokio::task::block_in_place(|| run_once(checkout.conn())))
@@ -226,7 +227,7 @@ impl Sqlite {
             Some(result) => {
                 // An SQL error leaves a SQLite connection usable; only a panic drops it.
                 checkout.give_back();
-                if self.inner.options.execution == SqliteExecution::InPlace {
+                if execution == SqliteExecution::InPlace {
                     // A network driver's task waits for its answer and lets the thread's
                     // other tasks run meanwhile; this one never waited. Spending a unit
                     // of tokio's cooperative budget makes a task that keeps issuing
