@@ -1,6 +1,7 @@
 //! The protocol, written once over a [`Backend`].
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -59,7 +60,7 @@ pub struct Store<B> {
     backend: B,
     table: FencedTable,
     statements: Statements,
-    writes: Arc<Mutex<HashMap<WriteShape, Arc<str>>>>,
+    writes: Arc<Mutex<RenderedWrites>>,
     procedures: Option<Arc<Calls>>,
 }
 
@@ -73,19 +74,77 @@ struct Calls {
     publish_and_release_recorded: String,
 }
 
-/// The shape of a caller write: which statement, over which columns.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum WriteShape {
-    Update(Vec<Identifier>),
-    Publish(Vec<Identifier>),
-    PublishAndRelease(Vec<Identifier>),
-    UpdateRecorded(Vec<Identifier>),
-    PublishRecorded(Vec<Identifier>),
-    PublishAndReleaseRecorded(Vec<Identifier>),
+/// Which statement a caller write is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum WriteKind {
+    Update,
+    Publish,
+    PublishAndRelease,
+    UpdateRecorded,
+    PublishRecorded,
+    PublishAndReleaseRecorded,
 }
 
 /// How many caller-write shapes a store keeps rendered before starting over.
 const MAX_CACHED_WRITES: usize = 256;
+
+/// The caller writes a store has rendered, found again by the column names exactly as
+/// the caller gives them, so that a write of a shape seen before neither allocates nor
+/// validates its names again: they were validated when it was rendered.
+#[derive(Debug, Default)]
+struct RenderedWrites {
+    /// Keyed by [`shape_hash`]; a bucket holds the shapes whose hashes collide.
+    by_hash: HashMap<u64, Vec<RenderedWrite>>,
+    len: usize,
+}
+
+#[derive(Debug)]
+struct RenderedWrite {
+    kind: WriteKind,
+    columns: Box<[Identifier]>,
+    sql: Arc<str>,
+}
+
+impl RenderedWrites {
+    fn find(&self, hash: u64, kind: WriteKind, assignments: &[(&str, Value)]) -> Option<&Arc<str>> {
+        self.by_hash.get(&hash)?.iter().find_map(|w| {
+            let same = w.kind == kind
+                && w.columns.len() == assignments.len()
+                && w.columns
+                    .iter()
+                    .zip(assignments)
+                    .all(|(c, (name, _))| c.as_str() == *name);
+            same.then_some(&w.sql)
+        })
+    }
+
+    fn insert(&mut self, hash: u64, write: RenderedWrite) {
+        if self.len >= MAX_CACHED_WRITES {
+            self.by_hash.clear();
+            self.len = 0;
+        }
+        self.by_hash.entry(hash).or_default().push(write);
+        self.len += 1;
+    }
+}
+
+/// The hash of a caller write's shape: its kind and its column names as given.
+fn shape_hash(kind: WriteKind, assignments: &[(&str, Value)]) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    kind.hash(&mut hasher);
+    for (name, _) in assignments {
+        name.hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// What a caller write runs.
+enum CallerWrite<'a> {
+    /// A rendered statement.
+    Statement(Arc<str>),
+    /// A procedure call (a store in procedure mode).
+    Procedure(&'a Calls),
+}
 
 impl<B: Backend> Store<B> {
     /// A store for `table` on `backend`.
@@ -364,12 +423,11 @@ impl<B: Backend> Store<B> {
         if assignments.is_empty() {
             return Err(Error::Config("an update needs at least one column".into()));
         }
-        let columns = self.caller_columns(assignments)?;
+        let sql = self.write_sql(WriteKind::Update, assignments)?;
         self.check_key(lease.key())?;
         if lease.is_revoked() {
             return Ok(Outcome::Refused);
         }
-        let sql = self.write_sql(WriteShape::Update(columns));
         self.run_fenced(lease, &sql, assignments.iter().map(|(_, v)| v.clone()))
             .await
     }
@@ -491,12 +549,11 @@ impl<B: Backend> Store<B> {
         if assignments.is_empty() {
             return Err(Error::Config("an update needs at least one column".into()));
         }
-        let columns = self.caller_columns(assignments)?;
+        let sql = self.write_sql(WriteKind::UpdateRecorded, assignments)?;
         self.check_key(lease.key())?;
         if lease.is_revoked() {
             return Ok(OperationOutcome::Refused);
         }
-        let sql = self.write_sql(WriteShape::UpdateRecorded(columns));
         let values = assignments.iter().map(|(_, v)| v.clone()).collect();
         self.run_recorded(lease, op, &sql, values).await
     }
@@ -624,27 +681,31 @@ impl<B: Backend> Store<B> {
         assignments: &[(&str, Value)],
         release: bool,
     ) -> Result<OperationOutcome> {
-        let columns = self.caller_columns(assignments)?;
+        let kind = if release {
+            WriteKind::PublishAndReleaseRecorded
+        } else {
+            WriteKind::PublishRecorded
+        };
+        let write = self.caller_write(kind, assignments)?;
         self.check_key(lease.key())?;
         if lease.is_revoked() {
             return Ok(OperationOutcome::Refused);
         }
-        if let Some(calls) = &self.procedures {
-            let values = self.procedure_values(assignments)?;
-            let sql = if release {
-                &calls.publish_and_release_recorded
-            } else {
-                &calls.publish_recorded
-            };
-            return self.run_recorded(lease, op, sql, values).await;
+        match write {
+            CallerWrite::Procedure(calls) => {
+                let values = self.procedure_values(assignments)?;
+                let sql = if release {
+                    &calls.publish_and_release_recorded
+                } else {
+                    &calls.publish_recorded
+                };
+                self.run_recorded(lease, op, sql, values).await
+            }
+            CallerWrite::Statement(sql) => {
+                let values = assignments.iter().map(|(_, v)| v.clone()).collect();
+                self.run_recorded(lease, op, &sql, values).await
+            }
         }
-        let sql = self.write_sql(if release {
-            WriteShape::PublishAndReleaseRecorded(columns)
-        } else {
-            WriteShape::PublishRecorded(columns)
-        });
-        let values = assignments.iter().map(|(_, v)| v.clone()).collect();
-        self.run_recorded(lease, op, &sql, values).await
     }
 
     async fn run_recorded(
@@ -710,27 +771,31 @@ impl<B: Backend> Store<B> {
         assignments: &[(&str, Value)],
         release: bool,
     ) -> Result<Outcome> {
-        let columns = self.caller_columns(assignments)?;
+        let kind = if release {
+            WriteKind::PublishAndRelease
+        } else {
+            WriteKind::Publish
+        };
+        let write = self.caller_write(kind, assignments)?;
         self.check_key(lease.key())?;
         if lease.is_revoked() {
             return Ok(Outcome::Refused);
         }
-        if let Some(calls) = &self.procedures {
-            let values = self.procedure_values(assignments)?;
-            let sql = if release {
-                &calls.publish_and_release
-            } else {
-                &calls.publish
-            };
-            return self.run_fenced(lease, sql, values.into_iter()).await;
+        match write {
+            CallerWrite::Procedure(calls) => {
+                let values = self.procedure_values(assignments)?;
+                let sql = if release {
+                    &calls.publish_and_release
+                } else {
+                    &calls.publish
+                };
+                self.run_fenced(lease, sql, values.into_iter()).await
+            }
+            CallerWrite::Statement(sql) => {
+                self.run_fenced(lease, &sql, assignments.iter().map(|(_, v)| v.clone()))
+                    .await
+            }
         }
-        let sql = self.write_sql(if release {
-            WriteShape::PublishAndRelease(columns)
-        } else {
-            WriteShape::Publish(columns)
-        });
-        self.run_fenced(lease, &sql, assignments.iter().map(|(_, v)| v.clone()))
-            .await
     }
 
     async fn run_fenced(
@@ -756,42 +821,56 @@ impl<B: Backend> Store<B> {
         Ok(outcome)
     }
 
-    /// The statement for a caller write, rendered once per shape and then reused.
-    fn write_sql(&self, shape: WriteShape) -> Arc<str> {
-        let mut writes = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(sql) = writes.get(&shape) {
-            return Arc::clone(sql);
+    /// What a caller write of `kind` over `assignments` runs: in procedure mode the
+    /// procedure (the columns validated), otherwise the statement ([`write_sql`]).
+    ///
+    /// [`write_sql`]: Store::write_sql
+    fn caller_write(
+        &self,
+        kind: WriteKind,
+        assignments: &[(&str, Value)],
+    ) -> Result<CallerWrite<'_>> {
+        match &self.procedures {
+            Some(calls) => {
+                self.caller_columns(assignments)?;
+                Ok(CallerWrite::Procedure(calls))
+            }
+            None => Ok(CallerWrite::Statement(self.write_sql(kind, assignments)?)),
         }
+    }
+
+    /// The statement for a caller write of `kind` over `assignments`' columns, rendered
+    /// once per shape (after validating the column names) and then found again by the
+    /// names as given.
+    fn write_sql(&self, kind: WriteKind, assignments: &[(&str, Value)]) -> Result<Arc<str>> {
+        let hash = shape_hash(kind, assignments);
+        let mut writes = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sql) = writes.find(hash, kind, assignments) {
+            return Ok(Arc::clone(sql));
+        }
+        let columns = self.caller_columns(assignments)?;
+        let refs: Vec<&Identifier> = columns.iter().collect();
         let d = self.dialect();
-        let sql: Arc<str> = match &shape {
-            WriteShape::Update(columns) => {
-                dialect::update(d, &self.table, &columns.iter().collect::<Vec<_>>())
-            }
-            WriteShape::Publish(columns) => {
-                dialect::publish(d, &self.table, &columns.iter().collect::<Vec<_>>(), false)
-            }
-            WriteShape::PublishAndRelease(columns) => {
-                dialect::publish(d, &self.table, &columns.iter().collect::<Vec<_>>(), true)
-            }
-            WriteShape::UpdateRecorded(columns) => {
-                dialect::update_recorded(d, &self.table, &columns.iter().collect::<Vec<_>>())
-            }
-            WriteShape::PublishRecorded(columns) => dialect::publish_recorded(
-                d,
-                &self.table,
-                &columns.iter().collect::<Vec<_>>(),
-                false,
-            ),
-            WriteShape::PublishAndReleaseRecorded(columns) => {
-                dialect::publish_recorded(d, &self.table, &columns.iter().collect::<Vec<_>>(), true)
+        let sql: Arc<str> = match kind {
+            WriteKind::Update => dialect::update(d, &self.table, &refs),
+            WriteKind::Publish => dialect::publish(d, &self.table, &refs, false),
+            WriteKind::PublishAndRelease => dialect::publish(d, &self.table, &refs, true),
+            WriteKind::UpdateRecorded => dialect::update_recorded(d, &self.table, &refs),
+            WriteKind::PublishRecorded => dialect::publish_recorded(d, &self.table, &refs, false),
+            WriteKind::PublishAndReleaseRecorded => {
+                dialect::publish_recorded(d, &self.table, &refs, true)
             }
         }
         .into();
-        if writes.len() >= MAX_CACHED_WRITES {
-            writes.clear();
-        }
-        writes.insert(shape, Arc::clone(&sql));
-        sql
+        writes.insert(
+            hash,
+            RenderedWrite {
+                kind,
+                columns: columns.into_boxed_slice(),
+                sql: Arc::clone(&sql),
+            },
+        );
+        Ok(sql)
     }
 
     fn caller_columns(&self, assignments: &[(&str, Value)]) -> Result<Vec<Identifier>> {
@@ -858,5 +937,108 @@ mod tests {
             ttl_millis(MAX_TTL + Duration::from_millis(1)),
             Err(Error::InvalidTtl { .. })
         ));
+    }
+
+    fn rendered(kind: WriteKind, names: &[&str], sql: &str) -> RenderedWrite {
+        RenderedWrite {
+            kind,
+            columns: names.iter().map(|n| Identifier::new(n).unwrap()).collect(),
+            sql: sql.into(),
+        }
+    }
+
+    fn given(names: &[&'static str]) -> Vec<(&'static str, Value)> {
+        names.iter().map(|n| (*n, Value::Null)).collect()
+    }
+
+    #[test]
+    fn a_rendered_write_is_found_only_by_its_kind_and_exact_names() {
+        let mut writes = RenderedWrites::default();
+        let ab = given(&["A", "B"]);
+        let hash = shape_hash(WriteKind::Publish, &ab);
+        writes.insert(
+            hash,
+            rendered(WriteKind::Publish, &["A", "B"], "publish A, B"),
+        );
+        assert_eq!(
+            writes.find(hash, WriteKind::Publish, &ab).map(|s| &**s),
+            Some("publish A, B")
+        );
+        // Each differs from the stored shape in one way, and is looked up under the
+        // stored shape's hash, as if the hashes collided: only the comparison tells.
+        for (kind, names) in [
+            (WriteKind::Update, &["A", "B"][..]),
+            (WriteKind::Publish, &["B", "A"]),
+            (WriteKind::Publish, &["A"]),
+            (WriteKind::Publish, &["A", "B", "C"]),
+            (WriteKind::Publish, &["a", "B"]),
+        ] {
+            assert!(
+                writes.find(hash, kind, &given(names)).is_none(),
+                "{kind:?} {names:?} found the statement for Publish [A, B]"
+            );
+        }
+    }
+
+    #[test]
+    fn shapes_that_differ_hash_apart() {
+        let ab = shape_hash(WriteKind::Publish, &given(&["A", "B"]));
+        assert_eq!(ab, shape_hash(WriteKind::Publish, &given(&["A", "B"])));
+        assert_ne!(ab, shape_hash(WriteKind::Publish, &given(&["B", "A"])));
+        assert_ne!(
+            ab,
+            shape_hash(WriteKind::PublishAndRelease, &given(&["A", "B"]))
+        );
+        // Without the names' boundaries, ["AB"] and ["A", "B"] would collide.
+        assert_ne!(ab, shape_hash(WriteKind::Publish, &given(&["AB"])));
+    }
+
+    #[test]
+    fn the_rendered_writes_start_over_when_full() {
+        let mut writes = RenderedWrites::default();
+        for i in 0..MAX_CACHED_WRITES {
+            writes.insert(i as u64, rendered(WriteKind::Update, &["A"], "update"));
+        }
+        assert_eq!(writes.len, MAX_CACHED_WRITES);
+        assert!(writes.find(0, WriteKind::Update, &given(&["A"])).is_some());
+        writes.insert(u64::MAX, rendered(WriteKind::Update, &["A"], "update"));
+        assert_eq!(writes.len, 1);
+        assert!(writes.find(0, WriteKind::Update, &given(&["A"])).is_none());
+        assert!(
+            writes
+                .find(u64::MAX, WriteKind::Update, &given(&["A"]))
+                .is_some()
+        );
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_write_shape_is_rendered_once_and_a_bad_name_never_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = FencedTable::builder()
+            .column("Payload", crate::table::ColumnType::Text)
+            .build()
+            .unwrap();
+        let store = Store::new(
+            crate::Sqlite::open(dir.path().join("w.db")).await.unwrap(),
+            table,
+        );
+        let payload = [("Payload", Value::from("x"))];
+        let first = store.write_sql(WriteKind::Publish, &payload).unwrap();
+        let again = store.write_sql(WriteKind::Publish, &payload).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "rendered again");
+        assert!(first.contains(r#""Payload" = ?1"#), "{first}");
+
+        for _ in 0..2 {
+            let protected = [("Generation", Value::from(1_i64))];
+            assert!(matches!(
+                store.write_sql(WriteKind::Publish, &protected),
+                Err(Error::ProtectedColumn { .. })
+            ));
+            let invalid = [("Pay load", Value::from("x"))];
+            assert!(store.write_sql(WriteKind::Publish, &invalid).is_err());
+        }
+        let writes = store.writes.lock().unwrap();
+        assert_eq!(writes.len, 1, "only the valid shape is kept");
     }
 }
