@@ -53,6 +53,24 @@ impl<T> Pool<T> {
         })
     }
 
+    /// Takes an idle connection at once, if one is idle and a slot is free, without a
+    /// future to poll: the common case of a statement costs a lock and two reference
+    /// counts. `None` when the caller must wait or open one: then [`Pool::checkout`].
+    pub(crate) fn take_idle(self: &Arc<Self>) -> Option<Checkout<T>> {
+        let permit = Arc::clone(&self.permits).try_acquire_owned().ok()?;
+        // Without an idle connection the permit is dropped here, and so given back.
+        let conn = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop()?;
+        Some(Checkout {
+            conn: Some(conn),
+            pool: Arc::clone(self),
+            _permit: permit,
+        })
+    }
+
     #[cfg(test)]
     fn idle_len(&self) -> usize {
         self.idle
@@ -123,6 +141,26 @@ mod tests {
         assert_eq!(pool.idle_len(), 1);
         let mut again = pool.checkout(|| opener.open()).await.unwrap();
         assert_eq!(*again.conn(), 0, "reused, not reopened");
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_is_taken_at_once_only_within_the_limit() {
+        let pool = Pool::new(1);
+        let opener = Opener(AtomicU32::new(0));
+        assert!(pool.take_idle().is_none(), "nothing is idle yet");
+        pool.checkout(|| opener.open()).await.unwrap().give_back();
+        let mut taken = pool.take_idle().expect("the idle connection");
+        assert_eq!(*taken.conn(), 0);
+        assert!(pool.take_idle().is_none(), "the only slot is taken");
+        taken.give_back();
+        let taken = pool.take_idle().expect("given back, idle again");
+        drop(taken); // as after an error: closed, its slot freed
+        assert!(
+            pool.take_idle().is_none(),
+            "a closed connection is not idle"
+        );
+        let mut next = pool.checkout(|| opener.open()).await.unwrap();
+        assert_eq!(*next.conn(), 1, "the freed slot opened a new connection");
     }
 
     #[tokio::test]

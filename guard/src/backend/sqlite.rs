@@ -212,7 +212,10 @@ impl Sqlite {
     where
         T: Send + 'static,
     {
-        let mut checkout = self.checkout().await?;
+        let mut checkout = match self.inner.pool.take_idle() {
+            Some(checkout) => checkout,
+            None => self.checkout().await?,
+        };
         let run_once = |conn: &Connection| step(&mut *conn.prepare_cached(sql)?, params);
         let execution = self.inner.options.execution;
         let attempt = match execution {
