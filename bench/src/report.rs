@@ -14,7 +14,7 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
     let _ = writeln!(
         out,
-        "- Machine: {cores} cores. Each figure is the median of {} runs of {:.1} s (after {:.1} s of warm-up), alternating which side runs first.",
+        "- Machine: {cores} cores. Each figure is the median of {} runs of {:.1} s (after {:.1} s of warm-up), alternating which side runs first. A ratio is the ratio of the two sides' medians; *pairs* gives the lowest and highest ratio of one repeat's two runs, made one right after the other, for the spread.",
         settings.repeats,
         settings.measured.as_secs_f64(),
         settings.warmup.as_secs_f64()
@@ -47,11 +47,11 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     );
     let _ = writeln!(
         out,
-        "| database | rows | workers | guard cycles/s | raw cycles/s | guard/raw | target | guard CPU µs/cycle | raw CPU µs/cycle | raw/guard CPU | guard p50 ms | guard p99 ms | raw p50 ms | raw p99 ms |"
+        "| database | rows | workers | guard cycles/s | raw cycles/s | guard/raw | pairs | target | guard CPU µs/cycle | raw CPU µs/cycle | raw/guard CPU | guard p50 ms | guard p99 ms | raw p50 ms | raw p99 ms |"
     );
     let _ = writeln!(
         out,
-        "|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|"
+        "|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|"
     );
     for c in results
         .comparisons
@@ -102,9 +102,12 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     );
     let _ = writeln!(
         out,
-        "| database | workers | fused cycles/s | three-statement cycles/s | fused/three | target | fused CPU µs/cycle | three CPU µs/cycle | three/fused CPU | fused p50 ms | fused p99 ms | three p50 ms | three p99 ms |"
+        "| database | workers | fused cycles/s | three-statement cycles/s | fused/three | pairs | target | fused CPU µs/cycle | three CPU µs/cycle | three/fused CPU | fused p50 ms | fused p99 ms | three p50 ms | three p99 ms |"
     );
-    let _ = writeln!(out, "|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|");
+    let _ = writeln!(
+        out,
+        "|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|"
+    );
     for c in results
         .comparisons
         .iter()
@@ -195,15 +198,24 @@ fn verdict(c: &Comparison) -> String {
     format!("≥ {} {mark}", c.target())
 }
 
+/// The lowest and highest ratio of one repeat's pair of runs, or a dash.
+fn pairs(c: &Comparison) -> String {
+    match c.pair_range() {
+        Some((low, high)) => format!("{low:.2}–{high:.2}"),
+        None => "–".to_owned(),
+    }
+}
+
 /// The cells both comparison tables share, in their column order: throughput of each
-/// side and their ratio, the verdict, CPU per cycle of each side and their ratio, and
+/// side, their ratio and its spread over the repeats' pairs, the verdict, CPU per cycle of each side and their ratio, and
 /// p50/p99 latency of each side.
 fn figures(c: &Comparison) -> String {
     format!(
-        "{:.0} | {:.0} | {:.3} | {} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3}",
+        "{:.0} | {:.0} | {:.3} | {} | {} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3}",
         c.a.cycles_per_sec,
         c.b.cycles_per_sec,
         c.ratio(),
+        pairs(c),
         verdict(c),
         c.a.cpu_us_per_cycle,
         c.b.cpu_us_per_cycle,

@@ -82,12 +82,28 @@ pub(crate) struct Comparison {
     pub(crate) b: Summary,
     pub(crate) a_check: Option<Check>,
     pub(crate) b_check: Option<Check>,
+    /// `a`'s throughput over `b`'s in each repeat, the two runs of a repeat measured one
+    /// right after the other: their spread shows how far one run's ratio strays.
+    pub(crate) pair_ratios: Vec<f64>,
 }
 
 impl Comparison {
     /// `a`'s throughput over `b`'s.
     pub(crate) fn ratio(&self) -> f64 {
         self.a.cycles_per_sec / self.b.cycles_per_sec
+    }
+
+    /// The lowest and highest of [`pair_ratios`](Comparison::pair_ratios) (leaving out
+    /// pairs with a side that completed no cycle), or `None` when there are none.
+    pub(crate) fn pair_range(&self) -> Option<(f64, f64)> {
+        self.pair_ratios
+            .iter()
+            .copied()
+            .filter(|r| r.is_finite())
+            .fold(None, |range, r| match range {
+                None => Some((r, r)),
+                Some((low, high)) => Some((low.min(r), high.max(r))),
+            })
     }
 
     /// `b`'s CPU time per cycle over `a`'s: how much less this process worked per cycle
@@ -231,6 +247,11 @@ where
                 }
             }
         }
+        let pair_ratios = a_runs
+            .iter()
+            .zip(&b_runs)
+            .map(|(a, b)| a.cycles_per_sec / b.cycles_per_sec)
+            .collect();
         results.comparisons.push(Comparison {
             database,
             kind,
@@ -239,6 +260,7 @@ where
             b: Summary::median(&b_runs),
             a_check: Check::worst(&a_checks),
             b_check: Check::worst(&b_checks),
+            pair_ratios,
         });
     }
     Ok(())
@@ -258,5 +280,45 @@ fn side_label(side: Side) -> &'static str {
         Side::Guard(Shape::Fused) => "guard fused",
         Side::Raw(Shape::Three) => "raw",
         Side::Raw(Shape::Fused) => "raw fused",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comparison(pair_ratios: Vec<f64>) -> Comparison {
+        let run = Summary {
+            cycles_per_sec: 1.0,
+            p50_ms: 1.0,
+            p99_ms: 1.0,
+            cpu_us_per_cycle: 1.0,
+            refused_per_cycle: 0.0,
+        };
+        Comparison {
+            database: Database::Postgres,
+            kind: Kind::FusedVsThree,
+            workers: 1,
+            a: run,
+            b: run,
+            a_check: None,
+            b_check: None,
+            pair_ratios,
+        }
+    }
+
+    #[test]
+    fn the_pair_range_spans_the_finite_ratios() {
+        assert_eq!(
+            comparison(vec![0.93, 1.07, 0.88, 1.0]).pair_range(),
+            Some((0.88, 1.07))
+        );
+        // A side that completed no cycle makes its pair infinite or NaN: left out.
+        assert_eq!(
+            comparison(vec![f64::INFINITY, 0.9, f64::NAN, 0.95]).pair_range(),
+            Some((0.9, 0.95))
+        );
+        assert_eq!(comparison(vec![f64::NAN]).pair_range(), None);
+        assert_eq!(comparison(Vec::new()).pair_range(), None);
     }
 }
