@@ -709,11 +709,9 @@ impl<B: Backend> Store<B> {
         } else {
             WriteKind::PublishRecorded
         };
-        let write = self.caller_write(kind, assignments)?;
-        self.check_key(lease.key())?;
-        if lease.is_revoked() {
+        let Some(write) = self.admit_publication(lease, kind, assignments)? else {
             return Ok(OperationOutcome::Refused);
-        }
+        };
         match write {
             CallerWrite::Procedure(calls) => {
                 let values = self.procedure_values(assignments)?;
@@ -799,11 +797,9 @@ impl<B: Backend> Store<B> {
         } else {
             WriteKind::Publish
         };
-        let write = self.caller_write(kind, assignments)?;
-        self.check_key(lease.key())?;
-        if lease.is_revoked() {
+        let Some(write) = self.admit_publication(lease, kind, assignments)? else {
             return Ok(Outcome::Refused);
-        }
+        };
         match write {
             CallerWrite::Procedure(calls) => {
                 let values = self.procedure_values(assignments)?;
@@ -842,6 +838,20 @@ impl<B: Backend> Store<B> {
             );
         }
         Ok(outcome)
+    }
+
+    /// The checks a publication makes before its statement, in this order: the columns
+    /// (finding the statement), the key's type, and the lease not revoked (`None`: the
+    /// publication is refused without a statement).
+    fn admit_publication(
+        &self,
+        lease: &Lease,
+        kind: WriteKind,
+        assignments: &[(&str, Value)],
+    ) -> Result<Option<CallerWrite<'_>>> {
+        let write = self.caller_write(kind, assignments)?;
+        self.check_key(lease.key())?;
+        Ok((!lease.is_revoked()).then_some(write))
     }
 
     /// What a caller write of `kind` over `assignments` runs: in procedure mode the
