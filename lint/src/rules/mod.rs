@@ -23,7 +23,8 @@
 //! to its default or sets it to the literal `0` (in `VALUES` or a plain `SELECT` list); any other generation (a parameter, a
 //! copy from a query) is `generation-rewind`, as are `INSERT OR REPLACE` and
 //! `REPLACE INTO`, which delete the existing row first. An `INSERT` without a column list
-//! is not checked (its columns are positional). Owner and expiry given at insert time
+//! (other than `DEFAULT VALUES`) is `unanalysed-write`: its values are positional, and the
+//! lint does not know the table's column order. Owner and expiry given at insert time
 //! are accepted: the row starts at generation 0, held by the inserter.
 //!
 //! A value is a parameter (`@x`, `$1`, `?`, `?1`, `:x`), a variable, a literal, or an
@@ -241,6 +242,7 @@ pub(crate) fn check_statement(statement: &Statement, tables: &[TableSpec]) -> Ve
     reviving_renewal::check(&context, &mut out);
     fenced_row_delete::check(&context, &mut out);
     fenced_table_grant::check(&context, &mut out);
+    unanalysed_write::check(&context, &mut out);
     out
 }
 
