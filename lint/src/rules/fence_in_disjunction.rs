@@ -67,6 +67,7 @@ mod tests {
     use crate::rules::test_support::{ACQUIRE, PUBLISH, RELEASE, RENEW, cases};
 
     cases! { Rule::FenceInDisjunction;
+        fence_in_inner_join_on_under_or: "UPDATE r SET Payload = p.Body FROM dbo.ReportPublication r INNER JOIN dbo.Pending p ON p.ReportId = r.ReportId AND r.Generation = @g AND r.LeaseOwner = @o AND r.LeaseUntilUtc > SYSUTCDATETIME() OR p.Force = 1 WHERE r.ReportId = @id" => true;
         article_publish: PUBLISH => false;
         article_acquire: ACQUIRE => false;
         article_release: RELEASE => false;

@@ -17,7 +17,10 @@
 //! The update arm of `MERGE ... WHEN MATCHED THEN UPDATE` is checked with the `ON`
 //! condition and the arm's `AND` condition together; the update arm of
 //! `INSERT ... ON CONFLICT (key) DO UPDATE` with its `WHERE`, the conflict target
-//! counting as `key = value`.
+//! counting as `key = value`. An `UPDATE ... FROM` is checked with its `WHERE` and the
+//! `ON` conditions of its inner joins (`JOIN`, `INNER JOIN`), which restrict the updated
+//! rows as the `WHERE` does; the `ON` of an outer, cross or lateral join does not, and
+//! neither does an `ON` the parser could not read to its end.
 //!
 //! `INSERT` into a fenced table provisions a row. It is fine when it leaves the generation
 //! to its default or sets it to the literal `0` (in `VALUES` or a plain `SELECT` list); any other generation (a parameter, a

@@ -97,6 +97,14 @@ mod tests {
         article_release: RELEASE => false;
         article_renew: RENEW => false;
         key_only: "UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id" => true;
+        fence_in_inner_join_on: "UPDATE r SET Payload = p.Body FROM dbo.ReportPublication r INNER JOIN dbo.Pending p ON p.ReportId = r.ReportId AND r.Generation = @g AND r.LeaseOwner = @o AND r.LeaseUntilUtc > SYSUTCDATETIME() WHERE r.ReportId = @id" => false;
+        fence_in_plain_join_on: "UPDATE r SET Payload = p.Body FROM dbo.ReportPublication r JOIN dbo.Pending p ON p.ReportId = r.ReportId AND r.Generation = @g AND r.LeaseOwner = @o AND r.LeaseUntilUtc > SYSUTCDATETIME() WHERE r.ReportId = @id" => false;
+        fence_split_between_on_and_where: "UPDATE r SET Payload = p.Body FROM dbo.ReportPublication r INNER JOIN dbo.Pending p ON p.ReportId = r.ReportId AND r.Generation = @g WHERE r.ReportId = @id AND r.LeaseOwner = @o AND r.LeaseUntilUtc > SYSUTCDATETIME()" => false;
+        fence_in_left_join_on: "UPDATE r SET Payload = p.Body FROM dbo.ReportPublication r LEFT JOIN dbo.Pending p ON p.ReportId = r.ReportId AND r.Generation = @g AND r.LeaseOwner = @o AND r.LeaseUntilUtc > SYSUTCDATETIME() WHERE r.ReportId = @id" => true;
+        fence_in_right_outer_join_on: "UPDATE r SET Payload = p.Body FROM dbo.Pending p RIGHT OUTER JOIN dbo.ReportPublication r ON p.ReportId = r.ReportId AND r.Generation = @g AND r.LeaseOwner = @o AND r.LeaseUntilUtc > SYSUTCDATETIME() WHERE r.ReportId = @id" => true;
+        // The parser stops at `=>`: what follows might be an `OR`, so the ON counts for nothing.
+        fence_in_on_not_read_to_its_end: "UPDATE r SET Payload = p.Body FROM dbo.ReportPublication r INNER JOIN dbo.Pending p ON p.ReportId = r.ReportId AND r.Generation = @g AND r.LeaseOwner = @o AND r.LeaseUntilUtc > SYSUTCDATETIME() => 1 OR 1 = 1" => true;
+        inner_join_on_without_fence: "UPDATE r SET Payload = p.Body FROM dbo.ReportPublication r INNER JOIN dbo.Pending p ON p.ReportId = r.ReportId WHERE r.ReportId = @id" => true;
         no_where: "UPDATE ReportPublication SET Payload = @p" => true;
         missing_expiry: "UPDATE [dbo].[ReportPublication] SET Payload = @p WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o" => true;
         missing_owner_bracketed: "UPDATE [ReportPublication] SET [Payload] = @p WHERE [ReportId] = @id AND [Generation] = @g AND [LeaseUntilUtc] > SYSUTCDATETIME()" => true;

@@ -715,12 +715,19 @@ impl<'a> Parser<'a> {
         alias
     }
 
-    /// A `FROM`/`USING` list: table references with aliases, joins with their `ON`
-    /// conditions skipped. Returns `(table, alias)` pairs; subqueries are scanned for
-    /// the tables they mention.
-    fn table_list(&mut self, mentioned: &mut Vec<TableName>) -> Vec<(TableName, Option<String>)> {
+    /// A `FROM`/`USING` list: table references with aliases, and joins. Returns `(table,
+    /// alias)` pairs; subqueries are scanned for the tables they mention. The `ON`
+    /// condition of an inner join restricts the joined rows as a `WHERE` does, so each
+    /// one read to its end goes to `inner_on`; the `ON` of an outer, cross or lateral
+    /// join does not restrict the other side's rows, and is only scanned.
+    fn table_list(
+        &mut self,
+        mentioned: &mut Vec<TableName>,
+        inner_on: &mut Vec<Predicate>,
+    ) -> Vec<(TableName, Option<String>)> {
         let mut out = Vec::new();
         let mut after_join = false;
+        let mut inner = false;
         loop {
             if self.at_kind(TokenKind::LParen) {
                 let start = self.pos;
@@ -749,31 +756,30 @@ impl<'a> Parser<'a> {
                 self.pos += 1;
                 continue;
             }
-            let mut joined = false;
-            while self
-                .peek()
-                .is_some_and(|t| is_any_word(self.text, t, JOIN_WORDS))
-            {
-                joined |= self.at_word("JOIN") || self.at_word("APPLY");
-                self.pos += 1;
-            }
-            if joined {
+            if let Some(is_inner) = self.join_words() {
                 after_join = true;
+                inner = is_inner;
                 continue;
             }
             if after_join && self.eat_word("ON") {
                 let start = self.pos;
-                let _ = self.condition();
+                let condition = self.condition();
                 mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
-                let mut joined = false;
-                while self
-                    .peek()
-                    .is_some_and(|t| is_any_word(self.text, t, JOIN_WORDS))
+                // Only a condition read to its end counts: one that stopped short may be
+                // the first half of an `OR`.
+                let read_whole = self.at_boundary()
+                    || self.at_kind(TokenKind::Comma)
+                    || self
+                        .peek()
+                        .is_some_and(|t| is_any_word(self.text, t, JOIN_WORDS));
+                if let Ok(condition) = condition
+                    && inner
+                    && read_whole
                 {
-                    joined |= self.at_word("JOIN") || self.at_word("APPLY");
-                    self.pos += 1;
+                    inner_on.push(condition);
                 }
-                if joined {
+                if let Some(is_inner) = self.join_words() {
+                    inner = is_inner;
                     continue;
                 }
             }
@@ -784,6 +790,33 @@ impl<'a> Parser<'a> {
             break;
         }
         out
+    }
+
+    /// Consumes the words of a join (`JOIN`, `INNER JOIN`, `LEFT OUTER JOIN`, `CROSS
+    /// APPLY`, `INNER HASH JOIN`, ...): `None` when they do not end in `JOIN` or `APPLY`
+    /// (then they were no join), else whether it is an inner join.
+    fn join_words(&mut self) -> Option<bool> {
+        let mut joined = false;
+        let mut inner = true;
+        while self
+            .peek()
+            .is_some_and(|t| is_any_word(self.text, t, JOIN_WORDS))
+        {
+            joined |= self.at_word("JOIN") || self.at_word("APPLY");
+            if self.peek().is_some_and(|t| {
+                is_any_word(
+                    self.text,
+                    t,
+                    &[
+                        "LEFT", "RIGHT", "FULL", "OUTER", "CROSS", "NATURAL", "APPLY",
+                    ],
+                )
+            }) {
+                inner = false;
+            }
+            self.pos += 1;
+        }
+        joined.then_some(inner)
     }
 
     fn cte_tables(&mut self, first: usize, keyword: usize) -> Vec<(TableName, String)> {
@@ -853,8 +886,9 @@ impl<'a> Parser<'a> {
         if self.eat_word("OUTPUT") {
             self.skip_output();
         }
+        let mut inner_on = Vec::new();
         if self.eat_word("FROM") {
-            let from = self.table_list(&mut mentioned);
+            let from = self.table_list(&mut mentioned, &mut inner_on);
             // `UPDATE alias SET ... FROM schema.table alias`
             if target.schema.is_none() {
                 if let Some((table, table_alias)) = from.iter().find(|(_, a)| {
@@ -875,7 +909,8 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let (conditions, where_range) = self.where_clause()?;
+        let (mut conditions, where_range) = self.where_clause()?;
+        conditions.extend(inner_on);
         self.tail();
         if let Some(alias) = alias {
             names.push(alias);
@@ -914,7 +949,8 @@ impl<'a> Parser<'a> {
             self.skip_output();
         }
         if self.eat_word("FROM") || self.eat_word("USING") {
-            let from = self.table_list(&mut mentioned);
+            // A delete of a fenced row is flagged whatever its conditions.
+            let from = self.table_list(&mut mentioned, &mut Vec::new());
             if target.schema.is_none()
                 && let Some((table, table_alias)) = from.iter().find(|(_, a)| {
                     a.as_deref()
@@ -979,7 +1015,7 @@ impl<'a> Parser<'a> {
         if !self.eat_word("USING") {
             return Err(self.error("expected USING"));
         }
-        let _ = self.table_list(&mut mentioned);
+        let _ = self.table_list(&mut mentioned, &mut Vec::new());
         if !self.eat_word("ON") {
             return Err(self.error("expected ON"));
         }
