@@ -40,7 +40,9 @@ pub enum SqliteExecution {
     /// flush (often milliseconds). Each statement spends a unit of the task's
     /// cooperative budget, so a task issuing statements without pause still yields to
     /// the thread's other tasks every so often, as with any tokio resource that is
-    /// always ready.
+    /// always ready; a statement that found nothing to change (a refused acquisition or
+    /// write, in either mode) yields at once, since the task holding the row may be
+    /// waiting on the same thread.
     InPlace,
 }
 
@@ -210,7 +212,7 @@ impl Sqlite {
         step: fn(&mut Statement<'_>, &[Value]) -> rusqlite::Result<T>,
     ) -> Result<T>
     where
-        T: Send + 'static,
+        T: Found + Send + 'static,
     {
         let mut checkout = match self.inner.pool.take_idle() {
             Some(checkout) => checkout,
@@ -230,15 +232,22 @@ impl Sqlite {
             Some(result) => {
                 // An SQL error leaves a SQLite connection usable; only a panic drops it.
                 checkout.give_back();
-                if execution == SqliteExecution::InPlace {
-                    // A network driver's task waits for its answer and lets the thread's
-                    // other tasks run meanwhile; this one never waited. Spending a unit
-                    // of tokio's cooperative budget makes a task that keeps issuing
-                    // statements (say, retrying a refused acquisition at once) yield
-                    // every so often, so the lease's holder, queued on the same thread,
-                    // gets to release it. Yielding after every statement would cost a
-                    // poll of the I/O driver each time.
-                    tokio::task::consume_budget().await;
+                // A network driver's task waits for its answer and lets the thread's
+                // other tasks run meanwhile; this one never waited.
+                match &result {
+                    // A statement that found nothing to change (a refused acquisition or
+                    // fenced write) usually means another task holds the row, and that
+                    // task may be queued on this very thread: let it run now, rather than
+                    // after a caller retrying at once has spent its whole budget.
+                    Ok(found) if !found.found_anything() => tokio::task::yield_now().await,
+                    // Otherwise spend a unit of tokio's cooperative budget, so that a task
+                    // issuing statements without pause still yields every so often.
+                    // Yielding after every statement would cost a poll of the I/O
+                    // driver each time.
+                    _ if execution == SqliteExecution::InPlace => {
+                        tokio::task::consume_budget().await;
+                    }
+                    _ => {}
                 }
                 return result.map_err(Error::Sqlite);
             }
@@ -249,6 +258,24 @@ impl Sqlite {
             step(&mut *conn.prepare_cached(&sql)?, &params)
         })
         .await
+    }
+}
+
+/// Whether a statement's result shows it found something: a row returned, or a row
+/// changed.
+trait Found {
+    fn found_anything(&self) -> bool;
+}
+
+impl Found for u64 {
+    fn found_anything(&self) -> bool {
+        *self > 0
+    }
+}
+
+impl Found for Option<Vec<Value>> {
+    fn found_anything(&self) -> bool {
+        self.is_some()
     }
 }
 
@@ -443,6 +470,47 @@ mod tests {
         let error = sqlite.execute("INSERT INTO missing VALUES (1)", &[]).await;
         assert!(matches!(error, Err(Error::Sqlite(_))), "{error:?}");
         sqlite.query_row("SELECT v FROM t", &[]).await
+    }
+
+    /// A task retrying a refused acquisition at once, on the same thread as the lease's
+    /// holder, lets the holder run after each refusal, not after a whole cooperative
+    /// budget. Negative control: without the yield after a statement that found nothing,
+    /// the contender is refused 129 times here before the holder runs again.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_refused_acquisition_in_place_lets_the_holder_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteOptions::default().execution(SqliteExecution::InPlace);
+        let table = crate::FencedTable::builder()
+            .key_type(crate::KeyType::BigInt)
+            .build()
+            .unwrap();
+        let store = crate::Store::new(
+            Sqlite::open_with(dir.path().join("y.db"), options)
+                .await
+                .unwrap(),
+            table,
+        );
+        store.create_schema().await.unwrap();
+        store.provision(1_i64).await.unwrap();
+        let ttl = Duration::from_secs(30);
+        let lease = store.try_acquire(1_i64, ttl).await.unwrap().expect("free");
+        let contender = tokio::spawn({
+            let store = store.clone();
+            async move {
+                let mut refused = 0_u32;
+                while store.try_acquire(1_i64, ttl).await.unwrap().is_none() {
+                    refused += 1;
+                }
+                refused
+            }
+        });
+        tokio::task::yield_now().await; // the contender runs until it yields
+        assert!(store.release(&lease).await.unwrap().is_applied());
+        let refused = contender.await.unwrap();
+        assert!(
+            (1..=2).contains(&refused),
+            "{refused} refusals before the holder could release"
+        );
     }
 
     #[test]
