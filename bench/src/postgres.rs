@@ -84,9 +84,8 @@ impl Pg {
     /// table. Each statement of a cycle is an `UPDATE` and leaves a dead row version
     /// behind, and within one benchmark autovacuum did not keep up: over a dozen runs
     /// the nine-row table grew to 13 MB, and the contended row's throughput fell run
-    /// after run on both sides (about 1,000 to 600 cycles/s with 8 workers). `VACUUM
-    /// FULL` takes the table's exclusive lock; between runs no connection holds a lock
-    /// on it.
+    /// after run on both sides (BENCHMARKS.md gives the figures). `VACUUM FULL` takes the
+    /// table's exclusive lock; between runs no connection holds a lock on it.
     async fn compact(&self) -> Result<()> {
         self.monitor
             .batch_execute(&format!(

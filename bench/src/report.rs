@@ -207,8 +207,8 @@ fn pairs(c: &Comparison) -> String {
 }
 
 /// The cells both comparison tables share, in their column order: throughput of each
-/// side, their ratio and its spread over the repeats' pairs, the verdict, CPU per cycle of each side and their ratio, and
-/// p50/p99 latency of each side.
+/// side, their ratio and its spread over the repeats' pairs, the verdict, CPU per cycle
+/// of each side and their ratio, and p50/p99 latency of each side.
 fn figures(c: &Comparison) -> String {
     format!(
         "{:.0} | {:.0} | {:.3} | {} | {} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3}",
