@@ -10,9 +10,6 @@ pub(crate) enum Error {
     /// A raw tokio-postgres statement failed.
     #[error("postgresql statement failed")]
     Postgres(#[source] tokio_postgres::Error),
-    /// Taking a connection from the guard's pool for a check failed.
-    #[error("postgresql pool checkout failed")]
-    PostgresPool(#[source] deadpool_postgres::PoolError),
     /// A raw rusqlite statement failed.
     #[error("sqlite statement failed")]
     Sqlite(#[source] rusqlite::Error),

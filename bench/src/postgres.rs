@@ -142,10 +142,12 @@ impl Pg {
             || self.backend_pids(&name),
         )
         .await?;
-        let pool = store.backend().pool();
+        // Every connection is idle once the workers are done: take them all, so that
+        // each is asked once.
+        let backend = store.backend();
         let mut held = Vec::new();
-        for _ in 0..pool.status().size {
-            held.push(pool.get().await.map_err(Error::PostgresPool)?);
+        for _ in 0..backend.idle_connections() {
+            held.push(backend.client().await?);
         }
         let mut per_connection = Vec::with_capacity(held.len());
         for client in &held {

@@ -58,14 +58,6 @@ pub enum Error {
     #[cfg(feature = "postgres")]
     #[error("postgresql error")]
     Postgres(#[source] tokio_postgres::Error),
-    /// No PostgreSQL connection could be taken from the pool.
-    #[cfg(feature = "postgres")]
-    #[error("postgresql connection pool error")]
-    PostgresPool(#[source] deadpool_postgres::PoolError),
-    /// The PostgreSQL connection pool could not be built.
-    #[cfg(feature = "postgres")]
-    #[error("postgresql connection pool could not be built")]
-    PostgresPoolBuild(#[source] deadpool_postgres::BuildError),
     /// An error reported by SQLite or by the `rusqlite` driver.
     #[cfg(feature = "sqlite")]
     #[error("sqlite error")]

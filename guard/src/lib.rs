@@ -51,7 +51,7 @@
 //!
 //! - `sqlite` (default): [`Sqlite`], rusqlite with SQLite bundled; where its statements
 //!   run on tokio's runtime is chosen by [`SqliteExecution`].
-//! - `postgres`: `Postgres`, tokio-postgres with a deadpool pool.
+//! - `postgres`: `Postgres`, tokio-postgres with a pool of its own.
 //! - `mssql`: `Mssql`, tiberius over TCP with rustls.
 //!
 //! # Parts
@@ -87,7 +87,7 @@ pub use backend::Backend;
 #[cfg(feature = "mssql")]
 pub use backend::Mssql;
 #[cfg(feature = "postgres")]
-pub use backend::Postgres;
+pub use backend::{PooledClient, Postgres};
 #[cfg(feature = "sqlite")]
 pub use backend::{Sqlite, SqliteExecution, SqliteOptions};
 pub use dialect::procedures::{MssqlProcedures, Procedure};
@@ -104,6 +104,10 @@ pub use table::{
     Column, ColumnType, FencedTable, FencedTableBuilder, Identifier, KeyType, MAX_IDENTIFIER_LEN,
     QualifiedName,
 };
+/// The PostgreSQL driver, re-exported so that a connection's configuration and TLS
+/// connector ([`Postgres::from_config`]) come from the version the guard uses.
+#[cfg(feature = "postgres")]
+pub use tokio_postgres;
 pub use tokio_util::sync::CancellationToken;
 pub use value::{Key, Value};
 pub use wait::Wait;

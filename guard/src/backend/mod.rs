@@ -5,7 +5,7 @@
 
 #[cfg(feature = "mssql")]
 mod mssql;
-#[cfg(any(feature = "mssql", feature = "sqlite"))]
+#[cfg(any(feature = "mssql", feature = "postgres", feature = "sqlite"))]
 mod pool;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -17,7 +17,7 @@ use std::future::Future;
 #[cfg(feature = "mssql")]
 pub use mssql::Mssql;
 #[cfg(feature = "postgres")]
-pub use postgres::Postgres;
+pub use postgres::{PooledClient, Postgres};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{Sqlite, SqliteExecution, SqliteOptions};
 

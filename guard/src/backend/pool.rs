@@ -56,6 +56,7 @@ impl<T> Pool<T> {
     /// Takes an idle connection at once, if one is idle and a slot is free, without a
     /// future to poll: the common case of a statement costs a lock and two reference
     /// counts. `None` when the caller must wait or open one: then [`Pool::checkout`].
+    #[cfg(any(test, feature = "postgres", feature = "sqlite"))]
     pub(crate) fn take_idle(self: &Arc<Self>) -> Option<Checkout<T>> {
         let permit = Arc::clone(&self.permits).try_acquire_owned().ok()?;
         // Without an idle connection the permit is dropped here, and so given back.
@@ -71,8 +72,9 @@ impl<T> Pool<T> {
         })
     }
 
-    #[cfg(test)]
-    fn idle_len(&self) -> usize {
+    /// How many connections are idle.
+    #[cfg(any(test, feature = "postgres"))]
+    pub(crate) fn idle_len(&self) -> usize {
         self.idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -93,6 +95,14 @@ impl<T> Checkout<T> {
     pub(crate) fn conn(&mut self) -> &mut T {
         self.conn
             .as_mut()
+            .expect("a checkout holds its connection until given back")
+    }
+
+    /// The connection, shared.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn conn_ref(&self) -> &T {
+        self.conn
+            .as_ref()
             .expect("a checkout holds its connection until given back")
     }
 

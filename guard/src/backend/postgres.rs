@@ -1,26 +1,48 @@
-//! PostgreSQL through tokio-postgres, with a deadpool pool and statements prepared once
-//! per connection.
+//! PostgreSQL through tokio-postgres: a pool of connections, each statement prepared
+//! once per connection.
+
+mod connection;
+
+use std::sync::Arc;
 
 use bytes::BytesMut;
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::error::Severity;
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::{NoTls, Row, Socket};
 
 use crate::backend::Backend;
+use crate::backend::pool::{Checkout, Pool};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::value::{Key, Value};
+use connection::{Connection, Opener, opener};
+
+pub use connection::PooledClient;
 
 /// The default number of pooled connections of [`Postgres::connect`].
 const DEFAULT_MAX_CONNECTIONS: usize = 16;
 
-/// The PostgreSQL backend: a pool of connections (deadpool-postgres), each statement
-/// prepared once per connection. Cheap to clone (clones share the pool).
+/// The PostgreSQL backend: a pool of connections, each statement prepared once per
+/// connection and kept with it. Cheap to clone (clones share the pool).
+///
+/// A connection goes back to the pool after a statement that completed, successfully or
+/// with an SQL error; one the server or the network closed, or whose statement was
+/// cancelled (its future dropped), is discarded and replaced when next needed.
 ///
 /// The expiry column is `timestamptz`, written and compared with `clock_timestamp()`.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Postgres {
-    pool: Pool,
+    pool: Arc<Pool<Connection>>,
+    open: Opener,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres")
+            .field("idle_connections", &self.idle_connections())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Postgres {
@@ -31,8 +53,8 @@ impl Postgres {
     ///
     /// # Errors
     ///
-    /// [`Error::Postgres`] for a bad connection string, [`Error::PostgresPool`] if the
-    /// server cannot be reached.
+    /// [`Error::Postgres`] for a bad connection string or a server that cannot be
+    /// reached.
     pub async fn connect(config: &str) -> Result<Self> {
         Self::connect_with(config, DEFAULT_MAX_CONNECTIONS).await
     }
@@ -44,31 +66,102 @@ impl Postgres {
     ///
     /// As for [`connect`](Postgres::connect).
     pub async fn connect_with(config: &str, max_connections: usize) -> Result<Self> {
-        let pg_config: tokio_postgres::Config = config.parse()?;
-        let manager = Manager::from_config(
-            pg_config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(max_connections.max(1))
-            .build()
-            .map_err(Error::PostgresPoolBuild)?;
-        drop(pool.get().await.map_err(Error::PostgresPool)?);
-        Ok(Postgres { pool })
+        let config: tokio_postgres::Config = config.parse()?;
+        let postgres = Self::from_config(config, NoTls, max_connections);
+        drop(postgres.client().await?);
+        Ok(postgres)
     }
 
-    /// Uses an existing pool, for applications that configure TLS or pooling
-    /// themselves.
-    pub fn from_pool(pool: Pool) -> Self {
-        Postgres { pool }
+    /// A backend for `config` that opens its connections through `tls` (tokio-postgres's
+    /// `NoTls`, or a connector such as `postgres-native-tls` or `tokio-postgres-rustls`
+    /// provides), with a pool of up to `max_connections` connections (at least 1).
+    ///
+    /// Nothing is opened here: the first statement opens the first connection, and an
+    /// unreachable server is reported by it.
+    ///
+    /// ```no_run
+    /// # async fn run() -> fenced_guard::Result<()> {
+    /// use fenced_guard::Postgres;
+    /// use fenced_guard::tokio_postgres::{Config, NoTls};
+    ///
+    /// let mut config = Config::new();
+    /// config.host("db.internal").user("jobs").dbname("jobs");
+    /// let backend = Postgres::from_config(config, NoTls, 8);
+    /// # let _ = backend;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_config<T>(config: tokio_postgres::Config, tls: T, max_connections: usize) -> Self
+    where
+        T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
+        T::Stream: Send + 'static,
+        T::TlsConnect: Send,
+        <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+    {
+        Postgres {
+            pool: Pool::new(max_connections),
+            open: opener(config, tls),
+        }
     }
 
-    /// The pool.
-    pub fn pool(&self) -> &Pool {
-        &self.pool
+    /// A connection from the pool, for statements of the application's own, waiting
+    /// for one if all are taken. Dropping the [`PooledClient`] gives it back.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Postgres`] if a new connection was needed and could not be opened.
+    pub async fn client(&self) -> Result<PooledClient> {
+        Ok(PooledClient::new(self.checkout().await?))
+    }
+
+    /// How many connections are open and waiting in the pool.
+    pub fn idle_connections(&self) -> usize {
+        self.pool.idle_len()
+    }
+
+    /// A usable connection: an idle one at once if there is one, else one given back
+    /// or newly opened once a slot is free. Idle connections the server or the network
+    /// closed meanwhile are discarded on the way.
+    async fn checkout(&self) -> Result<Checkout<Connection>> {
+        while let Some(mut checkout) = self.pool.take_idle() {
+            if checkout.conn().is_usable() {
+                return Ok(checkout);
+            }
+        }
+        self.pool.checkout(|| (self.open)()).await
+    }
+
+    /// Runs `run` on a pooled connection, and gives the connection back unless the
+    /// connection is closing (see [`leaves_usable`]).
+    async fn with_connection<T>(
+        &self,
+        run: impl AsyncFnOnce(&mut Connection) -> Result<T>,
+    ) -> Result<T> {
+        let mut checkout = self.checkout().await?;
+        let result = run(checkout.conn()).await;
+        if checkout.conn().is_usable() && leaves_usable(&result) {
+            checkout.give_back();
+        }
+        result
+    }
+}
+
+/// Whether a connection is still usable after a statement that ended with `result`.
+/// An SQL error (severity `ERROR`) ends only its statement; an error of severity
+/// `FATAL` or `PANIC` means the server is ending the session, which the client may not
+/// have noticed yet, and a driver error on a closed connection is final.
+fn leaves_usable<T>(result: &Result<T>) -> bool {
+    match result {
+        Err(Error::Postgres(error)) => {
+            !error.is_closed()
+                && error.as_db_error().is_none_or(|db| {
+                    !matches!(
+                        db.parsed_severity(),
+                        Some(Severity::Fatal | Severity::Panic)
+                    )
+                })
+        }
+        _ => true,
     }
 }
 
@@ -163,20 +256,24 @@ impl Backend for Postgres {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        let client = self.pool.get().await.map_err(Error::PostgresPool)?;
-        let statement = client.prepare_cached(sql).await?;
-        Ok(client.execute(&statement, &refs(params)).await?)
+        self.with_connection(async |conn| {
+            let (client, statement) = conn.prepared(sql).await?;
+            Ok(client.execute(statement, &refs(params)).await?)
+        })
+        .await
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        let client = self.pool.get().await.map_err(Error::PostgresPool)?;
-        let statement = client.prepare_cached(sql).await?;
-        let rows = client.query(&statement, &refs(params)).await?;
-        rows.first().map(decode).transpose()
+        self.with_connection(async |conn| {
+            let (client, statement) = conn.prepared(sql).await?;
+            let rows = client.query(statement, &refs(params)).await?;
+            rows.first().map(decode).transpose()
+        })
+        .await
     }
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {
-        let client = self.pool.get().await.map_err(Error::PostgresPool)?;
-        Ok(client.batch_execute(sql).await?)
+        self.with_connection(async |conn| Ok(conn.client().batch_execute(sql).await?))
+            .await
     }
 }

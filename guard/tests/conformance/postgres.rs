@@ -9,3 +9,129 @@ async fn setup() -> Option<TestSchema> {
 }
 
 crate::conformance!(setup);
+
+/// The backend's own pool, beyond the protocol: statements prepared once per
+/// connection, and connections that must not be reused.
+mod connections {
+    use std::time::Duration;
+
+    use fenced_guard::{Backend, Error, Postgres, Value};
+
+    use crate::support::postgres::url;
+
+    /// The server's process id for the connection that runs the statement.
+    async fn backend_pid(backend: &Postgres) -> fenced_guard::Result<i64> {
+        match backend.query_row("SELECT pg_backend_pid()", &[]).await? {
+            Some(row) => match row.as_slice() {
+                [Value::I64(pid)] => Ok(*pid),
+                other => panic!("pg_backend_pid() returned {other:?}"),
+            },
+            None => panic!("pg_backend_pid() returned no row"),
+        }
+    }
+
+    async fn connect(max_connections: usize) -> Postgres {
+        Postgres::connect_with(&url(), max_connections)
+            .await
+            .expect("connect to postgresql")
+    }
+
+    #[tokio::test]
+    async fn a_statement_is_prepared_once_per_connection() {
+        let backend = connect(1).await;
+        let sql = "SELECT $1::bigint + 1";
+        for i in 0..5 {
+            assert_eq!(
+                backend.query_row(sql, &[Value::I64(i)]).await.unwrap(),
+                Some(vec![Value::I64(i + 1)])
+            );
+        }
+        let client = backend.client().await.unwrap();
+        // The simple protocol prepares nothing, so the answer lists only the backend's.
+        let messages = client
+            .simple_query(
+                "SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements",
+            )
+            .await
+            .unwrap();
+        let prepared: Vec<(String, String)> = messages
+            .iter()
+            .filter_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => Some((
+                    row.get(0).unwrap().to_owned(),
+                    row.get(1).unwrap().to_owned(),
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            prepared,
+            [(sql.to_owned(), "5".to_owned())],
+            "one prepared statement, executed five times"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_client_taken_from_the_pool_goes_back_when_dropped() {
+        let backend = connect(1).await;
+        let first = backend_pid(&backend).await.unwrap();
+        let client = backend.client().await.unwrap();
+        assert_eq!(
+            backend.idle_connections(),
+            0,
+            "the only connection is taken"
+        );
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(i64::from(pid), first, "the pool's connection");
+        drop(client);
+        assert_eq!(backend.idle_connections(), 1);
+        assert_eq!(backend_pid(&backend).await.unwrap(), first, "reused");
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_is_not_reused() {
+        let admin = connect(1).await;
+        let backend = connect(1).await;
+        let terminated = backend_pid(&backend).await.unwrap();
+        // Waits up to 5 s for the process to end (PostgreSQL 14 and later).
+        let ended = admin
+            .query_row(
+                "SELECT pg_terminate_backend($1::int, 5000)",
+                &[Value::I64(terminated)],
+            )
+            .await
+            .unwrap();
+        assert_eq!(ended, Some(vec![Value::Bool(true)]));
+        // The client may learn of the end before the next statement (the connection is
+        // then discarded on the way out of the pool) or from that statement's error
+        // (it is then discarded after it): either way the one after runs on a new one.
+        let next = match backend_pid(&backend).await {
+            Ok(pid) => pid,
+            Err(Error::Postgres(_)) => backend_pid(&backend).await.unwrap(),
+            Err(other) => panic!("unexpected error: {other}"),
+        };
+        assert_ne!(next, terminated);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_statement_discards_its_connection() {
+        let backend = connect(1).await;
+        let first = backend_pid(&backend).await.unwrap();
+        let cancelled = tokio::time::timeout(
+            Duration::from_millis(50),
+            backend.query_row("SELECT pg_sleep(2)::text", &[]),
+        )
+        .await;
+        assert!(cancelled.is_err(), "the statement outlived its timeout");
+        assert_eq!(backend.idle_connections(), 0, "not given back");
+        assert_ne!(
+            backend_pid(&backend).await.unwrap(),
+            first,
+            "a new connection"
+        );
+    }
+}

@@ -100,7 +100,7 @@ async fn lost_acknowledgement_is_an_error_and_resolves_applied() {
         let lost = s.store.publish_op(&lease, op, &columns("report")).await;
         assert_eq!(s.proxy.fired(), 1, "the cut happened on the publication");
         assert!(
-            matches!(lost, Err(Error::Postgres(_) | Error::PostgresPool(_))),
+            matches!(lost, Err(Error::Postgres(_))),
             "a lost acknowledgement is an error, not refused and not applied: {lost:?}"
         );
 
@@ -153,7 +153,7 @@ async fn statement_cut_before_the_server_resolves_not_applied_and_retries() {
         let lost = s.store.publish_op(&lease, op, &columns("report")).await;
         assert_eq!(s.proxy.fired(), 1, "the cut happened on the publication");
         assert!(
-            matches!(lost, Err(Error::Postgres(_) | Error::PostgresPool(_))),
+            matches!(lost, Err(Error::Postgres(_))),
             "a cut connection is an error, not refused and not applied: {lost:?}"
         );
 

@@ -4,7 +4,6 @@
 
 use std::net::SocketAddr;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use fenced_guard::{Backend, Dialect, FencedTable, Postgres, Store};
 use tokio_postgres::NoTls;
 use tokio_postgres::config::{Host, SslMode};
@@ -65,18 +64,7 @@ impl PgBench {
         if let Some(password) = self.config.get_password() {
             config.password(password);
         }
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(1)
-            .build()
-            .expect("build the pool");
-        (Postgres::from_pool(pool), proxy)
+        (Postgres::from_config(config, NoTls, 1), proxy)
     }
 
     /// The administrative connection (no proxy).
@@ -155,7 +143,7 @@ impl Bench for PgBench {
     }
 
     async fn trace(&self) -> Vec<TraceEntry> {
-        let client = self.admin().pool().get().await.expect("a connection");
+        let client = self.admin().client().await.expect("a connection");
         let sql = format!(
             "SELECT \"Seq\", \"JobId\", \"OldGeneration\", \"Generation\", \"OldWriteId\", \
              \"WriteId\", \"WriterGeneration\", \"WriteKind\" FROM {} ORDER BY \"Seq\"",

@@ -1,0 +1,134 @@
+//! A pooled PostgreSQL connection: the client, and the statements prepared on it.
+//!
+//! The statements live with the connection that prepared them, so finding one is a
+//! comparison of texts on a connection the caller holds alone: no lock, no hash of the
+//! text. A store issues a handful of distinct statements, each many times.
+
+use std::fmt;
+use std::future::Future;
+use std::ops::Deref;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
+use tokio_postgres::{Client, Socket, Statement};
+
+use crate::backend::pool::Checkout;
+use crate::error::Result;
+
+/// One connection of the pool.
+pub(crate) struct Connection {
+    client: Client,
+    /// Each statement's text and its prepared form, in the order first used.
+    prepared: Vec<(Box<str>, Statement)>,
+}
+
+impl Connection {
+    /// The client.
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The client, and `sql` prepared on this connection: prepared now if this is its
+    /// first use here.
+    pub(crate) async fn prepared(&mut self, sql: &str) -> Result<(&Client, &Statement)> {
+        // Comparing `str`s compares their lengths first, so statements of other lengths
+        // cost one comparison each.
+        let index = match self.prepared.iter().position(|(text, _)| **text == *sql) {
+            Some(index) => index,
+            None => {
+                let statement = self.client.prepare(sql).await?;
+                self.prepared.push((sql.into(), statement));
+                self.prepared.len() - 1
+            }
+        };
+        Ok((&self.client, &self.prepared[index].1))
+    }
+
+    /// Whether the connection can take another statement: `false` once the server or
+    /// the network has closed it.
+    pub(crate) fn is_usable(&self) -> bool {
+        !self.client.is_closed()
+    }
+}
+
+/// Opens connections: the server's configuration and the TLS connector, behind one
+/// type whatever the connector is.
+pub(crate) type Opener =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Connection>> + Send>> + Send + Sync>;
+
+/// An [`Opener`] for `config` through `tls`. Each connection's I/O runs in a task of
+/// its own on the runtime, as tokio-postgres requires.
+pub(crate) fn opener<T>(config: tokio_postgres::Config, tls: T) -> Opener
+where
+    T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
+    T::Stream: Send + 'static,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
+    Arc::new(move || {
+        let (config, tls) = (config.clone(), tls.clone());
+        Box::pin(async move {
+            let (client, connection) = config.connect(tls).await?;
+            tokio::spawn(async move {
+                // A connection's failure also reaches its client: the statement that
+                // was running fails, and the closed client is never reused.
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, "a postgresql connection ended with an error");
+                }
+            });
+            Ok(Connection {
+                client,
+                prepared: Vec::new(),
+            })
+        })
+    })
+}
+
+/// A connection taken from a [`Postgres`](crate::Postgres) backend's pool, for running
+/// statements of the application's own on the same connections. Dereferences to
+/// tokio-postgres's [`Client`]. Dropping it gives the connection back to the pool,
+/// unless the connection has been closed.
+pub struct PooledClient {
+    checkout: Option<Checkout<Connection>>,
+}
+
+impl PooledClient {
+    pub(crate) fn new(checkout: Checkout<Connection>) -> Self {
+        PooledClient {
+            checkout: Some(checkout),
+        }
+    }
+}
+
+impl Deref for PooledClient {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        self.checkout
+            .as_ref()
+            .expect("a pooled client holds its connection until dropped")
+            .conn_ref()
+            .client()
+    }
+}
+
+impl Drop for PooledClient {
+    fn drop(&mut self) {
+        if let Some(mut checkout) = self.checkout.take()
+            && checkout.conn().is_usable()
+        {
+            // tokio-postgres keeps a connection consistent when a statement's future is
+            // dropped: the answer is read and discarded by the connection's task.
+            checkout.give_back();
+        }
+    }
+}
+
+impl fmt::Debug for PooledClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PooledClient")
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
