@@ -6,25 +6,46 @@
 //! timeout), is closed and never reused.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Connections of type `T`, at most `max` at a time.
+///
+/// One mutex guards both the idle connections and the count of slots taken, so that
+/// taking an idle connection and giving it back cost one lock each. A task waiting for
+/// a slot waits on `freed`, which every checkout's end signals.
 pub(crate) struct Pool<T> {
-    idle: Mutex<Vec<T>>,
-    permits: Arc<Semaphore>,
+    state: Mutex<State<T>>,
+    freed: Notify,
+    max: usize,
+}
+
+struct State<T> {
+    idle: Vec<T>,
+    /// Slots held by checkouts (and by checkouts still opening their connection).
+    taken: usize,
 }
 
 impl<T> Pool<T> {
     /// A pool of at most `max` (at least 1) connections.
     pub(crate) fn new(max: usize) -> Arc<Self> {
         Arc::new(Pool {
-            idle: Mutex::new(Vec::new()),
-            permits: Arc::new(Semaphore::new(max.max(1))),
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                taken: 0,
+            }),
+            freed: Notify::new(),
+            max: max.max(1),
         })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State<T>> {
+        // The state is consistent between any two statements of the code below, so a
+        // panic elsewhere while the lock was held leaves nothing half done.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Waits for a free slot, then takes an idle connection or opens one with `open`.
@@ -33,61 +54,84 @@ impl<T> Pool<T> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let permit = Arc::clone(&self.permits)
-            .acquire_owned()
-            .await
-            .map_err(|_| Error::Config("the connection pool is closed".into()))?;
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let conn = match idle {
-            Some(conn) => conn,
-            None => open().await?,
+        let idle = loop {
+            // Registered before the state is read, so that a slot freed in between
+            // still wakes this task.
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            {
+                let mut state = self.state();
+                if state.taken < self.max {
+                    state.taken += 1;
+                    break state.idle.pop();
+                }
+            }
+            freed.await;
         };
-        Ok(Checkout {
-            conn: Some(conn),
+        // From here the slot is this checkout's: if opening fails or is cancelled, the
+        // checkout's drop frees it.
+        let mut checkout = Checkout {
+            conn: idle,
             pool: Arc::clone(self),
-            _permit: permit,
-        })
+            reuse: false,
+        };
+        if checkout.conn.is_none() {
+            checkout.conn = Some(open().await?);
+        }
+        Ok(checkout)
     }
 
     /// Takes an idle connection at once, if one is idle and a slot is free, without a
-    /// future to poll: the common case of a statement costs a lock and two reference
-    /// counts. `None` when the caller must wait or open one: then [`Pool::checkout`].
+    /// future to poll: the common case of a statement costs one lock. `None` when the
+    /// caller must wait or open one: then [`Pool::checkout`].
     #[cfg(any(test, feature = "postgres", feature = "sqlite"))]
     pub(crate) fn take_idle(self: &Arc<Self>) -> Option<Checkout<T>> {
-        let permit = Arc::clone(&self.permits).try_acquire_owned().ok()?;
-        // Without an idle connection the permit is dropped here, and so given back.
-        let conn = self
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop()?;
+        let conn = {
+            let mut state = self.state();
+            if state.taken >= self.max {
+                return None;
+            }
+            let conn = state.idle.pop()?;
+            state.taken += 1;
+            conn
+        };
         Some(Checkout {
             conn: Some(conn),
             pool: Arc::clone(self),
-            _permit: permit,
+            reuse: false,
         })
     }
 
     /// How many connections are idle.
     #[cfg(any(test, feature = "postgres"))]
     pub(crate) fn idle_len(&self) -> usize {
-        self.idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.state().idle.len()
+    }
+
+    /// Ends a checkout: frees its slot, keeps `conn` for reuse if given, and wakes one
+    /// task waiting for a slot.
+    fn end_checkout(&self, conn: Option<T>) {
+        {
+            let mut state = self.state();
+            state.taken -= 1;
+            if let Some(conn) = conn {
+                state.idle.push(conn);
+            }
+        }
+        self.freed.notify_one();
     }
 }
 
 /// A connection taken from a [`Pool`]. Dropped without [`Checkout::give_back`], it
 /// closes the connection instead of returning it.
 pub(crate) struct Checkout<T> {
+    /// `None` only while [`Pool::checkout`] opens the connection, and after it is
+    /// given back.
     conn: Option<T>,
     pool: Arc<Pool<T>>,
-    _permit: OwnedSemaphorePermit,
+    /// Set by [`Checkout::give_back`]: the drop returns the connection for reuse.
+    reuse: bool,
 }
 
 impl<T> Checkout<T> {
@@ -109,20 +153,23 @@ impl<T> Checkout<T> {
     /// Returns the connection to the pool for reuse: call only after a statement
     /// completed cleanly.
     pub(crate) fn give_back(mut self) {
-        if let Some(conn) = self.conn.take() {
-            self.pool
-                .idle
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(conn);
-        }
+        self.reuse = true;
     }
 }
 
 impl<T> Drop for Checkout<T> {
     fn drop(&mut self) {
-        if self.conn.take().is_some() {
-            tracing::debug!("closing a connection after an error or a cancellation");
+        let conn = self.conn.take();
+        if self.reuse {
+            self.pool.end_checkout(conn);
+        } else {
+            if conn.is_some() {
+                tracing::debug!("closing a connection after an error or a cancellation");
+            }
+            // Closed before its slot is freed, so that no more than `max` connections
+            // are ever open.
+            drop(conn);
+            self.pool.end_checkout(None);
         }
     }
 }
@@ -132,6 +179,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::*;
+    use crate::error::Error;
 
     struct Opener(AtomicU32);
 
@@ -210,5 +258,65 @@ mod tests {
             1,
             "the slot was freed and a new connection opened"
         );
+    }
+
+    /// Resolves within 5 s, or fails the test: a safety net against a hang, not a
+    /// measure of time.
+    async fn soon<F: Future>(what: &str, f: F) -> F::Output {
+        tokio::time::timeout(std::time::Duration::from_secs(5), f)
+            .await
+            .unwrap_or_else(|_| panic!("{what} did not happen"))
+    }
+
+    #[tokio::test]
+    async fn a_waiting_checkout_gets_the_connection_given_back() {
+        let pool = Pool::new(1);
+        let opener = Opener(AtomicU32::new(0));
+        let held = pool.checkout(|| opener.open()).await.unwrap();
+        let waiter = tokio::spawn({
+            let pool = Arc::clone(&pool);
+            async move { *pool.checkout(|| async { Ok(99) }).await.unwrap().conn() }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "waits while the only slot is taken");
+        held.give_back();
+        let got = soon("the waiter's wake-up", waiter).await.unwrap();
+        assert_eq!(got, 0, "the connection given back, not a new one");
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_waiter_does_not_keep_the_slot_from_the_next() {
+        let pool = Pool::new(1);
+        let opener = Opener(AtomicU32::new(0));
+        let held = pool.checkout(|| opener.open()).await.unwrap();
+        let cancelled = tokio::spawn({
+            let pool = Arc::clone(&pool);
+            async move { pool.checkout(|| async { Ok(98) }).await.map(|_| ()) }
+        });
+        let next = tokio::spawn({
+            let pool = Arc::clone(&pool);
+            async move { *pool.checkout(|| async { Ok(99) }).await.unwrap().conn() }
+        });
+        tokio::task::yield_now().await;
+        cancelled.abort();
+        drop(held); // as after an error: closed, its slot freed
+        let got = soon("the second waiter's wake-up", next).await.unwrap();
+        assert_eq!(got, 99, "the freed slot opened a new connection");
+    }
+
+    #[tokio::test]
+    async fn a_failed_open_frees_its_slot() {
+        let pool = Pool::<u32>::new(1);
+        let refused = pool
+            .checkout(|| async { Err(Error::Config("refused".into())) })
+            .await;
+        assert!(refused.is_err());
+        let mut next = soon(
+            "a checkout after the failure",
+            pool.checkout(|| async { Ok(7) }),
+        )
+        .await
+        .unwrap();
+        assert_eq!(*next.conn(), 7);
     }
 }
