@@ -65,6 +65,26 @@ impl<B: Backend> Reports<B> {
     async fn publish(&self, lease: Lease, payload: String) -> fenced::Result<Outcome>;
 }
 
+/// The repository behind a trait, as an application that swaps it in tests writes it.
+pub trait ReportRepository {
+    /// Saves a report's body while `lease` holds it.
+    fn save_body(
+        &self,
+        lease: &ReportLease,
+        payload: &str,
+    ) -> impl Future<Output = fenced::Result<Outcome>> + Send;
+}
+
+impl<B: Backend> ReportRepository for Reports<B> {
+    #[fenced_write(
+        table = "ReportPublication",
+        sql = "UPDATE ReportPublication SET payload = @payload",
+        store = self.store,
+        trait_impl,
+    )]
+    async fn save_body(&self, lease: &ReportLease, payload: &str) -> fenced::Result<Outcome>;
+}
+
 fn table() -> FencedTable {
     FencedTable::builder()
         .column("payload", ColumnType::Text)
@@ -213,6 +233,33 @@ async fn superseded_lease_is_refused<B: Backend>(store: Store<B>) {
         .expect("unfenced update");
     assert_eq!(rows, 1);
     assert_eq!(payload(&reports.store, id).await, "stale result");
+}
+
+/// Through the trait, from code that knows only the trait: the current lease's write
+/// applies, the superseded lease's is refused.
+async fn through_a_trait<B: Backend>(store: Store<B>) {
+    async fn save(repository: &impl ReportRepository, lease: &ReportLease, body: &str) -> Outcome {
+        repository.save_body(lease, body).await.expect("save")
+    }
+
+    let id = report(&store, "initial", true).await;
+    let reports = Reports { store };
+    let stale = ReportLease(acquire(&reports.store, id, TTL).await);
+    assert_eq!(save(&reports, &stale, "first").await, Outcome::Applied);
+    assert_eq!(
+        reports.store.release(&stale.0).await.expect("release"),
+        Outcome::Applied
+    );
+    let successor = ReportLease(acquire(&reports.store, id, TTL).await);
+    assert_eq!(
+        save(&reports, &successor, "successor's result").await,
+        Outcome::Applied
+    );
+    assert_eq!(
+        save(&reports, &stale, "stale result").await,
+        Outcome::Refused
+    );
+    assert_eq!(payload(&reports.store, id).await, "successor's result");
 }
 
 async fn expired_lease_is_refused<B: Backend>(store: Store<B>) {
@@ -391,6 +438,7 @@ mod sqlite {
         expired_lease_is_refused,
         or_cannot_widen,
         publishes_once,
+        through_a_trait,
     );
 
     #[tokio::test]
@@ -515,5 +563,6 @@ mod postgres {
         expired_lease_is_refused,
         or_cannot_widen,
         publishes_once,
+        through_a_trait,
     );
 }

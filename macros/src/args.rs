@@ -4,8 +4,8 @@ use syn::meta::ParseNestedMeta;
 use syn::{Expr, Ident, LitStr, Path};
 
 /// The options, in the order the documentation lists them.
-const OPTIONS: &str = "`table`, `sql`, `store`, `lease`, `publish_once`, `key`, `generation`, \
-                       `owner`, `expiry`, `published`, `crate`";
+const OPTIONS: &str = "`table`, `sql`, `store`, `lease`, `publish_once`, `trait_impl`, `key`, \
+                       `generation`, `owner`, `expiry`, `published`, `crate`";
 
 /// A column name as given, or the article's default.
 #[derive(Debug)]
@@ -32,6 +32,8 @@ pub(crate) struct Args {
     pub(crate) store: Option<Expr>,
     pub(crate) lease: Option<Ident>,
     pub(crate) publish_once: bool,
+    /// The method implements a trait's: no `<method>_sql` companion beside it.
+    pub(crate) trait_impl: bool,
     pub(crate) key: Name,
     pub(crate) generation: Name,
     pub(crate) owner: Name,
@@ -48,6 +50,7 @@ impl Default for Args {
             store: None,
             lease: None,
             publish_once: false,
+            trait_impl: false,
             key: Name::default("ReportId"),
             generation: Name::default("Generation"),
             owner: Name::default("LeaseOwner"),
@@ -78,6 +81,17 @@ fn once<T>(slot: &mut Option<T>, meta: &ParseNestedMeta<'_>, value: T) -> syn::R
         return Err(meta.error("this option is given twice; keep one"));
     }
     *slot = Some(value);
+    Ok(())
+}
+
+fn flag(slot: &mut bool, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<()> {
+    if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
+        return Err(meta.error(format!("`{name}` is a flag: write it without a value")));
+    }
+    if *slot {
+        return Err(meta.error("this option is given twice; keep one"));
+    }
+    *slot = true;
     Ok(())
 }
 
@@ -119,16 +133,8 @@ impl Args {
                 })?;
                 once(&mut self.lease, &meta, ident)
             }
-            "publish_once" => {
-                if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
-                    return Err(meta.error("`publish_once` is a flag: write it without a value"));
-                }
-                if self.publish_once {
-                    return Err(meta.error("this option is given twice; keep one"));
-                }
-                self.publish_once = true;
-                Ok(())
-            }
+            "publish_once" => flag(&mut self.publish_once, &meta, "publish_once"),
+            "trait_impl" => flag(&mut self.trait_impl, &meta, "trait_impl"),
             "key" => column(&mut self.key, &meta, "key = \"ReportId\""),
             "generation" => column(&mut self.generation, &meta, "generation = \"Generation\""),
             "owner" => column(&mut self.owner, &meta, "owner = \"LeaseOwner\""),

@@ -135,6 +135,16 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
             all
         });
         let errors = errors.map(|e| e.to_compile_error());
+        let companion = (!args.trait_impl).then(|| {
+            quote! {
+                #[allow(dead_code)]
+                #[doc = #sql_doc]
+                #vis fn #sql_fn(dialect: #krate::Dialect) -> &'static str {
+                    let _ = dialect;
+                    ::core::unimplemented!()
+                }
+            }
+        });
         // The item as written, with a stub body (a method without one would be an error
         // of its own) and its companion, so that one mistake does not cascade.
         return quote! {
@@ -144,12 +154,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
             #vis #sig {
                 ::core::unimplemented!()
             }
-            #[allow(dead_code)]
-            #[doc = #sql_doc]
-            #vis fn #sql_fn(dialect: #krate::Dialect) -> &'static str {
-                let _ = dialect;
-                ::core::unimplemented!()
-            }
+            #companion
         };
     };
 
@@ -198,6 +203,18 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
         quote_spanned!(v.ty.span()=> #krate::__private::value(#ident))
     });
 
+    // A trait's `impl` may hold only the trait's items, so there the companion is left
+    // out.
+    let companion = (!args.trait_impl).then(|| {
+        quote! {
+            #[allow(dead_code)]
+            #[doc = #sql_doc]
+            #vis fn #sql_fn(dialect: #krate::Dialect) -> &'static str {
+                static FENCED_WRITE: #krate::__private::FencedWrite = #spec;
+                FENCED_WRITE.sql(dialect)
+            }
+        }
+    });
     quote! {
         #(#attrs)*
         #vis #sig {
@@ -211,12 +228,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
             )
             .await
         }
-        #[allow(dead_code)]
-        #[doc = #sql_doc]
-        #vis fn #sql_fn(dialect: #krate::Dialect) -> &'static str {
-            static FENCED_WRITE: #krate::__private::FencedWrite = #spec;
-            FENCED_WRITE.sql(dialect)
-        }
+        #companion
     }
 }
 

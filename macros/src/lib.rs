@@ -104,6 +104,7 @@ use proc_macro::TokenStream;
 /// | `store = self.store` | where the `Store` is; default: a parameter of type `&Store<B>` |
 /// | `lease = name` | the parameter that carries the lease; default: a parameter marked `#[lease]`, else one whose type is named `Lease` or `…Lease` |
 /// | `publish_once` | also set the published generation to the lease's, and refuse a second publication by the same generation |
+/// | `trait_impl` | the method implements a trait's method: leave out the `<method>_sql` companion (below), which a trait's `impl` cannot hold |
 /// | `key`, `generation`, `owner`, `expiry`, `published` | column names, when not the article's `ReportId`, `Generation`, `LeaseOwner`, `LeaseUntilUtc`, `PublishedGeneration` |
 /// | `crate = "fenced_guard"` | the path of the runtime crate, when `fenced` is not a dependency |
 ///
@@ -114,8 +115,43 @@ use proc_macro::TokenStream;
 ///
 /// The attribute also generates `fn <method>_sql(dialect: Dialect) -> &'static str`
 /// beside the method, the final statement for each database, for tests and
-/// documentation. So it goes on a free function or a method of an inherent `impl`, not
-/// on a trait's method.
+/// documentation.
+///
+/// # In a trait's `impl`
+///
+/// A repository behind a trait (to swap it in tests, say) declares the method in the
+/// trait as usual and puts the attribute on its implementation, with `trait_impl`: an
+/// `impl` of a trait may hold only the trait's items, so the `<method>_sql` companion is
+/// left out; the method is generated as anywhere else. The trait's own declaration is
+/// written without the attribute, and may ask for a `Send` future:
+///
+/// ```
+/// use fenced::{Backend, Lease, Outcome, Store, fenced_write};
+///
+/// pub trait ReportRepository {
+///     fn save(&self, lease: &Lease, payload: &str)
+///     -> impl Future<Output = fenced::Result<Outcome>> + Send;
+/// }
+///
+/// pub struct Reports<B> {
+///     store: Store<B>,
+/// }
+///
+/// impl<B: Backend> ReportRepository for Reports<B> {
+///     #[fenced_write(
+///         table = "ReportPublication",
+///         sql = "UPDATE ReportPublication SET Payload = @payload",
+///         store = self.store,
+///         trait_impl,
+///     )]
+///     async fn save(&self, lease: &Lease, payload: &str) -> fenced::Result<Outcome>;
+/// }
+/// ```
+///
+/// Without `trait_impl` there, the compiler refuses the companion: ``method `save_sql`
+/// is not a member of trait `ReportRepository` ``. Macros that rewrite a whole `impl`
+/// first, such as `#[async_trait]`, see the method before this attribute has generated
+/// its body, so they are not supported around it; native `async fn` in traits is.
 ///
 /// # What the compiler refuses
 ///
