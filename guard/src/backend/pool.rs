@@ -268,15 +268,25 @@ mod tests {
             .unwrap_or_else(|_| panic!("{what} did not happen"))
     }
 
+    /// A task that waits for a checkout and returns its connection: an idle one, or one
+    /// opened as `opened`.
+    fn spawn_checkout(pool: &Arc<Pool<u32>>, opened: u32) -> tokio::task::JoinHandle<u32> {
+        let pool = Arc::clone(pool);
+        tokio::spawn(async move {
+            *pool
+                .checkout(|| async move { Ok(opened) })
+                .await
+                .unwrap()
+                .conn()
+        })
+    }
+
     #[tokio::test]
     async fn a_waiting_checkout_gets_the_connection_given_back() {
         let pool = Pool::new(1);
         let opener = Opener(AtomicU32::new(0));
         let held = pool.checkout(|| opener.open()).await.unwrap();
-        let waiter = tokio::spawn({
-            let pool = Arc::clone(&pool);
-            async move { *pool.checkout(|| async { Ok(99) }).await.unwrap().conn() }
-        });
+        let waiter = spawn_checkout(&pool, 99);
         tokio::task::yield_now().await;
         assert!(!waiter.is_finished(), "waits while the only slot is taken");
         held.give_back();
@@ -289,14 +299,8 @@ mod tests {
         let pool = Pool::new(1);
         let opener = Opener(AtomicU32::new(0));
         let held = pool.checkout(|| opener.open()).await.unwrap();
-        let cancelled = tokio::spawn({
-            let pool = Arc::clone(&pool);
-            async move { pool.checkout(|| async { Ok(98) }).await.map(|_| ()) }
-        });
-        let next = tokio::spawn({
-            let pool = Arc::clone(&pool);
-            async move { *pool.checkout(|| async { Ok(99) }).await.unwrap().conn() }
-        });
+        let cancelled = spawn_checkout(&pool, 98);
+        let next = spawn_checkout(&pool, 99);
         tokio::task::yield_now().await;
         cancelled.abort();
         drop(held); // as after an error: closed, its slot freed
