@@ -24,7 +24,8 @@ pub use connection::PooledClient;
 const DEFAULT_MAX_CONNECTIONS: usize = 16;
 
 /// The PostgreSQL backend: a pool of connections, each statement prepared once per
-/// connection and kept with it. Cheap to clone (clones share the pool).
+/// connection and kept with it (up to [`Postgres::MAX_PREPARED_STATEMENTS`] per
+/// connection, the oldest closed first). Cheap to clone (clones share the pool).
 ///
 /// A connection goes back to the pool after a statement that completed, successfully or
 /// with an SQL error; one the server or the network closed, or whose statement was
@@ -46,6 +47,13 @@ impl std::fmt::Debug for Postgres {
 }
 
 impl Postgres {
+    /// How many prepared statements each connection keeps. A store uses a handful; the
+    /// bound is for statements sent through the backend directly
+    /// ([`Backend::execute`]), so that a stream of distinct texts cannot grow a
+    /// connection's statements, and the server's memory, without limit. Past it, the
+    /// statement prepared longest ago is closed.
+    pub const MAX_PREPARED_STATEMENTS: usize = connection::MAX_PREPARED_STATEMENTS;
+
     /// Connects with a libpq-style connection string (`host=127.0.0.1 user=postgres
     /// dbname=test`) or URL (`postgresql://postgres@127.0.0.1/test`), without TLS, with
     /// a pool of up to 16 connections. One connection is opened at once, so that an

@@ -72,6 +72,35 @@ mod connections {
     }
 
     #[tokio::test]
+    async fn a_connection_keeps_a_bounded_number_of_statements() {
+        let backend = connect(1).await;
+        let max = Postgres::MAX_PREPARED_STATEMENTS;
+        let first = "SELECT $1::bigint + 0";
+        for i in 0..=max {
+            let sql = format!("SELECT $1::bigint + {i}");
+            let sum = backend.query_row(&sql, &[Value::I64(1)]).await.unwrap();
+            assert_eq!(sum, Some(vec![Value::I64(1 + i64::try_from(i).unwrap())]));
+        }
+        let client = backend.client().await.unwrap();
+        let count: i64 = client
+            .query_one("SELECT count(*) FROM pg_prepared_statements", &[])
+            .await
+            .unwrap()
+            .get(0);
+        // The statement just used for counting is the client's own, not the pool's.
+        assert_eq!(count, i64::try_from(max).unwrap() + 1);
+        let oldest_kept: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1",
+                &[&first],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(oldest_kept, 0, "the oldest statement was closed");
+    }
+
+    #[tokio::test]
     async fn a_client_taken_from_the_pool_goes_back_when_dropped() {
         let backend = connect(1).await;
         let first = backend_pid(&backend).await.unwrap();

@@ -16,6 +16,10 @@ use tokio_postgres::{Client, Socket, Statement};
 use crate::backend::pool::Checkout;
 use crate::error::Result;
 
+/// How many prepared statements a connection keeps: see
+/// [`Postgres::MAX_PREPARED_STATEMENTS`](crate::Postgres::MAX_PREPARED_STATEMENTS).
+pub(crate) const MAX_PREPARED_STATEMENTS: usize = 256;
+
 /// One connection of the pool.
 pub(crate) struct Connection {
     client: Client,
@@ -38,6 +42,12 @@ impl Connection {
             Some(index) => index,
             None => {
                 let statement = self.client.prepare(sql).await?;
+                if self.prepared.len() >= MAX_PREPARED_STATEMENTS {
+                    // Dropping a statement closes it on the server. The oldest goes: the
+                    // store's own statements are few and are prepared first, so only a
+                    // stream of distinct texts sent through the backend reaches this.
+                    self.prepared.remove(0);
+                }
                 self.prepared.push((sql.into(), statement));
                 self.prepared.len() - 1
             }
