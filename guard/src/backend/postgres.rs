@@ -25,7 +25,7 @@ const DEFAULT_MAX_CONNECTIONS: usize = 16;
 
 /// The PostgreSQL backend: a pool of connections, each statement prepared once per
 /// connection and kept with it (up to [`Postgres::MAX_PREPARED_STATEMENTS`] per
-/// connection, the oldest closed first). Cheap to clone (clones share the pool).
+/// connection; past that, the one used longest ago is closed). Cheap to clone (clones share the pool).
 ///
 /// A connection goes back to the pool after a statement that completed, successfully or
 /// with an SQL error; one the server or the network closed, or whose statement was
@@ -51,7 +51,7 @@ impl Postgres {
     /// bound is for statements sent through the backend directly
     /// ([`Backend::execute`]), so that a stream of distinct texts cannot grow a
     /// connection's statements, and the server's memory, without limit. Past it, the
-    /// statement prepared longest ago is closed.
+    /// statement used longest ago is closed.
     pub const MAX_PREPARED_STATEMENTS: usize = connection::MAX_PREPARED_STATEMENTS;
 
     /// Connects with a libpq-style connection string (`host=127.0.0.1 user=postgres

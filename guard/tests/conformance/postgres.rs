@@ -75,8 +75,11 @@ mod connections {
     async fn a_connection_keeps_a_bounded_number_of_statements() {
         let backend = connect(1).await;
         let max = Postgres::MAX_PREPARED_STATEMENTS;
-        let first = "SELECT $1::bigint + 0";
+        // One statement runs all the time, as a store's do, between distinct others.
+        let hot = "SELECT $1::bigint * 2";
         for i in 0..=max {
+            let doubled = backend.query_row(hot, &[Value::I64(1)]).await.unwrap();
+            assert_eq!(doubled, Some(vec![Value::I64(2)]));
             let sql = format!("SELECT $1::bigint + {i}");
             let sum = backend.query_row(&sql, &[Value::I64(1)]).await.unwrap();
             assert_eq!(sum, Some(vec![Value::I64(1 + i64::try_from(i).unwrap())]));
@@ -88,16 +91,31 @@ mod connections {
             .unwrap()
             .get(0);
         // The statement just used for counting is the client's own, not the pool's.
-        assert_eq!(count, i64::try_from(max).unwrap() + 1);
-        let oldest_kept: i64 = client
-            .query_one(
-                "SELECT count(*) FROM pg_prepared_statements WHERE statement = $1",
-                &[&first],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(oldest_kept, 0, "the oldest statement was closed");
+        assert_eq!(count, i64::try_from(max).unwrap() + 1, "bounded");
+        let executions = |sql: &'static str| {
+            let client = &client;
+            async move {
+                client
+                    .query_opt(
+                        "SELECT (generic_plans + custom_plans)::bigint \
+                         FROM pg_prepared_statements WHERE statement = $1",
+                        &[&sql],
+                    )
+                    .await
+                    .unwrap()
+                    .map(|row| row.get::<_, i64>(0))
+            }
+        };
+        assert_eq!(
+            executions("SELECT $1::bigint + 0").await,
+            None,
+            "used longest ago: closed"
+        );
+        assert_eq!(
+            executions(hot).await,
+            Some(i64::try_from(max).unwrap() + 1),
+            "the statement in use all along was kept, prepared once"
+        );
     }
 
     #[tokio::test]

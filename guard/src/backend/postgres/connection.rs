@@ -23,8 +23,18 @@ pub(crate) const MAX_PREPARED_STATEMENTS: usize = 256;
 /// One connection of the pool.
 pub(crate) struct Connection {
     client: Client,
-    /// Each statement's text and its prepared form, in the order first used.
-    prepared: Vec<(Box<str>, Statement)>,
+    /// The statements prepared on this connection, in the order first prepared.
+    prepared: Vec<Prepared>,
+    /// Counts the statements run, to tell which prepared statement was used longest ago.
+    runs: u64,
+}
+
+/// A statement prepared on one connection.
+struct Prepared {
+    text: Box<str>,
+    statement: Statement,
+    /// The connection's run count when the statement last ran.
+    last_run: u64,
 }
 
 impl Connection {
@@ -36,23 +46,34 @@ impl Connection {
     /// The client, and `sql` prepared on this connection: prepared now if this is its
     /// first use here.
     pub(crate) async fn prepared(&mut self, sql: &str) -> Result<(&Client, &Statement)> {
+        self.runs += 1;
         // Comparing `str`s compares their lengths first, so statements of other lengths
         // cost one comparison each.
-        let index = match self.prepared.iter().position(|(text, _)| **text == *sql) {
+        let index = match self.prepared.iter().position(|p| *p.text == *sql) {
             Some(index) => index,
             None => {
                 let statement = self.client.prepare(sql).await?;
                 if self.prepared.len() >= MAX_PREPARED_STATEMENTS {
-                    // Dropping a statement closes it on the server. The oldest goes: the
-                    // store's own statements are few and are prepared first, so only a
-                    // stream of distinct texts sent through the backend reaches this.
-                    self.prepared.remove(0);
+                    // Dropping a statement closes it on the server. The one used longest
+                    // ago goes, so that a stream of distinct texts sent through the
+                    // backend does not push out the statements the store runs all the
+                    // time.
+                    let oldest = (0..self.prepared.len())
+                        .min_by_key(|&i| self.prepared[i].last_run)
+                        .unwrap_or(0);
+                    self.prepared.swap_remove(oldest);
                 }
-                self.prepared.push((sql.into(), statement));
+                self.prepared.push(Prepared {
+                    text: sql.into(),
+                    statement,
+                    last_run: 0,
+                });
                 self.prepared.len() - 1
             }
         };
-        Ok((&self.client, &self.prepared[index].1))
+        let prepared = &mut self.prepared[index];
+        prepared.last_run = self.runs;
+        Ok((&self.client, &prepared.statement))
     }
 
     /// Whether the connection can take another statement: `false` once the server or
@@ -90,6 +111,7 @@ where
             Ok(Connection {
                 client,
                 prepared: Vec::new(),
+                runs: 0,
             })
         })
     })
