@@ -2,8 +2,8 @@
 //! and a checkout that discards its connection unless explicitly given back.
 //!
 //! Giving back is the only way a connection returns to the pool, so a connection whose
-//! statement failed, or whose future was dropped mid-statement (a cancellation or a
-//! timeout), is closed and never reused.
+//! future was dropped mid-statement (a cancellation, a timeout, a panic), or that its
+//! backend judged unusable after an error, is closed and never reused.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -126,8 +126,7 @@ impl<T> Pool<T> {
 /// A connection taken from a [`Pool`]. Dropped without [`Checkout::give_back`], it
 /// closes the connection instead of returning it.
 pub(crate) struct Checkout<T> {
-    /// `None` only while [`Pool::checkout`] opens the connection, and after it is
-    /// given back.
+    /// `None` only while [`Pool::checkout`] opens the connection.
     conn: Option<T>,
     pool: Arc<Pool<T>>,
     /// Set by [`Checkout::give_back`]: the drop returns the connection for reuse.
