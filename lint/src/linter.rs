@@ -464,11 +464,21 @@ impl Linter {
                     );
                 }
             }
-            for literal in scanned.literals.iter().filter(|l| !l.skipped) {
-                if !prefilter.is_match(&text[literal.contents.clone()]) {
+            for unit in rust_units(&scanned) {
+                let pieces = &scanned.literals[unit];
+                let literal = &pieces[0];
+                if literal.skipped {
                     continue;
                 }
-                let (value, offsets) = rust::literal_value(text, literal);
+                let (value, offsets) = match pieces {
+                    [one] if !prefilter.is_match(&text[one.contents.clone()]) => continue,
+                    [one] => rust::literal_value(text, one),
+                    // A `concat!`, whose joined value is the statement.
+                    _ => match rust::joined_value(text, pieces) {
+                        (value, _) if !prefilter.is_match(&value) => continue,
+                        joined => joined,
+                    },
+                };
                 // Suppressions are comments of the file (`//` in Rust, `--` in SQL); a
                 // comment inside the string is part of the SQL text, often a fixture's.
                 let (found, checked, coverage) = self.check_literal(&value, true);
@@ -692,6 +702,28 @@ pub struct SqlFinding {
     pub message: String,
     /// What to do about it.
     pub help: Option<String>,
+}
+
+/// What to check in a Rust file, as index ranges of its literals: each `concat!` group
+/// whole, every other literal alone.
+fn rust_units(scanned: &rust::Scanned) -> Vec<Range<usize>> {
+    let mut units = Vec::with_capacity(scanned.literals.len());
+    let mut groups = scanned.concatenated.iter().peekable();
+    let mut i = 0;
+    while i < scanned.literals.len() {
+        match groups.peek() {
+            Some(group) if group.start == i => {
+                units.push((*group).clone());
+                i = group.end;
+                groups.next();
+            }
+            _ => {
+                units.push(i..i + 1);
+                i += 1;
+            }
+        }
+    }
+    units
 }
 
 fn add_coverage(total: &mut Coverage, more: Coverage) {

@@ -559,3 +559,31 @@ fn check_scanned_agrees_with_check_text() {
         ]
     );
 }
+
+#[test]
+fn a_concat_is_checked_as_one_statement() {
+    let split = |first: &str, second: &str| {
+        format!(
+            "fn f() {{\n    db.execute(concat!(\n        \"{first}\",\n        \"{second}\"\n    ), &[]);\n}}\n"
+        )
+    };
+    let head = "UPDATE dbo.ReportPublication SET Payload = @p ";
+    let fenced = "WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o \
+                  AND LeaseUntilUtc > SYSUTCDATETIME()";
+    assert_eq!(found("src/repo.rs", split(head, fenced).as_bytes()), []);
+    // Negative control: the same pieces as two separate strings. The first alone is an
+    // UPDATE without a fence.
+    let separate = format!(
+        "fn f() {{\n    db.execute(\"{head}\", &[]);\n    db.execute(\"{fenced}\", &[]);\n}}\n"
+    );
+    assert_eq!(
+        found("src/repo.rs", separate.as_bytes()),
+        [(Rule::UnfencedWrite, 2, 17)]
+    );
+    // Unfenced across the pieces: reported, at the statement's start in the first piece.
+    let unfenced = split(head, "WHERE ReportId = @id");
+    assert_eq!(
+        found("src/repo.rs", unfenced.as_bytes()),
+        [(Rule::UnfencedWrite, 3, 10)]
+    );
+}

@@ -6,6 +6,8 @@
 //! a literal's *value* back to the file, escapes and line continuations included.
 //! Literals inside attributes (`#[doc = "..."]`) and inside the bodies of functions
 //! annotated `#[fenced_write]` (which the compiler already checks) are marked skipped.
+//! The string literals of a `concat!` that holds nothing else are reported as one group,
+//! so that a statement split over several literals is checked whole.
 
 use std::ops::Range;
 
@@ -38,6 +40,62 @@ pub struct Scanned {
     pub literals: Vec<Literal>,
     /// Plain line comments, in order.
     pub comments: Vec<LineComment>,
+    /// Runs of [`Scanned::literals`] (index ranges, at least two literals each) that are
+    /// the whole arguments of one `concat!`: the compiler joins them into one string.
+    pub concatenated: Vec<Range<usize>>,
+}
+
+/// The arguments of a `concat!` being scanned.
+struct Concat {
+    /// Delimiters open inside the macro's own, which is depth 1.
+    depth: usize,
+    /// The first of its literals, if any yet.
+    first: Option<usize>,
+    /// How many literals it holds.
+    count: usize,
+    /// Only string literals and commas so far.
+    only_strings: bool,
+}
+
+impl Concat {
+    /// A closing delimiter: the end of a nested group, or of the macro's arguments,
+    /// which makes its literals a group if they are all it holds.
+    fn close_delimiter(concat: &mut Option<Concat>, concatenated: &mut Vec<Range<usize>>) {
+        let Some(c) = concat.as_mut() else { return };
+        c.depth -= 1;
+        if c.depth > 0 {
+            return;
+        }
+        if let (true, Some(first)) = (c.only_strings && c.count >= 2, c.first) {
+            concatenated.push(first..first + c.count);
+        }
+        *concat = None;
+    }
+
+    /// A token other than a string literal or a comma, directly in the arguments or
+    /// nested: the joined value would not be the literals' alone.
+    fn other_token(concat: &mut Option<Concat>) {
+        if let Some(c) = concat.as_mut() {
+            c.only_strings = false;
+        }
+    }
+}
+
+/// After the identifier `concat` ending at `i`: the offset just past `!(` or `![`, if
+/// that is what follows (whitespace allowed between).
+fn concat_opening(bytes: &[u8], mut i: usize) -> Option<usize> {
+    let skip_whitespace = |mut j: usize| {
+        while bytes.get(j).is_some_and(u8::is_ascii_whitespace) {
+            j += 1;
+        }
+        j
+    };
+    i = skip_whitespace(i);
+    if bytes.get(i) != Some(&b'!') {
+        return None;
+    }
+    i = skip_whitespace(i + 1);
+    matches!(bytes.get(i), Some(b'(') | Some(b'[')).then_some(i + 1)
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -60,6 +118,7 @@ pub fn scan(text: &str) -> Scanned {
     let mut seen_fn = false;
     let mut skip_above_depth: Option<usize> = None;
     let mut statement_start: Option<usize> = None;
+    let mut concat: Option<Concat> = None;
     while i < bytes.len() {
         let b = bytes[i];
         if b.is_ascii_whitespace() {
@@ -103,6 +162,14 @@ pub fn scan(text: &str) -> Scanned {
         if let Some((end, contents, raw)) = literal {
             let in_attribute = bracket_depth_in_attribute.is_some();
             let in_skipped_fn = skip_above_depth.is_some_and(|d| brace_depth > d);
+            if let Some(c) = concat.as_mut() {
+                if c.depth == 1 {
+                    c.first.get_or_insert(out.literals.len());
+                    c.count += 1;
+                } else {
+                    c.only_strings = false;
+                }
+            }
             out.literals.push(Literal {
                 range: i..end,
                 contents,
@@ -114,7 +181,20 @@ pub fn scan(text: &str) -> Scanned {
             continue;
         }
         match b {
+            b',' => i += 1,
+            b'(' => {
+                if let Some(c) = concat.as_mut() {
+                    c.depth += 1;
+                    c.only_strings = false;
+                }
+                i += 1;
+            }
+            b')' => {
+                Concat::close_delimiter(&mut concat, &mut out.concatenated);
+                i += 1;
+            }
             b'\'' => {
+                Concat::other_token(&mut concat);
                 // A char literal or a lifetime / label.
                 if bytes.get(i + 1) == Some(&b'\\') {
                     let mut j = i + 2;
@@ -137,6 +217,7 @@ pub fn scan(text: &str) -> Scanned {
             b'#' if bytes.get(i + 1) == Some(&b'[')
                 || (bytes.get(i + 1) == Some(&b'!') && bytes.get(i + 2) == Some(&b'[')) =>
             {
+                Concat::other_token(&mut concat);
                 i += if bytes[i + 1] == b'!' { 3 } else { 2 };
                 bracket_depth_in_attribute = Some(1);
                 attribute_has_fenced_write = false;
@@ -145,9 +226,14 @@ pub fn scan(text: &str) -> Scanned {
                 if let Some(d) = bracket_depth_in_attribute.as_mut() {
                     *d += 1;
                 }
+                if let Some(c) = concat.as_mut() {
+                    c.depth += 1;
+                    c.only_strings = false;
+                }
                 i += 1;
             }
             b']' => {
+                Concat::close_delimiter(&mut concat, &mut out.concatenated);
                 if let Some(d) = bracket_depth_in_attribute.as_mut() {
                     *d -= 1;
                     if *d == 0 {
@@ -161,6 +247,8 @@ pub fn scan(text: &str) -> Scanned {
                 i += 1;
             }
             b'{' => {
+                // Not inside a `concat!`'s arguments in code that compiles.
+                concat = None;
                 if pending_fenced_fn && seen_fn && bracket_depth_in_attribute.is_none() {
                     if skip_above_depth.is_none() {
                         skip_above_depth = Some(brace_depth);
@@ -172,6 +260,7 @@ pub fn scan(text: &str) -> Scanned {
                 i += 1;
             }
             b'}' => {
+                concat = None;
                 brace_depth = brace_depth.saturating_sub(1);
                 if skip_above_depth == Some(brace_depth) {
                     skip_above_depth = None;
@@ -180,6 +269,7 @@ pub fn scan(text: &str) -> Scanned {
                 i += 1;
             }
             b';' => {
+                concat = None;
                 if pending_fenced_fn && seen_fn {
                     pending_fenced_fn = false;
                 }
@@ -194,6 +284,20 @@ pub fn scan(text: &str) -> Scanned {
                     i += 1;
                 }
                 let ident = &text[start..i];
+                Concat::other_token(&mut concat);
+                if ident == "concat"
+                    && concat.is_none()
+                    && let Some(after) = concat_opening(bytes, i)
+                {
+                    concat = Some(Concat {
+                        depth: 1,
+                        first: None,
+                        count: 0,
+                        only_strings: true,
+                    });
+                    i = after;
+                    continue;
+                }
                 if bracket_depth_in_attribute.is_some() && ident == "fenced_write" {
                     attribute_has_fenced_write = true;
                 }
@@ -202,6 +306,7 @@ pub fn scan(text: &str) -> Scanned {
                 }
             }
             b'0'..=b'9' => {
+                Concat::other_token(&mut concat);
                 while i < bytes.len()
                     && (bytes[i].is_ascii_alphanumeric()
                         || bytes[i] == b'_'
@@ -211,6 +316,7 @@ pub fn scan(text: &str) -> Scanned {
                 }
             }
             _ => {
+                Concat::other_token(&mut concat);
                 i += text[i..].chars().next().map_or(1, char::len_utf8);
             }
         }
@@ -338,6 +444,21 @@ pub fn literal_value(text: &str, literal: &Literal) -> (String, Vec<usize>) {
     (value, offsets)
 }
 
+/// The joined value of consecutive literals (a `concat!`'s), with the offsets of
+/// [`literal_value`]: each byte of the value maps to the literal it came from.
+pub fn joined_value(text: &str, literals: &[Literal]) -> (String, Vec<usize>) {
+    let mut value = String::new();
+    let mut offsets = Vec::new();
+    for literal in literals {
+        let (piece, piece_offsets) = literal_value(text, literal);
+        value.push_str(&piece);
+        // Each piece's offsets end with one past its end; only the last piece's stays.
+        offsets.extend_from_slice(&piece_offsets[..piece_offsets.len() - 1]);
+    }
+    offsets.push(literals.last().map_or(0, |l| l.contents.end));
+    (value, offsets)
+}
+
 fn push(value: &mut String, offsets: &mut Vec<usize>, c: char, source: usize) {
     value.push(c);
     offsets.extend((0..c.len_utf8()).map(|i| source + i));
@@ -422,5 +543,44 @@ impl Repo {
                 let _ = literal_value(text, literal);
             }
         }
+    }
+
+    #[test]
+    fn a_concat_of_strings_only_is_one_group() {
+        let text = r#"fn f() { db.execute(concat!("UPDATE T SET a = 1 ", "WHERE k = $1",), &[]); let b = "x"; }"#;
+        let scanned = scan(text);
+        assert_eq!(scanned.concatenated, vec![0..2]);
+        let (value, offsets) = joined_value(text, &scanned.literals[0..2]);
+        assert_eq!(value, "UPDATE T SET a = 1 WHERE k = $1");
+        let w = value.find("WHERE").unwrap();
+        assert_eq!(
+            &text[offsets[w]..offsets[w] + 5],
+            "WHERE",
+            "maps into the second literal"
+        );
+        assert_eq!(offsets[value.len()], scanned.literals[1].contents.end);
+        assert_eq!(
+            scan(r#"let q = std::concat! [ "a ", r"b" ];"#).concatenated,
+            vec![0..2]
+        );
+    }
+
+    #[test]
+    fn a_concat_with_anything_else_is_no_group() {
+        for text in [
+            r#"concat!("a ", stringify!(b))"#,
+            r#"concat!("a ", 1, "b")"#,
+            r#"concat!("a ", 'c', "b")"#,
+            r#"concat!("a ", env!("X"), "b")"#,
+            r#"concat!("a", concat!("b", "c"))"#,
+            r#"concat!("a")"#,
+            r#"concat!("a", "b"; "c")"#,
+            r#"concat!("a", "b""#,
+            r#"concat("a", "b")"#,
+        ] {
+            assert!(scan(text).concatenated.is_empty(), "{text}");
+        }
+        // Without a group each literal is still found alone.
+        assert_eq!(scan(r#"concat!("a ", 1, "b")"#).literals.len(), 2);
     }
 }
