@@ -58,6 +58,15 @@ struct Concat {
 }
 
 impl Concat {
+    /// An opening delimiter inside the arguments: a nested group, whose contents are
+    /// not plain string literals of the macro.
+    fn open_delimiter(concat: &mut Option<Concat>) {
+        if let Some(c) = concat.as_mut() {
+            c.depth += 1;
+            c.only_strings = false;
+        }
+    }
+
     /// A closing delimiter: the end of a nested group, or of the macro's arguments,
     /// which makes its literals a group if they are all it holds.
     fn close_delimiter(concat: &mut Option<Concat>, concatenated: &mut Vec<Range<usize>>) {
@@ -183,10 +192,7 @@ pub fn scan(text: &str) -> Scanned {
         match b {
             b',' => i += 1,
             b'(' => {
-                if let Some(c) = concat.as_mut() {
-                    c.depth += 1;
-                    c.only_strings = false;
-                }
+                Concat::open_delimiter(&mut concat);
                 i += 1;
             }
             b')' => {
@@ -226,10 +232,7 @@ pub fn scan(text: &str) -> Scanned {
                 if let Some(d) = bracket_depth_in_attribute.as_mut() {
                     *d += 1;
                 }
-                if let Some(c) = concat.as_mut() {
-                    c.depth += 1;
-                    c.only_strings = false;
-                }
+                Concat::open_delimiter(&mut concat);
                 i += 1;
             }
             b']' => {
