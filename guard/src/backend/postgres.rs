@@ -115,6 +115,12 @@ impl Postgres {
     /// A connection from the pool, for statements of the application's own, waiting
     /// for one if all are taken. Dropping the [`PooledClient`] gives it back.
     ///
+    /// Give it back as it was taken: a transaction begun with a plain `BEGIN` and not
+    /// ended stays open on the connection, and the statements the pool runs next on it,
+    /// the guard's included, would run inside it and be lost with it. Use
+    /// [`Client::transaction`](tokio_postgres::Client::transaction), which rolls back
+    /// when dropped, and leave session settings (`SET`) as they were.
+    ///
     /// # Errors
     ///
     /// [`Error::Postgres`] if a new connection was needed and could not be opened.

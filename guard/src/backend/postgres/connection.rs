@@ -120,7 +120,8 @@ where
 /// A connection taken from a [`Postgres`](crate::Postgres) backend's pool, for running
 /// statements of the application's own on the same connections. Dereferences to
 /// tokio-postgres's [`Client`]. Dropping it gives the connection back to the pool,
-/// unless the connection has been closed.
+/// unless the connection has been closed; leave no transaction open on it (see
+/// [`Postgres::client`](crate::Postgres::client)).
 pub struct PooledClient {
     checkout: Option<Checkout<Connection>>,
 }
