@@ -27,6 +27,11 @@ const DEFAULT_MAX_CONNECTIONS: usize = 16;
 /// connection and kept with it (up to [`Postgres::MAX_PREPARED_STATEMENTS`] per
 /// connection; past that, the one used longest ago is closed). Cheap to clone (clones share the pool).
 ///
+/// A kept statement survives changes to the tables it names: the server plans it again,
+/// and one whose rows changed shape (a `SELECT *` over a table that gained a column,
+/// which the server refuses with "cached plan must not change result type") is
+/// prepared again and run once more.
+///
 /// A connection goes back to the pool after a statement that completed, successfully or
 /// with an SQL error; one the server or the network closed, or whose statement was
 /// cancelled (its future dropped), is discarded and replaced when next needed.
@@ -270,18 +275,35 @@ impl Backend for Postgres {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        let params = refs(params);
         self.with_connection(async |conn| {
-            let (client, statement) = conn.prepared(sql).await?;
-            Ok(client.execute(statement, &refs(params)).await?)
+            let mut prepared_again = false;
+            loop {
+                let (client, statement) = conn.prepared(sql).await?;
+                match client.execute(statement, &params).await {
+                    Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+                        prepared_again = true;
+                    }
+                    result => return Ok(result?),
+                }
+            }
         })
         .await
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        let params = refs(params);
         self.with_connection(async |conn| {
-            let (client, statement) = conn.prepared(sql).await?;
-            let rows = client.query(statement, &refs(params)).await?;
-            rows.first().map(decode).transpose()
+            let mut prepared_again = false;
+            loop {
+                let (client, statement) = conn.prepared(sql).await?;
+                match client.query(statement, &params).await {
+                    Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+                        prepared_again = true;
+                    }
+                    result => return result?.first().map(decode).transpose(),
+                }
+            }
         })
         .await
     }

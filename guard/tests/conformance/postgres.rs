@@ -71,6 +71,41 @@ mod connections {
         );
     }
 
+    /// A kept statement whose table was altered since it was prepared still runs: the
+    /// server refuses the old plan ("cached plan must not change result type"), and
+    /// the statement is prepared again. A temporary table keeps the test to its one
+    /// connection.
+    #[tokio::test]
+    async fn a_statement_kept_across_an_altered_table_is_prepared_again() {
+        let backend = connect(1).await;
+        backend
+            .execute_batch(
+                "CREATE TEMPORARY TABLE altered (a bigint); INSERT INTO altered VALUES (1)",
+            )
+            .await
+            .unwrap();
+        let select = "SELECT * FROM altered";
+        let update = "UPDATE altered SET a = a + $1 RETURNING *";
+        assert_eq!(
+            backend.query_row(select, &[]).await.unwrap(),
+            Some(vec![Value::I64(1)])
+        );
+        assert_eq!(backend.execute(update, &[Value::I64(1)]).await.unwrap(), 1);
+        backend
+            .execute_batch("ALTER TABLE altered ADD COLUMN b bigint DEFAULT 7")
+            .await
+            .unwrap();
+        assert_eq!(
+            backend.query_row(select, &[]).await.unwrap(),
+            Some(vec![Value::I64(2), Value::I64(7)])
+        );
+        assert_eq!(backend.execute(update, &[Value::I64(1)]).await.unwrap(), 1);
+        assert_eq!(
+            backend.query_row(select, &[]).await.unwrap(),
+            Some(vec![Value::I64(3), Value::I64(7)])
+        );
+    }
+
     #[tokio::test]
     async fn a_connection_keeps_a_bounded_number_of_statements() {
         let backend = connect(1).await;

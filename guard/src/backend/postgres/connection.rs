@@ -10,6 +10,7 @@ use std::ops::Deref;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::{Client, Socket, Statement};
 
@@ -74,6 +75,30 @@ impl Connection {
         let prepared = &mut self.prepared[index];
         prepared.last_run = self.runs;
         Ok((&self.client, &prepared.statement))
+    }
+
+    /// Forgets `sql`'s kept statement if `error` is the server refusing to run it
+    /// because its rows would now have another shape; returns whether it did, and so
+    /// whether the statement should be prepared again and run once more.
+    ///
+    /// A kept statement outlives changes to the tables it names. The server plans it
+    /// again by itself, but refuses to run it once its result type changes (a
+    /// `SELECT *` or `RETURNING *` over a table that gained a column): "cached plan must
+    /// not change result type". The refused attempt ran nothing, since the server
+    /// checks the plan before it executes, and the backend's statements are
+    /// autocommitted, so no transaction is left aborted by it.
+    pub(crate) fn forget_stale(&mut self, sql: &str, error: &tokio_postgres::Error) -> bool {
+        let stale = error.as_db_error().is_some_and(|db| {
+            // Told by the code and the server function that raises it, not by the
+            // message, which the server may translate.
+            *db.code() == SqlState::FEATURE_NOT_SUPPORTED
+                && db.routine() == Some("RevalidateCachedQuery")
+        });
+        if stale {
+            // Dropping the statement closes it on the server.
+            self.prepared.retain(|p| *p.text != *sql);
+        }
+        stale
     }
 
     /// Whether the connection can take another statement: `false` once the server or
