@@ -70,6 +70,62 @@ pub enum Error {
     #[cfg(feature = "mssql")]
     #[error("sql server connection failed")]
     MssqlConnect(#[source] std::io::Error),
+    /// A publication sent with an operation id by
+    /// [`Work::publication_retries`](crate::Work::publication_retries) failed on every
+    /// attempt, each time without a clear answer ([`Error::may_have_committed`]): it may
+    /// or may not have committed. [`Store::resolve`](crate::Store::resolve) `op` to
+    /// know.
+    #[error("publication {op} failed {attempts} times and may or may not have committed")]
+    PublicationUnsettled {
+        /// The operation id every attempt carried.
+        op: uuid::Uuid,
+        /// How many attempts were sent.
+        attempts: u32,
+        /// The last attempt's error.
+        #[source]
+        source: Box<Error>,
+    },
+}
+
+impl Error {
+    /// Whether a write that ended with this error may nonetheless have committed: its
+    /// answer was lost or could not be read (a network or driver error, a connection
+    /// closed or ended by the server, an answer the protocol did not expect, a failed
+    /// blocking task). Then an operation id tells what happened
+    /// ([`Store::resolve`](crate::Store::resolve)).
+    ///
+    /// `false` when the database answered the statement with an error, which rolls an
+    /// autocommitted statement back (SQLite runs in the process, so every error of its
+    /// own is such an answer), and for errors raised before anything was sent (bad
+    /// input or configuration, a cancelled wait, a failed connection to SQL Server).
+    pub fn may_have_committed(&self) -> bool {
+        match self {
+            Error::InvalidIdentifier { .. }
+            | Error::ProtectedColumn { .. }
+            | Error::Config(_)
+            | Error::KeyType { .. }
+            | Error::InvalidTtl { .. }
+            | Error::Cancelled => false,
+            Error::UnexpectedResult(_) | Error::Task(_) | Error::PublicationUnsettled { .. } => {
+                true
+            }
+            // An error of severity ERROR ends only its statement; FATAL or PANIC ends
+            // the session, and could follow a commit whose answer was not yet read.
+            #[cfg(feature = "postgres")]
+            Error::Postgres(error) => error.as_db_error().is_none_or(|db| {
+                !matches!(
+                    db.parsed_severity(),
+                    Some(tokio_postgres::error::Severity::Error)
+                )
+            }),
+            #[cfg(feature = "sqlite")]
+            Error::Sqlite(_) => false,
+            #[cfg(feature = "mssql")]
+            Error::Mssql(error) => !matches!(error, tiberius::error::Error::Server(_)),
+            #[cfg(feature = "mssql")]
+            Error::MssqlConnect(_) => false,
+        }
+    }
 }
 
 /// The crate's result type.

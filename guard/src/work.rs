@@ -6,7 +6,8 @@
 //! the closure returns (once per generation, fenced), and releases the row on a
 //! separate, bounded timeout. A release that fails is logged with `tracing::warn!`, not
 //! returned: the lease will expire. Errors of the acquisition and of the publication
-//! are returned.
+//! are returned; with [`Work::publication_retries`] a publication whose answer was lost
+//! is first sent again under an operation id, which settles whether it was published.
 //!
 //! ```
 //! # #[cfg(feature = "sqlite")]
@@ -58,6 +59,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -119,6 +121,7 @@ pub struct Work<'s, B> {
     keeper: KeeperBuilder,
     release_timeout: Duration,
     publish_and_release: bool,
+    publication_retries: u32,
 }
 
 impl<B> Clone for Work<'_, B> {
@@ -131,6 +134,7 @@ impl<B> Clone for Work<'_, B> {
             keeper: self.keeper,
             release_timeout: self.release_timeout,
             publish_and_release: self.publish_and_release,
+            publication_retries: self.publication_retries,
         }
     }
 }
@@ -146,6 +150,7 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
             keeper: KeeperBuilder::default(),
             release_timeout: DEFAULT_RELEASE_TIMEOUT,
             publish_and_release: false,
+            publication_retries: 0,
         }
     }
 
@@ -195,6 +200,34 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
         self
     }
 
+    /// Settles a publication whose answer was lost. With `retries` above zero the
+    /// publication carries an operation id ([`Store::publish_op`], recorded in the
+    /// outcomes table that [`Store::create_schema`] creates), and when it fails without
+    /// a clear answer (the network, a closed connection: [`Error::may_have_committed`])
+    /// it is sent again with the same id, up to `retries` more times. The id makes
+    /// every attempt safe: an attempt that finds the first one committed answers
+    /// "already applied", and the work ends [`Completion::Published`]; one that finds
+    /// the lease gone and nothing published ends [`Completion::Refused`]. An error the
+    /// database answered with (an unknown column, say), or one found before anything
+    /// was sent, is returned at once: nothing was published.
+    ///
+    /// Default 0: one attempt, no operation id, and an error leaves the caller not
+    /// knowing whether the work was published.
+    ///
+    /// ```
+    /// # #[cfg(feature = "sqlite")]
+    /// # async fn example(store: fenced_guard::Store<fenced_guard::Sqlite>) {
+    /// use fenced_guard::Work;
+    ///
+    /// let rebuild = Work::new(&store).publication_retries(2);
+    /// # let _ = rebuild;
+    /// # }
+    /// ```
+    pub fn publication_retries(mut self, retries: u32) -> Self {
+        self.publication_retries = retries;
+        self
+    }
+
     /// Runs `work` under a lease on `key`.
     ///
     /// Acquires the row (see [`acquire_timeout`](Work::acquire_timeout)); if it is not
@@ -213,8 +246,10 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
     /// [`Store::acquire`], and [`Error::Cancelled`] when the [parent
     /// token](Work::cancel) is cancelled before the row is acquired;
     /// every error of [`Store::publish`], returned after the release was attempted. A
-    /// publication error does not prove that nothing was published. Release errors are
-    /// logged, never returned.
+    /// publication error does not prove that nothing was published; with
+    /// [`publication_retries`](Work::publication_retries), one that persists through
+    /// every attempt is [`Error::PublicationUnsettled`], which names the operation id
+    /// to [`resolve`](Store::resolve). Release errors are logged, never returned.
     pub async fn run<F, Fut, S, E>(&self, key: impl Into<Key>, work: F) -> Result<Completion<E>>
     where
         F: FnOnce(Lease, CancellationToken) -> Fut,
@@ -265,11 +300,7 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
             .iter()
             .map(|(name, value)| (name.as_ref(), value.clone()))
             .collect();
-        let published = if self.publish_and_release {
-            self.store.publish_and_release(&lease, &assignments).await
-        } else {
-            self.store.publish(&lease, &assignments).await
-        };
+        let published = self.publish(&lease, &assignments).await;
         let released = self.publish_and_release && matches!(published, Ok(Outcome::Applied));
         if !released {
             self.release(&lease).await;
@@ -287,6 +318,53 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
                     "publication refused"
                 );
                 Ok(Completion::Refused { loss })
+            }
+        }
+    }
+
+    /// Publishes `assignments` under `lease`, as the settings say: once, or with an
+    /// operation id and up to [`publication_retries`](Work::publication_retries) more
+    /// attempts. `Applied` when the publication is in effect, by this attempt or an
+    /// earlier one (whose `publish_and_release` released the row too).
+    async fn publish(&self, lease: &Lease, assignments: &[(&str, Value)]) -> Result<Outcome> {
+        if self.publication_retries == 0 {
+            return if self.publish_and_release {
+                self.store.publish_and_release(lease, assignments).await
+            } else {
+                self.store.publish(lease, assignments).await
+            };
+        }
+        let op = Uuid::new_v4();
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let attempt = if self.publish_and_release {
+                self.store
+                    .publish_and_release_op(lease, op, assignments)
+                    .await
+            } else {
+                self.store.publish_op(lease, op, assignments).await
+            };
+            match attempt {
+                Ok(outcome) if outcome.is_in_effect() => return Ok(Outcome::Applied),
+                Ok(_) => return Ok(Outcome::Refused),
+                Err(error) if !error.may_have_committed() => return Err(error),
+                Err(error) if attempts > self.publication_retries => {
+                    return Err(Error::PublicationUnsettled {
+                        op,
+                        attempts,
+                        source: Box::new(error),
+                    });
+                }
+                Err(error) => tracing::warn!(
+                    table = %self.store.table().name(),
+                    key = %lease.key(),
+                    generation = lease.generation(),
+                    %op,
+                    attempt = attempts,
+                    error = &error as &dyn std::error::Error,
+                    "publication failed; sending it again with the same operation id"
+                ),
             }
         }
     }

@@ -66,6 +66,7 @@ macro_rules! suite {
             work_publishes_then_releases,
             work_does_not_run_when_the_row_is_held,
             work_failure_is_returned_and_the_row_released,
+            work_with_publication_retries_publishes_once,
             release_failure_is_logged_not_raised,
             release_is_bounded_by_its_own_timeout,
             publication_error_propagates_after_the_release,
@@ -782,6 +783,48 @@ async fn work_failure_is_returned_and_the_row_released<F: Fixture>(fx: Arc<F>) {
     }
     let row = read(&store, &key).await;
     assert_eq!((row.generation, row.owner, row.published), (1, None, 0));
+}
+
+/// With publication retries the publication carries an operation id: published once,
+/// in both shapes. An error the database answers with is returned as it is, not retried
+/// (the negative case: the wrapper that says "may have committed").
+async fn work_with_publication_retries_publishes_once<F: Fixture>(fx: Arc<F>) {
+    let (store, key) = fresh(&*fx).await;
+    let work = Work::new(&store).publication_retries(2);
+    for (generation, fused) in [(1, false), (2, true)] {
+        let done = work
+            .clone()
+            .publish_and_release(fused)
+            .run(key.clone(), |lease, _| async move {
+                Ok::<_, String>(payload(&format!("gen {}", lease.generation())).to_vec())
+            })
+            .await
+            .unwrap();
+        assert!(
+            matches!(done, Completion::Published { generation: g } if g == generation),
+            "{done:?}"
+        );
+        let row = read(&store, &key).await;
+        assert_eq!(
+            (row.generation, row.owner, row.published),
+            (generation, None, generation)
+        );
+        assert_eq!(row.payload, Some(format!("gen {generation}")));
+    }
+
+    let error = work
+        .run(key.clone(), |_, _| async {
+            Ok::<_, String>(vec![("NoSuchColumn", Value::from("x"))])
+        })
+        .await
+        .unwrap_err();
+    assert!(!error.may_have_committed(), "{error:?}");
+    assert!(
+        !matches!(error, Error::PublicationUnsettled { .. }),
+        "{error:?}"
+    );
+    let row = read(&store, &key).await;
+    assert_eq!((row.generation, row.owner, row.published), (3, None, 2));
 }
 
 async fn release_failure_is_logged_not_raised<F: Fixture>(fx: Arc<F>) {

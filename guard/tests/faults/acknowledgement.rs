@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use fenced_guard::{Backend, Error, Lease, OperationOutcome, Outcome, Resolution, Store, Value};
+use fenced_guard::{
+    Backend, Completion, Error, Lease, OperationOutcome, Outcome, Resolution, Store, Value, Work,
+};
 use uuid::Uuid;
 
 use crate::history::Bench;
@@ -213,6 +215,88 @@ async fn write_delayed_past_expiry_is_refused_by_the_database_clock() {
         let slow = s.store.update(&lease, &columns("slow")).await.unwrap();
         s.proxy.set_delay(Duration::ZERO);
         assert_eq!(slow, Outcome::Applied, "negative control");
+    })
+    .await;
+}
+
+/// Runs a unit of work through the proxied store with `retries` publication retries,
+/// arming `fault` for `times` statements once the work has the lease, so that it hits
+/// the publication (and, for `times` above one, the attempts after it).
+async fn work_with_fault(
+    s: &Setup,
+    retries: u32,
+    fault: Fault,
+    times: u32,
+) -> fenced_guard::Result<Completion<std::convert::Infallible>> {
+    Work::new(&s.store)
+        .ttl(TTL)
+        .publication_retries(retries)
+        .run(1i64, |_lease, _stop| async move {
+            s.proxy.arm_for(fault, times);
+            Ok(vec![("Payload", Value::from("report"))])
+        })
+        .await
+}
+
+/// `Work` with publication retries settles a lost acknowledgement: the retry carries
+/// the same operation id, finds the first attempt committed, and the work ends
+/// published, once. Negative control: without retries the same fault is an error,
+/// although the server did publish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_with_publication_retries_settles_a_lost_acknowledgement() {
+    with_setup(|s| async move {
+        let done = work_with_fault(&s, 1, Fault::CutAfterCommit, 1).await;
+        assert_eq!(s.proxy.fired(), 1, "the cut happened on the publication");
+        assert!(
+            matches!(done, Ok(Completion::Published { generation: 1 })),
+            "{done:?}"
+        );
+        assert_eq!(published(&s).await, (1, Some("report".to_owned())));
+
+        let done = work_with_fault(&s, 0, Fault::CutAfterCommit, 1).await;
+        assert_eq!(s.proxy.fired(), 2);
+        assert!(matches!(done, Err(Error::Postgres(_))), "{done:?}");
+        assert_eq!(published(&s).await, (2, Some("report".to_owned())));
+    })
+    .await;
+}
+
+/// A publication that never reached the server is sent again and applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_with_publication_retries_sends_a_cut_publication_again() {
+    with_setup(|s| async move {
+        let done = work_with_fault(&s, 1, Fault::CutBeforeExecute, 1).await;
+        assert_eq!(s.proxy.fired(), 1, "the cut happened on the publication");
+        assert!(
+            matches!(done, Ok(Completion::Published { generation: 1 })),
+            "{done:?}"
+        );
+        assert_eq!(published(&s).await, (1, Some("report".to_owned())));
+    })
+    .await;
+}
+
+/// When every attempt fails, the error names the operation id, which then resolves;
+/// the row was released after the work, so the next lease is the next generation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_whose_every_publication_attempt_fails_names_its_operation_id() {
+    with_setup(|s| async move {
+        let done = work_with_fault(&s, 2, Fault::CutBeforeExecute, 3).await;
+        assert_eq!(s.proxy.fired(), 3, "one cut per attempt");
+        let Err(Error::PublicationUnsettled {
+            op,
+            attempts,
+            source,
+        }) = done
+        else {
+            panic!("expected an unsettled publication: {done:?}");
+        };
+        assert_eq!(attempts, 3);
+        assert!(matches!(*source, Error::Postgres(_)), "{source:?}");
+        assert_eq!(s.store.resolve(op).await.unwrap(), Resolution::NotApplied);
+        assert_eq!(published(&s).await, (0, None));
+        let next = acquire(&s, TTL).await;
+        assert_eq!(next.generation(), 2, "the row was released after the work");
     })
     .await;
 }

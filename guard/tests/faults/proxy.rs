@@ -14,7 +14,8 @@
 //!   hears so.
 //! - [`Proxy::set_delay`]: every batch in both directions waits that long first.
 //!
-//! A fault is armed once and fires at most once. The client must not ask for TLS (the
+//! A fault is armed for one statement ([`Proxy::arm`]) or for a number of them
+//! ([`Proxy::arm_for`]), and fires once for each. The client must not ask for TLS (the
 //! tests connect with `sslmode=disable`).
 
 use std::net::SocketAddr;
@@ -28,7 +29,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 
-/// A fault to inject into the next statement that passes.
+/// A fault to inject into the next statements that pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// Drop the statement before it reaches the server, and close the connection.
@@ -40,7 +41,8 @@ pub enum Fault {
 
 #[derive(Debug, Default)]
 struct Control {
-    armed: Mutex<Option<Fault>>,
+    /// The armed fault and how many more statements it is for.
+    armed: Mutex<Option<(Fault, u32)>>,
     delay: Mutex<Duration>,
     fired: AtomicU64,
 }
@@ -48,12 +50,13 @@ struct Control {
 impl Control {
     fn take_if(&self, fault: Fault) -> bool {
         let mut armed = self.armed.lock().unwrap();
-        if *armed == Some(fault) {
-            *armed = None;
-            self.fired.fetch_add(1, Ordering::SeqCst);
-            true
-        } else {
-            false
+        match *armed {
+            Some((armed_fault, remaining)) if armed_fault == fault => {
+                *armed = (remaining > 1).then(|| (fault, remaining - 1));
+                self.fired.fetch_add(1, Ordering::SeqCst);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -110,12 +113,23 @@ impl Proxy {
 
     /// Arms `fault` for the next statement that passes (replacing any armed fault).
     pub fn arm(&self, fault: Fault) {
-        *self.control.armed.lock().unwrap() = Some(fault);
+        self.arm_for(fault, 1);
+    }
+
+    /// Arms `fault` for each of the next `statements` statements that pass (replacing
+    /// any armed fault).
+    pub fn arm_for(&self, fault: Fault, statements: u32) {
+        *self.control.armed.lock().unwrap() = (statements > 0).then_some((fault, statements));
     }
 
     /// Disarms; returns the fault that was armed and did not fire, if any.
     pub fn disarm(&self) -> Option<Fault> {
-        self.control.armed.lock().unwrap().take()
+        self.control
+            .armed
+            .lock()
+            .unwrap()
+            .take()
+            .map(|(fault, _)| fault)
     }
 
     /// Delays every later batch in both directions by `delay` (zero: pass at once).
