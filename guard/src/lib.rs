@@ -50,7 +50,9 @@
 //! # Features
 //!
 //! - `sqlite` (default): [`Sqlite`], rusqlite with SQLite bundled; where its statements
-//!   run on tokio's runtime is chosen by [`SqliteExecution`].
+//!   run on tokio's runtime is chosen by [`SqliteExecution`]. A statement that meets
+//!   another connection's lock sleeps on tokio's timer, which the runtime must enable
+//!   (as `#[tokio::main]` does).
 //! - `postgres`: `Postgres`, tokio-postgres with a pool of its own.
 //! - `mssql`: `Mssql`, tiberius over TCP with rustls.
 //!

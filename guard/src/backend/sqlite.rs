@@ -1,9 +1,14 @@
 //! SQLite through rusqlite (bundled): WAL, a busy timeout, a small pool of connections,
 //! and statements that never wait for a lock on the async runtime's threads.
+//!
+//! SQLite itself waits for a lock by sleeping in the calling thread. Here a statement
+//! never asks it to: a statement that finds the database locked ends at once with
+//! `SQLITE_BUSY`, having changed nothing, and its task sleeps on tokio's timer before
+//! running it again, on the schedule of SQLite's own busy handler.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
 use crate::backend::pool::{Checkout, Pool};
@@ -15,12 +20,15 @@ use rusqlite::{Connection, Statement, params_from_iter};
 
 /// Where a statement runs on tokio's runtime: see [`SqliteOptions::execution`].
 ///
-/// In both modes a statement first runs without waiting for any lock: if another
-/// connection holds the database's write lock, SQLite answers `SQLITE_BUSY` at once,
-/// having changed nothing, and the statement is sent again from tokio's blocking pool,
-/// where it waits up to the busy timeout. A lock wait never holds a runtime thread, and
-/// a timeout around the call fires on time. The modes differ in what the runtime's
-/// thread does while the statement itself runs.
+/// In both modes a statement runs without waiting for any lock: if another connection
+/// holds the database's write lock, SQLite answers `SQLITE_BUSY` at once, having
+/// changed nothing, and the task sleeps on tokio's timer (1, 2, 5, 10 ms and on, up to
+/// 100 ms, the schedule of SQLite's own busy handler) before running the statement
+/// again, until the [busy timeout](SqliteOptions::busy_timeout) has passed. A lock wait
+/// never holds a thread, neither a runtime thread nor one of tokio's blocking pool, and
+/// a timeout around the call fires on time. The runtime must have its timer enabled
+/// (`#[tokio::main]` and `Builder::enable_all` do). The modes differ in what the
+/// runtime's thread does while the statement itself runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SqliteExecution {
@@ -72,7 +80,8 @@ impl SqliteOptions {
     }
 
     /// How long a statement waits for another connection's write lock before failing
-    /// with `SQLITE_BUSY` (an error, never a refusal). Default 5 s.
+    /// with `SQLITE_BUSY` (an error, never a refusal). Default 5 s. The wait is a sleep
+    /// of the statement's task between tries (see [`SqliteExecution`]).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self
@@ -102,8 +111,10 @@ struct Inner {
 
 impl Inner {
     /// Opens a connection. An idle connection has no busy timeout: a statement run on a
-    /// runtime thread must never wait for a lock there. Work on the blocking pool sets
-    /// the configured timeout for its duration ([`with_busy_timeout`]).
+    /// runtime thread must never wait for a lock there, and waits by sleeping its task
+    /// instead ([`LockWait`]). Work on the blocking pool (opening the database, batches,
+    /// transactions) sets the configured timeout for its duration
+    /// ([`with_busy_timeout`]).
     fn connect(&self) -> rusqlite::Result<Connection> {
         let conn = Connection::open(&self.path)?;
         conn.busy_timeout(Duration::ZERO)?;
@@ -112,8 +123,8 @@ impl Inner {
 }
 
 /// The SQLite backend: a database file, opened in WAL mode, with a small pool of
-/// connections. A statement that must wait for another connection's lock waits on
-/// tokio's blocking pool, never on the async runtime's threads; where the statement
+/// connections. A statement that must wait for another connection's lock waits by
+/// sleeping its task on tokio's timer, never holding a thread; where the statement
 /// itself runs is chosen by [`SqliteExecution`]. Cheap to clone (clones share the pool).
 ///
 /// The expiry column holds integer milliseconds since the Unix epoch from SQLite's own
@@ -200,11 +211,13 @@ impl Sqlite {
     }
 
     /// Runs one autocommitted statement, `sql` with `params`, through `step` on a pooled
-    /// connection: first without waiting for any lock, where [`SqliteExecution`] says;
-    /// then, if the database was locked, on the blocking pool with the busy timeout.
+    /// connection, where [`SqliteExecution`] says, without waiting for any lock: while
+    /// the database is locked, the task sleeps between tries ([`LockWait`]). On the
+    /// current-thread runtime with [`SqliteExecution::HandOff`], the statement runs on
+    /// the blocking pool, with the busy timeout.
     ///
-    /// The first attempt borrows `sql` and `params`; only a statement that has to wait
-    /// for a lock copies them, to take them to the blocking pool.
+    /// Runs on the runtime's threads borrow `sql` and `params`; only the blocking pool's
+    /// run copies them.
     async fn run_statement<T>(
         &self,
         sql: &str,
@@ -220,44 +233,95 @@ impl Sqlite {
         };
         let run_once = |conn: &Connection| step(&mut *conn.prepare_cached(sql)?, params);
         let execution = self.inner.options.execution;
-        let attempt = match execution {
-            SqliteExecution::InPlace => Some(run_once(checkout.conn())),
-            SqliteExecution::HandOff if on_multi_thread_runtime() => {
-                Some(tokio::task::block_in_place(|| run_once(checkout.conn())))
-            }
-            SqliteExecution::HandOff => None,
-        };
-        match attempt {
-            Some(Err(e)) if is_busy(&e) => {}
-            Some(result) => {
-                // An SQL error leaves a SQLite connection usable; only a panic drops it.
-                checkout.give_back();
-                // A network driver's task waits for its answer and lets the thread's
-                // other tasks run meanwhile; this one never waited.
-                match &result {
-                    // A statement that found nothing to change (a refused acquisition or
-                    // fenced write) usually means another task holds the row, and that
-                    // task may be queued on this very thread: let it run now, rather than
-                    // after a caller retrying at once has spent its whole budget.
-                    Ok(found) if !found.found_anything() => tokio::task::yield_now().await,
-                    // Otherwise spend a unit of tokio's cooperative budget, so that a task
-                    // issuing statements without pause still yields every so often.
-                    // Yielding after every statement would cost a poll of the I/O
-                    // driver each time.
-                    _ if execution == SqliteExecution::InPlace => {
-                        tokio::task::consume_budget().await;
-                    }
-                    _ => {}
+        let mut lock_wait = LockWait::new(self.inner.options.busy_timeout);
+        loop {
+            let attempt = match execution {
+                SqliteExecution::InPlace => run_once(checkout.conn()),
+                SqliteExecution::HandOff if on_multi_thread_runtime() => {
+                    tokio::task::block_in_place(|| run_once(checkout.conn()))
                 }
-                return result.map_err(Error::Sqlite);
+                SqliteExecution::HandOff => break,
+            };
+            if let Err(e) = &attempt
+                && is_busy(e)
+                && lock_wait.sleep().await
+            {
+                continue;
             }
-            None => {}
+            // An SQL error leaves a SQLite connection usable; only a panic drops it.
+            checkout.give_back();
+            // A network driver's task waits for its answer and lets the thread's other
+            // tasks run meanwhile; this one never waited.
+            match &attempt {
+                // A statement that found nothing to change (a refused acquisition or
+                // fenced write) usually means another task holds the row, and that task
+                // may be queued on this very thread: let it run now, rather than after a
+                // caller retrying at once has spent its whole budget.
+                Ok(found) if !found.found_anything() => tokio::task::yield_now().await,
+                // Otherwise spend a unit of tokio's cooperative budget, so that a task
+                // issuing statements without pause still yields every so often.
+                // Yielding after every statement would cost a poll of the I/O driver
+                // each time.
+                _ if execution == SqliteExecution::InPlace => {
+                    tokio::task::consume_budget().await;
+                }
+                _ => {}
+            }
+            return attempt.map_err(Error::Sqlite);
         }
         let (sql, params) = (sql.to_owned(), params.to_vec());
         on_blocking_pool(checkout, self.inner.options.busy_timeout, move |conn| {
             step(&mut *conn.prepare_cached(&sql)?, &params)
         })
         .await
+    }
+}
+
+/// A statement's wait for a lock another connection holds: sleeps of the task between
+/// its tries, on the schedule of SQLite's own busy handler, until the busy timeout has
+/// passed since the first try that found the lock held.
+///
+/// Why not let SQLite wait, on tokio's blocking pool, as an earlier version did: with
+/// more tasks than runtime threads, two threads often run a write at the same moment,
+/// and each wait then cost the thread switches of a trip to the blocking pool (about
+/// half a context switch per lease cycle more than raw rusqlite's threads, with 32
+/// tasks; see BENCHMARKS.md).
+struct LockWait {
+    busy_timeout: Duration,
+    /// When the first try found the lock held; `None` until then.
+    since: Option<Instant>,
+    /// Sleeps so far.
+    sleeps: usize,
+}
+
+impl LockWait {
+    /// SQLite's busy handler sleeps these many milliseconds between its tries, the
+    /// last one again for as long as the wait goes on.
+    const DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+
+    fn new(busy_timeout: Duration) -> Self {
+        LockWait {
+            busy_timeout,
+            since: None,
+            sleeps: 0,
+        }
+    }
+
+    /// Sleeps before the next try and returns `true`; or returns `false` at once when
+    /// the busy timeout has passed and the statement should fail with `SQLITE_BUSY`.
+    async fn sleep(&mut self) -> bool {
+        let waited = self.since.get_or_insert_with(Instant::now).elapsed();
+        let Some(left) = self
+            .busy_timeout
+            .checked_sub(waited)
+            .filter(|d| !d.is_zero())
+        else {
+            return false;
+        };
+        let delay = Self::DELAYS_MS[self.sleeps.min(Self::DELAYS_MS.len() - 1)];
+        self.sleeps += 1;
+        tokio::time::sleep(Duration::from_millis(delay).min(left)).await;
+        true
     }
 }
 
@@ -618,6 +682,114 @@ mod tests {
         ));
     }
 
+    /// Holds the write lock of the database at `path` from another thread until the
+    /// returned sender is used or dropped, or for 10 s.
+    fn hold_the_write_lock(
+        path: &Path,
+    ) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+        let path = path.to_path_buf();
+        let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+            locked_tx.send(()).unwrap();
+            let _ = release_rx.recv_timeout(Duration::from_secs(10));
+            conn.execute_batch("COMMIT").unwrap();
+        });
+        locked_rx.recv().unwrap();
+        (release_tx, holder)
+    }
+
+    /// A statement that meets a held lock waits for it without a thread of the blocking
+    /// pool: with the pool's only thread taken, it still completes once the lock is
+    /// given up. (An earlier version waited there, and would wait here for the taken
+    /// thread, 10 s.)
+    #[test]
+    fn a_lock_wait_takes_no_thread_of_the_blocking_pool() {
+        for (multi_thread, execution) in [
+            (true, SqliteExecution::HandOff),
+            (true, SqliteExecution::InPlace),
+            (false, SqliteExecution::InPlace),
+        ] {
+            let runtime = runtime(multi_thread);
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.db");
+            let options = SqliteOptions::default().execution(execution);
+            let sqlite = runtime.block_on(async {
+                let sqlite = Sqlite::open_with(&path, options).await.unwrap();
+                sqlite
+                    .execute_batch("CREATE TABLE t (v INTEGER)")
+                    .await
+                    .unwrap();
+                sqlite
+            });
+            let (release_lock, holder) = hold_the_write_lock(&path);
+            let (taken_tx, taken_rx) = std::sync::mpsc::channel();
+            let (free_pool, pool_freed) = std::sync::mpsc::channel::<()>();
+            let taken = runtime.spawn_blocking(move || {
+                taken_tx.send(()).unwrap();
+                let _ = pool_freed.recv_timeout(Duration::from_secs(10));
+            });
+            taken_rx.recv().unwrap();
+            let inserted = runtime.block_on(async {
+                let insert = tokio::spawn({
+                    let sqlite = sqlite.clone();
+                    async move { sqlite.execute("INSERT INTO t (v) VALUES (1)", &[]).await }
+                });
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                release_lock.send(()).unwrap();
+                tokio::time::timeout(Duration::from_secs(5), insert).await
+            });
+            free_pool.send(()).unwrap();
+            runtime.block_on(taken).unwrap();
+            holder.join().unwrap();
+            let rows = inserted.expect("completed while the blocking pool was taken");
+            assert_eq!(
+                rows.unwrap().unwrap(),
+                1,
+                "multi-thread {multi_thread}, {execution:?}"
+            );
+        }
+    }
+
+    /// A lock held past the busy timeout ends the statement with `SQLITE_BUSY`, an
+    /// error, once the timeout has passed and not before.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lock_held_past_the_busy_timeout_is_an_error() {
+        let busy_timeout = Duration::from_millis(200);
+        for execution in [SqliteExecution::HandOff, SqliteExecution::InPlace] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.db");
+            let options = SqliteOptions::default()
+                .busy_timeout(busy_timeout)
+                .execution(execution);
+            let sqlite = Sqlite::open_with(&path, options).await.unwrap();
+            sqlite
+                .execute_batch("CREATE TABLE t (v INTEGER)")
+                .await
+                .unwrap();
+            let (release_lock, holder) = hold_the_write_lock(&path);
+            let started = Instant::now();
+            let result = sqlite.execute("INSERT INTO t (v) VALUES (1)", &[]).await;
+            let waited = started.elapsed();
+            release_lock.send(()).unwrap();
+            holder.join().unwrap();
+            assert!(
+                matches!(&result, Err(Error::Sqlite(e)) if is_busy(e)),
+                "{execution:?}: {result:?}"
+            );
+            assert!(
+                waited >= busy_timeout,
+                "{execution:?}: gave up after {waited:?}"
+            );
+            assert!(
+                waited < Duration::from_secs(5),
+                "{execution:?}: waited {waited:?}"
+            );
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lock_wait_happens_off_the_runtime_thread_and_still_waits() {
         for execution in [SqliteExecution::HandOff, SqliteExecution::InPlace] {
@@ -668,7 +840,7 @@ mod tests {
 
         // The connection that waited went back to the pool without a busy timeout: the
         // next statement against a held lock answers SQLITE_BUSY at once in place, and
-        // so again waits on the blocking pool rather than on this thread.
+        // so again waits by sleeping rather than on this thread.
         let conn = Connection::open(dir.path().join("t.db")).unwrap();
         conn.execute_batch("BEGIN IMMEDIATE").unwrap();
         let insert = sqlite.execute("INSERT INTO t (v) VALUES (3)", &[]);
