@@ -625,13 +625,7 @@ mod tests {
                 .unwrap();
             sqlite
         });
-        let (started_tx, started_rx) = std::sync::mpsc::channel();
-        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-        let taken = runtime.spawn_blocking(move || {
-            started_tx.send(()).unwrap();
-            let _ = release_rx.recv_timeout(Duration::from_secs(10));
-        });
-        started_rx.recv().unwrap();
+        let (release_tx, taken) = take_the_blocking_pool(runtime);
         let completed = runtime.block_on(async {
             let insert = sqlite.execute("INSERT INTO t (v) VALUES (1)", &[]);
             tokio::time::timeout(within, insert).await.is_ok()
@@ -639,6 +633,21 @@ mod tests {
         release_tx.send(()).unwrap();
         runtime.block_on(taken).unwrap();
         completed
+    }
+
+    /// Takes the only thread of `runtime`'s blocking pool until the returned sender is
+    /// used or dropped, or for 10 s.
+    fn take_the_blocking_pool(
+        runtime: &tokio::runtime::Runtime,
+    ) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<()>) {
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let taken = runtime.spawn_blocking(move || {
+            started_tx.send(()).unwrap();
+            let _ = release_rx.recv_timeout(Duration::from_secs(10));
+        });
+        started_rx.recv().unwrap();
+        (release_tx, taken)
     }
 
     fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
@@ -682,6 +691,16 @@ mod tests {
         ));
     }
 
+    /// Opens the database at `path` with `options` and creates table `t (v INTEGER)`.
+    async fn with_table_t(path: &Path, options: SqliteOptions) -> Sqlite {
+        let sqlite = Sqlite::open_with(path, options).await.unwrap();
+        sqlite
+            .execute_batch("CREATE TABLE t (v INTEGER)")
+            .await
+            .unwrap();
+        sqlite
+    }
+
     /// Holds the write lock of the database at `path` from another thread until the
     /// returned sender is used or dropped, or for 10 s.
     fn hold_the_write_lock(
@@ -716,22 +735,9 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("t.db");
             let options = SqliteOptions::default().execution(execution);
-            let sqlite = runtime.block_on(async {
-                let sqlite = Sqlite::open_with(&path, options).await.unwrap();
-                sqlite
-                    .execute_batch("CREATE TABLE t (v INTEGER)")
-                    .await
-                    .unwrap();
-                sqlite
-            });
+            let sqlite = runtime.block_on(with_table_t(&path, options));
             let (release_lock, holder) = hold_the_write_lock(&path);
-            let (taken_tx, taken_rx) = std::sync::mpsc::channel();
-            let (free_pool, pool_freed) = std::sync::mpsc::channel::<()>();
-            let taken = runtime.spawn_blocking(move || {
-                taken_tx.send(()).unwrap();
-                let _ = pool_freed.recv_timeout(Duration::from_secs(10));
-            });
-            taken_rx.recv().unwrap();
+            let (free_pool, taken) = take_the_blocking_pool(&runtime);
             let inserted = runtime.block_on(async {
                 let insert = tokio::spawn({
                     let sqlite = sqlite.clone();
@@ -764,11 +770,7 @@ mod tests {
             let options = SqliteOptions::default()
                 .busy_timeout(busy_timeout)
                 .execution(execution);
-            let sqlite = Sqlite::open_with(&path, options).await.unwrap();
-            sqlite
-                .execute_batch("CREATE TABLE t (v INTEGER)")
-                .await
-                .unwrap();
+            let sqlite = with_table_t(&path, options).await;
             let (release_lock, holder) = hold_the_write_lock(&path);
             let started = Instant::now();
             let result = sqlite.execute("INSERT INTO t (v) VALUES (1)", &[]).await;
@@ -803,22 +805,9 @@ mod tests {
         let options = SqliteOptions::default()
             .busy_timeout(Duration::from_secs(30))
             .execution(execution);
-        let sqlite = Sqlite::open_with(&path, options).await.unwrap();
-        sqlite
-            .execute_batch("CREATE TABLE t (v INTEGER)")
-            .await
-            .unwrap();
+        let sqlite = with_table_t(&path, options).await;
         // Another connection holds the write lock until told to commit (or for 10 s).
-        let (locked_tx, locked_rx) = std::sync::mpsc::channel();
-        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
-        let holder = std::thread::spawn(move || {
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-            locked_tx.send(()).unwrap();
-            let _ = release_rx.recv_timeout(Duration::from_secs(10));
-            conn.execute_batch("COMMIT").unwrap();
-        });
-        locked_rx.recv().unwrap();
+        let (release_tx, holder) = hold_the_write_lock(&path);
 
         // A timeout around the statement fires while the lock is held: the wait is not
         // inside the runtime thread's poll. (Waiting in place, the statement would hold

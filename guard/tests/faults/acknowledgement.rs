@@ -238,6 +238,18 @@ async fn work_with_fault(
         .await
 }
 
+/// Runs a unit of work with one publication retry and `fault` on the publication's
+/// first attempt, and checks that the work ended published, once.
+async fn published_once_despite(s: &Setup, fault: Fault) {
+    let done = work_with_fault(s, 1, fault, 1).await;
+    assert_eq!(s.proxy.fired(), 1, "the cut happened on the publication");
+    assert!(
+        matches!(done, Ok(Completion::Published { generation: 1 })),
+        "{done:?}"
+    );
+    assert_eq!(published(s).await, (1, Some("report".to_owned())));
+}
+
 /// `Work` with publication retries settles a lost acknowledgement: the retry carries
 /// the same operation id, finds the first attempt committed, and the work ends
 /// published, once. Negative control: without retries the same fault is an error,
@@ -245,13 +257,7 @@ async fn work_with_fault(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_with_publication_retries_settles_a_lost_acknowledgement() {
     with_setup(|s| async move {
-        let done = work_with_fault(&s, 1, Fault::CutAfterCommit, 1).await;
-        assert_eq!(s.proxy.fired(), 1, "the cut happened on the publication");
-        assert!(
-            matches!(done, Ok(Completion::Published { generation: 1 })),
-            "{done:?}"
-        );
-        assert_eq!(published(&s).await, (1, Some("report".to_owned())));
+        published_once_despite(&s, Fault::CutAfterCommit).await;
 
         let done = work_with_fault(&s, 0, Fault::CutAfterCommit, 1).await;
         assert_eq!(s.proxy.fired(), 2);
@@ -265,13 +271,7 @@ async fn work_with_publication_retries_settles_a_lost_acknowledgement() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_with_publication_retries_sends_a_cut_publication_again() {
     with_setup(|s| async move {
-        let done = work_with_fault(&s, 1, Fault::CutBeforeExecute, 1).await;
-        assert_eq!(s.proxy.fired(), 1, "the cut happened on the publication");
-        assert!(
-            matches!(done, Ok(Completion::Published { generation: 1 })),
-            "{done:?}"
-        );
-        assert_eq!(published(&s).await, (1, Some("report".to_owned())));
+        published_once_despite(&s, Fault::CutBeforeExecute).await;
     })
     .await;
 }
