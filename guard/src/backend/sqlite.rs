@@ -251,7 +251,7 @@ impl Sqlite {
             // An SQL error leaves a SQLite connection usable; only a panic drops it.
             checkout.give_back();
             // A network driver's task waits for its answer and lets the thread's other
-            // tasks run meanwhile; this one never waited.
+            // tasks run meanwhile; this one did not, unless it slept for a lock.
             match &attempt {
                 // A statement that found nothing to change (a refused acquisition or
                 // fenced write) usually means another task holds the row, and that task
