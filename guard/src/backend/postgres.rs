@@ -3,13 +3,16 @@
 
 mod connection;
 
+use std::future::poll_fn;
+use std::pin::pin;
 use std::sync::Arc;
 
 use bytes::BytesMut;
+use futures_core::Stream;
 use tokio_postgres::error::Severity;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{NoTls, Row, Socket};
+use tokio_postgres::{NoTls, Row, RowStream, Socket};
 
 use crate::backend::Backend;
 use crate::backend::pool::{Checkout, Pool};
@@ -139,15 +142,24 @@ impl Postgres {
     }
 
     /// A usable connection: an idle one at once if there is one, else one given back
-    /// or newly opened once a slot is free. Idle connections the server or the network
-    /// closed meanwhile are discarded on the way.
+    /// or newly opened once a slot is free.
     async fn checkout(&self) -> Result<Checkout<Connection>> {
+        match self.take_usable_idle() {
+            Some(checkout) => Ok(checkout),
+            None => self.pool.checkout(|| (self.open)()).await,
+        }
+    }
+
+    /// An idle connection, without waiting; idle connections the server or the network
+    /// closed meanwhile are discarded on the way. A plain function, not a future, so
+    /// that the common case of a statement builds no future for the pool's wait.
+    fn take_usable_idle(&self) -> Option<Checkout<Connection>> {
         while let Some(mut checkout) = self.pool.take_idle() {
             if checkout.conn().is_usable() {
-                return Ok(checkout);
+                return Some(checkout);
             }
         }
-        self.pool.checkout(|| (self.open)()).await
+        None
     }
 
     /// Runs `run` on a pooled connection, and gives the connection back unless the
@@ -156,7 +168,10 @@ impl Postgres {
         &self,
         run: impl AsyncFnOnce(&mut Connection) -> Result<T>,
     ) -> Result<T> {
-        let mut checkout = self.checkout().await?;
+        let mut checkout = match self.take_usable_idle() {
+            Some(checkout) => checkout,
+            None => self.pool.checkout(|| (self.open)()).await?,
+        };
         let result = run(checkout.conn()).await;
         if checkout.conn().is_usable() && leaves_usable(&result) {
             checkout.give_back();
@@ -265,8 +280,17 @@ fn decode(row: &Row) -> Result<Vec<Value>> {
         .collect()
 }
 
-fn refs(params: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
-    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+/// The first row of `rows`, after reading them all: a later row's error is the
+/// statement's error, as with [`Client::query`](tokio_postgres::Client::query), but no
+/// vector of rows is built for the one row kept.
+async fn first_row(rows: RowStream) -> std::result::Result<Option<Row>, tokio_postgres::Error> {
+    let mut rows = pin!(rows);
+    let mut first = None;
+    while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {
+        let row = row?;
+        first.get_or_insert(row);
+    }
+    Ok(first)
 }
 
 impl Backend for Postgres {
@@ -275,12 +299,12 @@ impl Backend for Postgres {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        let params = refs(params);
         self.with_connection(async |conn| {
             let mut prepared_again = false;
             loop {
                 let (client, statement) = conn.prepared(sql).await?;
-                match client.execute(statement, &params).await {
+                // The values are bound straight from the slice: no vector of references.
+                match client.execute_raw(statement, params).await {
                     Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
                         prepared_again = true;
                     }
@@ -292,16 +316,19 @@ impl Backend for Postgres {
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        let params = refs(params);
         self.with_connection(async |conn| {
             let mut prepared_again = false;
             loop {
                 let (client, statement) = conn.prepared(sql).await?;
-                match client.query(statement, &params).await {
+                let row = match client.query_raw(statement, params).await {
+                    Ok(rows) => first_row(rows).await,
+                    Err(error) => Err(error),
+                };
+                match row {
                     Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
                         prepared_again = true;
                     }
-                    result => return result?.first().map(decode).transpose(),
+                    row => return row?.as_ref().map(decode).transpose(),
                 }
             }
         })

@@ -16,6 +16,7 @@ mod connections {
     use std::time::Duration;
 
     use fenced_guard::{Backend, Error, Postgres, Value};
+    use tokio_postgres::error::SqlState;
 
     use crate::support::postgres::url;
 
@@ -103,6 +104,36 @@ mod connections {
         assert_eq!(
             backend.query_row(select, &[]).await.unwrap(),
             Some(vec![Value::I64(3), Value::I64(7)])
+        );
+    }
+
+    /// `query_row` keeps the first row but reads them all: an error raised while the
+    /// server produces a later row is the statement's error, not lost behind the first
+    /// row, and the connection goes back to the pool usable.
+    #[tokio::test]
+    async fn an_error_in_a_later_row_is_the_statements_error() {
+        let backend = connect(1).await;
+        let pid = backend_pid(&backend).await.unwrap();
+        assert_eq!(
+            backend
+                .query_row("SELECT x FROM (VALUES (1::bigint), (2)) AS t(x)", &[])
+                .await
+                .unwrap(),
+            Some(vec![Value::I64(1)]),
+            "the first of several rows"
+        );
+        let error = backend
+            .query_row("SELECT 10 / x FROM (VALUES (1::bigint), (0)) AS t(x)", &[])
+            .await
+            .expect_err("the second row divides by zero");
+        assert!(
+            matches!(&error, Error::Postgres(e) if e.code() == Some(&SqlState::DIVISION_BY_ZERO)),
+            "{error:?}"
+        );
+        assert_eq!(
+            backend_pid(&backend).await.unwrap(),
+            pid,
+            "the same connection, still usable"
         );
     }
 
