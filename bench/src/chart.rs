@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::suite::{Comparison, Database, Kind, Results};
+use crate::suite::{Database, Kind, Results};
 use crate::workload::Rows;
 
 const PANEL_WIDTH: f64 = 440.0;
@@ -18,7 +18,7 @@ const PLOT_HEIGHT: f64 = PANEL_HEIGHT - MARGIN_TOP - 40.0;
 
 /// One line of a panel.
 struct Series {
-    label: &'static str,
+    label: String,
     colour: &'static str,
     dashed: bool,
     points: Vec<(usize, f64)>,
@@ -35,7 +35,7 @@ pub(crate) fn svg(results: &Results) -> String {
     }
     let panels: Vec<(Database, Vec<Series>)> = databases
         .iter()
-        .map(|&d| (d, series_of(d, &results.comparisons)))
+        .map(|&d| (d, series_of(d, results)))
         .collect();
     let width = PANEL_WIDTH * databases.len().max(1) as f64;
     let height = PANEL_HEIGHT + MARGIN_BOTTOM - 40.0;
@@ -48,10 +48,17 @@ pub(crate) fn svg(results: &Results) -> String {
         out,
         r#"<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>"#
     );
+    let names = results.side_names(Kind::GuardVsRaw(Rows::Distinct));
+    let b = if results.control {
+        names.b
+    } else {
+        "raw driver"
+    };
     let _ = writeln!(
         out,
-        r#"<text x="{}" y="20" text-anchor="middle" font-size="15">Lease cycles per second against workers: guard (solid) and raw driver (dashed)</text>"#,
-        width / 2.0
+        r#"<text x="{}" y="20" text-anchor="middle" font-size="15">Lease cycles per second against workers: {} (solid) and {b} (dashed)</text>"#,
+        width / 2.0,
+        names.a
     );
     for (i, (database, series)) in panels.iter().enumerate() {
         // One scale for the panels of one database, so that SQLite's execution modes
@@ -78,9 +85,11 @@ fn same_database(a: Database, b: Database) -> bool {
     std::mem::discriminant(&a) == std::mem::discriminant(&b)
 }
 
-fn series_of(database: Database, comparisons: &[Comparison]) -> Vec<Series> {
+fn series_of(database: Database, results: &Results) -> Vec<Series> {
+    let names = results.side_names(Kind::GuardVsRaw(Rows::Distinct));
     let pick = |rows: Rows, guard: bool| -> Vec<(usize, f64)> {
-        comparisons
+        results
+            .comparisons
             .iter()
             .filter(|c| c.database == database && c.kind == Kind::GuardVsRaw(rows))
             .map(|c| {
@@ -92,25 +101,25 @@ fn series_of(database: Database, comparisons: &[Comparison]) -> Vec<Series> {
     };
     vec![
         Series {
-            label: "distinct rows, guard",
+            label: format!("distinct rows, {}", names.a),
             colour: "#1f77b4",
             dashed: false,
             points: pick(Rows::Distinct, true),
         },
         Series {
-            label: "distinct rows, raw",
+            label: format!("distinct rows, {}", names.b),
             colour: "#1f77b4",
             dashed: true,
             points: pick(Rows::Distinct, false),
         },
         Series {
-            label: "contended row, guard",
+            label: format!("contended row, {}", names.a),
             colour: "#d62728",
             dashed: false,
             points: pick(Rows::Contended, true),
         },
         Series {
-            label: "contended row, raw",
+            label: format!("contended row, {}", names.b),
             colour: "#d62728",
             dashed: true,
             points: pick(Rows::Contended, false),
@@ -225,7 +234,7 @@ fn panel(out: &mut String, title: &str, series: &[Series], top: f64, left: f64) 
             ly - 4.0,
             s.colour,
             lx + 30.0,
-            escape(s.label)
+            escape(&s.label)
         );
     }
 }

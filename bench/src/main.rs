@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p fenced-bench -- [--quick] [--seconds N] [--repeats N]
 //!     [--workers 1,8,32] [--svg PATH] [--markdown PATH] [--no-postgres] [--no-sqlite]
-//!     [--durable] [--sqlite-dir DIR] [--sqlite-execution in-place,hand-off]
+//!     [--durable] [--sqlite-dir DIR] [--sqlite-execution in-place,hand-off] [--control]
 //! ```
 //!
 //! PostgreSQL is found through `FENCED_PG_URL` (default
@@ -13,7 +13,8 @@
 //! execution mode listed by `--sqlite-execution` (default both, `in-place` first):
 //! `in-place` runs each statement on the runtime thread that awaits it, `hand-off` inside
 //! `tokio::task::block_in_place` (the guard's default); each mode's plan has its own raw
-//! runs. Figures are printed, never asserted. See `BENCHMARKS.md`.
+//! runs. `--control` runs each comparison's first side against itself, to show the
+//! machine's noise. Figures are printed, never asserted. See `BENCHMARKS.md`.
 
 mod chart;
 mod check;
@@ -96,6 +97,13 @@ struct Args {
         hide_possible_values = true
     )]
     sqlite_execution: Vec<Execution>,
+    /// A control run: the second side of every comparison runs the first side's code
+    /// again (the guard against the guard, the fused cycle against the fused cycle),
+    /// alternated and summarised as in a real run. Every true ratio is then 1: how far
+    /// the printed ratios stray from 1 is how far this machine's noise alone moves a
+    /// ratio of this many repeats.
+    #[arg(long)]
+    control: bool,
 }
 
 impl Args {
@@ -155,6 +163,7 @@ impl Args {
             sqlite,
             sqlite_executions,
             durable: self.durable,
+            control: self.control,
         })
     }
 }

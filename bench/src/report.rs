@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use crate::check::Check;
 use crate::sqlite::Execution;
-use crate::suite::{Comparison, Kind, Results, Settings, kind_label};
+use crate::suite::{Comparison, Kind, Results, Settings, SideNames, kind_label};
 use crate::workload::Rows;
 
 /// Renders the results: the machine and settings, guard against raw, fused against
@@ -19,6 +19,12 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
         settings.measured.as_secs_f64(),
         settings.warmup.as_secs_f64()
     );
+    if results.control {
+        let _ = writeln!(
+            out,
+            "- **Control run** (`--control`): the second side of every comparison ran the first side's code again (the guard's three-statement cycle, or its fused cycle), alternated and summarised as in a real run. Every true ratio here is 1, so its distance from 1 is this machine's noise; a target marked missed is missed by noise alone."
+        );
+    }
     if let Some(v) = &results.postgres_version {
         let commit = if settings.durable {
             "synchronous_commit on"
@@ -33,21 +39,32 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
             .iter()
             .map(|&e| format!("{} ({})", e.label(), execution_detail(e)))
             .collect();
+        let own_runs = if results.control {
+            ""
+        } else {
+            ", each with its own raw runs"
+        };
         let _ = writeln!(
             out,
-            "- SQLite {v} (bundled), WAL, synchronous FULL (the default), busy timeout 5 s, file under {}. The guard ran in each of these execution modes, each with its own raw runs: {}.",
+            "- SQLite {v} (bundled), WAL, synchronous FULL (the default), busy timeout 5 s, file under {}. The guard ran in each of these execution modes{own_runs}: {}.",
             dir.display(),
             modes.join("; ")
         );
     }
 
+    let against = if results.control {
+        "the guard again"
+    } else {
+        "raw driver"
+    };
     let _ = writeln!(
         out,
-        "\n### Guard against raw driver (acquire, publish, release)\n"
+        "\n### Guard against {against} (acquire, publish, release)\n"
     );
     let _ = writeln!(
         out,
-        "| database | rows | workers | guard cycles/s | raw cycles/s | guard/raw | pairs | target | guard CPU µs/cycle | raw CPU µs/cycle | raw/guard CPU | guard p50 ms | guard p99 ms | raw p50 ms | raw p99 ms |"
+        "| database | rows | workers | {} |",
+        figure_headers(results.side_names(Kind::GuardVsRaw(Rows::Distinct)))
     );
     let _ = writeln!(
         out,
@@ -74,11 +91,13 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     );
     let _ = writeln!(
         out,
-        "On one row, throughput is set by how many attempts are refused while another worker holds the row, and so by how long a holder is kept from finishing its cycle (descheduled by the OS, for a raw thread; by tokio, for a task), more than by what one statement costs.\n"
+        "On one row, throughput is set by how many attempts are refused while another worker holds the row, and so by how long a holder is kept from finishing its cycle (descheduled by the OS, for a thread of its own; by tokio, for a task), more than by what one statement costs.\n"
     );
+    let names = results.side_names(Kind::GuardVsRaw(Rows::Contended));
     let _ = writeln!(
         out,
-        "| database | workers | guard refused/cycle | raw refused/cycle |"
+        "| database | workers | {} refused/cycle | {} refused/cycle |",
+        names.a, names.b
     );
     let _ = writeln!(out, "|---|--:|--:|--:|");
     for c in results
@@ -102,7 +121,8 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     );
     let _ = writeln!(
         out,
-        "| database | workers | fused cycles/s | three-statement cycles/s | fused/three | pairs | target | fused CPU µs/cycle | three CPU µs/cycle | three/fused CPU | fused p50 ms | fused p99 ms | three p50 ms | three p99 ms |"
+        "| database | workers | {} |",
+        figure_headers(results.side_names(Kind::FusedVsThree))
     );
     let _ = writeln!(
         out,
@@ -132,11 +152,12 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     );
     let _ = writeln!(out, "|---|---|--:|---|--:|--:|--:|--:|---|");
     for c in &results.comparisons {
+        let names = results.side_names(c.kind);
         let (a, b) = match c.kind {
-            Kind::GuardVsRaw(_) => ("guard", "raw"),
-            Kind::FusedVsThree => ("guard fused", "guard three"),
+            Kind::GuardVsRaw(_) => (names.a.to_owned(), names.b.to_owned()),
+            Kind::FusedVsThree => (format!("guard {}", names.a), format!("guard {}", names.b)),
         };
-        for (side, check) in [(a, &c.a_check), (b, &c.b_check)] {
+        for (side, check) in [(&a, &c.a_check), (&b, &c.b_check)] {
             if let Some(check) = check {
                 let _ = writeln!(out, "{}", check_row(c, side, check));
             }
@@ -204,6 +225,14 @@ fn pairs(c: &Comparison) -> String {
         Some((low, high)) => format!("{low:.2}–{high:.2}"),
         None => "–".to_owned(),
     }
+}
+
+/// The headers of the cells [`figures`] prints, for sides named `names`.
+fn figure_headers(names: SideNames) -> String {
+    let SideNames { a, b } = names;
+    format!(
+        "{a} cycles/s | {b} cycles/s | {a}/{b} | pairs | target | {a} CPU µs/cycle | {b} CPU µs/cycle | {b}/{a} CPU | {a} p50 ms | {a} p99 ms | {b} p50 ms | {b} p99 ms"
+    )
 }
 
 /// The cells both comparison tables share, in their column order: throughput of each

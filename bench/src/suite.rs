@@ -31,6 +31,9 @@ pub(crate) struct Settings {
     /// Whether commits wait for the disk: PostgreSQL's `synchronous_commit` left on
     /// (otherwise it is turned off for the benchmark's sessions only).
     pub(crate) durable: bool,
+    /// A control run: each comparison's second side runs the first side's code again
+    /// (see [`Results::control`]).
+    pub(crate) control: bool,
 }
 
 /// The database of a comparison, and for SQLite how the guard runs its statements: the
@@ -128,12 +131,52 @@ pub(crate) struct Results {
     pub(crate) postgres_version: Option<String>,
     pub(crate) sqlite_version: Option<String>,
     pub(crate) comparisons: Vec<Comparison>,
+    /// Whether this was a control run: both sides of every comparison ran the same
+    /// code (the guard's three-statement cycle, or its fused cycle), alternated and
+    /// summarised exactly as in a real run. Every true ratio is then 1, so how far the
+    /// measured ratios stray from 1 is what this machine's noise alone does to a ratio.
+    pub(crate) control: bool,
+}
+
+/// What the tables and the chart call the two sides of comparisons of one kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SideNames {
+    pub(crate) a: &'static str,
+    pub(crate) b: &'static str,
+}
+
+impl Results {
+    /// The names of the two sides of a comparison of `kind`: in a control run the
+    /// second side is named for what it ran, the first side's code again.
+    pub(crate) fn side_names(&self, kind: Kind) -> SideNames {
+        match (kind, self.control) {
+            (Kind::GuardVsRaw(_), false) => SideNames {
+                a: "guard",
+                b: "raw",
+            },
+            (Kind::GuardVsRaw(_), true) => SideNames {
+                a: "guard",
+                b: "guard again",
+            },
+            (Kind::FusedVsThree, false) => SideNames {
+                a: "fused",
+                b: "three",
+            },
+            (Kind::FusedVsThree, true) => SideNames {
+                a: "fused",
+                b: "fused again",
+            },
+        }
+    }
 }
 
 /// Runs every comparison of `settings`, reporting progress through `progress`.
 pub(crate) async fn run(settings: &Settings, progress: &mut dyn FnMut(&str)) -> Result<Results> {
     let max_workers = settings.workers.iter().copied().max().unwrap_or(1);
-    let mut results = Results::default();
+    let mut results = Results {
+        control: settings.control,
+        ..Results::default()
+    };
     if let Some(config) = &settings.postgres {
         let pg = Pg::setup(config, settings.durable, max_workers).await?;
         let outcome = async {
@@ -215,6 +258,7 @@ where
                 Side::Guard(Shape::Three),
             ),
         };
+        let b_side = if settings.control { a_side } else { b_side };
         let (mut a_runs, mut b_runs, mut a_checks, mut b_checks) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for repeat in 0..settings.repeats {
@@ -231,11 +275,16 @@ where
                 };
                 let (summary, check) = run(side, rows, workers, timing).await?;
                 progress(&format!(
-                    "{}, {}, {} workers, {}: {:.0} cycles/s",
+                    "{}, {}, {} workers, {}{}: {:.0} cycles/s",
                     database.label(),
                     kind_label(kind),
                     workers,
                     side_label(side),
+                    if settings.control && !is_a {
+                        " again"
+                    } else {
+                        ""
+                    },
                     summary.cycles_per_sec
                 ));
                 if is_a {
@@ -285,7 +334,70 @@ fn side_label(side: Side) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
+    use crate::check::Check;
+
+    /// The sides `for_each_comparison` runs, in order, for one worker count and one
+    /// repeat, with or without `control`.
+    async fn sides_run(control: bool) -> Vec<Side> {
+        let settings = Settings {
+            measured: Duration::ZERO,
+            warmup: Duration::ZERO,
+            repeats: 1,
+            workers: vec![1],
+            postgres: None,
+            sqlite: None,
+            sqlite_executions: Vec::new(),
+            durable: false,
+            control,
+        };
+        let ran = Mutex::new(Vec::new());
+        let mut results = Results::default();
+        for_each_comparison(
+            &settings,
+            Database::Postgres,
+            &mut |_| {},
+            &mut results,
+            |side, _, _, _| {
+                ran.lock().unwrap().push(side);
+                async { Ok((comparison(Vec::new()).a, Check::default())) }
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(results.comparisons.len(), 3);
+        ran.into_inner().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_control_run_runs_the_first_side_on_both_sides() {
+        let (guard, raw) = (Side::Guard(Shape::Three), Side::Raw(Shape::Three));
+        let fused = Side::Guard(Shape::Fused);
+        assert_eq!(
+            sides_run(false).await,
+            [guard, raw, guard, raw, fused, guard],
+            "distinct, contended, then fused against three statements"
+        );
+        assert_eq!(
+            sides_run(true).await,
+            [guard, guard, guard, guard, fused, fused]
+        );
+    }
+
+    #[test]
+    fn a_control_run_names_its_second_side_for_what_it_ran() {
+        let mut results = Results::default();
+        let kinds = [Kind::GuardVsRaw(Rows::Distinct), Kind::FusedVsThree];
+        let names = |results: &Results| kinds.map(|k| results.side_names(k)).map(|n| (n.a, n.b));
+        assert_eq!(names(&results), [("guard", "raw"), ("fused", "three")]);
+        results.control = true;
+        assert_eq!(
+            names(&results),
+            [("guard", "guard again"), ("fused", "fused again")]
+        );
+    }
 
     fn comparison(pair_ratios: Vec<f64>) -> Comparison {
         let run = Summary {

@@ -259,6 +259,50 @@ fn one_sqlite_execution_runs_only_its_own_rows() {
 }
 
 #[test]
+fn a_control_run_says_so_and_names_its_second_side_for_what_it_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("chart.svg");
+    let stdout = tiny_run(
+        dir.path(),
+        &[
+            "--control",
+            "--no-postgres",
+            "--sqlite-execution",
+            "in-place",
+        ],
+        &svg,
+    );
+    assert!(
+        stdout.contains("- **Control run** (`--control`)"),
+        "{stdout}"
+    );
+    for header in [
+        "| database | rows | workers | guard cycles/s | guard again cycles/s | guard/guard again |",
+        "| database | workers | guard refused/cycle | guard again refused/cycle |",
+        "| database | workers | fused cycles/s | fused again cycles/s | fused/fused again |",
+    ] {
+        assert!(stdout.contains(header), "missing {header}\n{stdout}");
+    }
+    for workers in [1, 3] {
+        for side in [
+            "| distinct | {workers} | guard again | ",
+            "| fused vs three-statement | {workers} | guard fused again | ",
+        ] {
+            let row = format!(
+                "| SQLite, in place {}",
+                side.replace("{workers}", &workers.to_string())
+            );
+            assert!(stdout.contains(&row), "missing {row}\n{stdout}");
+        }
+    }
+    // No side is called raw: none ran the raw driver.
+    assert!(!stdout.contains("raw"), "{stdout}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    well_formed_svg(&chart).unwrap_or_else(|e| panic!("{e}\n{chart}"));
+    assert!(chart.contains("distinct rows, guard again") && !chart.contains("raw"));
+}
+
+#[test]
 fn bad_arguments_are_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     for args in [
