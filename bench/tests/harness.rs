@@ -284,14 +284,12 @@ fn a_control_run_says_so_and_names_its_second_side_for_what_it_ran() {
         assert!(stdout.contains(header), "missing {header}\n{stdout}");
     }
     for workers in [1, 3] {
-        for side in [
-            "| distinct | {workers} | guard again | ",
-            "| fused vs three-statement | {workers} | guard fused again | ",
+        for row in [
+            format!("| SQLite, in place | distinct | {workers} | guard again | "),
+            format!(
+                "| SQLite, in place | fused vs three-statement | {workers} | guard fused again | "
+            ),
         ] {
-            let row = format!(
-                "| SQLite, in place {}",
-                side.replace("{workers}", &workers.to_string())
-            );
             assert!(stdout.contains(&row), "missing {row}\n{stdout}");
         }
     }
