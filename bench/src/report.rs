@@ -14,7 +14,7 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
     let _ = writeln!(
         out,
-        "- Machine: {cores} cores. Each figure is the median of {} runs of {:.1} s (after {:.1} s of warm-up), alternating which side runs first. A ratio is the ratio of the two sides' medians; *pairs* gives the lowest and highest ratio of one repeat's two runs, made one right after the other, for the spread.",
+        "- Machine: {cores} cores. Each figure is the median of {} runs of {:.1} s (after {:.1} s of warm-up), alternating which side runs first. A ratio is the ratio of the two sides' medians; *pairs* gives the lowest and highest ratio of one repeat's two runs, made one right after the other, for the spread; *target* says whether the ratio meets the target, and in how many pairs the pair's own ratio does (met or missed in every pair: beyond this run's spread; otherwise within it).",
         settings.repeats,
         settings.measured.as_secs_f64(),
         settings.warmup.as_secs_f64()
@@ -207,16 +207,23 @@ fn check_row(c: &Comparison, side: &str, check: &Check) -> String {
     )
 }
 
+/// Whether the ratio meets its target, and in how many of the repeats' pairs the pair's
+/// own ratio does: a target met by the ratio but not in every pair, or missed by it but
+/// not in every pair, lies within this run's spread.
 fn verdict(c: &Comparison) -> String {
+    let target = c.target();
     let ratio = c.ratio();
     let mark = if ratio.is_nan() {
         "no data"
-    } else if ratio >= c.target() {
+    } else if ratio >= target {
         "met"
     } else {
         "missed"
     };
-    format!("≥ {} {mark}", c.target())
+    match c.pairs_reaching(target) {
+        (_, 0) => format!("≥ {target} {mark}"),
+        (reaching, pairs) => format!("≥ {target} {mark}, in {reaching} of {pairs} pairs"),
+    }
 }
 
 /// The lowest and highest ratio of one repeat's pair of runs, or a dash.
@@ -254,4 +261,42 @@ fn figures(c: &Comparison) -> String {
         c.b.p50_ms,
         c.b.p99_ms
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fused-against-three comparison (target 1.4) whose sides' medians give `ratio`.
+    fn fused(ratio: f64, pair_ratios: Vec<f64>) -> Comparison {
+        let mut c = Comparison::of_pairs(pair_ratios);
+        c.a.cycles_per_sec = ratio;
+        c
+    }
+
+    #[test]
+    fn the_verdict_says_in_how_many_pairs_the_target_held() {
+        assert_eq!(
+            verdict(&fused(1.5, vec![1.45, 1.5, 1.6])),
+            "≥ 1.4 met, in 3 of 3 pairs"
+        );
+        assert_eq!(
+            verdict(&fused(1.42, vec![1.3, 1.42, 1.5])),
+            "≥ 1.4 met, in 2 of 3 pairs"
+        );
+        assert_eq!(
+            verdict(&fused(1.38, vec![1.3, 1.38, 1.45])),
+            "≥ 1.4 missed, in 1 of 3 pairs"
+        );
+        assert_eq!(
+            verdict(&fused(1.2, vec![1.1, 1.2, f64::NAN])),
+            "≥ 1.4 missed, in 0 of 2 pairs"
+        );
+    }
+
+    #[test]
+    fn a_verdict_without_pairs_names_no_count() {
+        assert_eq!(verdict(&fused(1.5, Vec::new())), "≥ 1.4 met");
+        assert_eq!(verdict(&fused(f64::NAN, Vec::new())), "≥ 1.4 no data");
+    }
 }

@@ -109,6 +109,15 @@ impl Comparison {
             })
     }
 
+    /// How many of the repeats' pairs reach `target` by their own ratio, out of how many
+    /// pairs have a ratio (leaving out, as [`pair_range`](Comparison::pair_range) does,
+    /// pairs with a side that completed no cycle).
+    pub(crate) fn pairs_reaching(&self, target: f64) -> (usize, usize) {
+        let finite = self.pair_ratios.iter().filter(|r| r.is_finite());
+        let reaching = finite.clone().filter(|&&r| r >= target).count();
+        (reaching, finite.count())
+    }
+
     /// `b`'s CPU time per cycle over `a`'s: how much less this process worked per cycle
     /// on side `a` (1 means the same; for the guard, below 1 is its overhead).
     pub(crate) fn cpu_ratio(&self) -> f64 {
@@ -121,6 +130,29 @@ impl Comparison {
             (Kind::FusedVsThree, _) => 1.4,
             (Kind::GuardVsRaw(_), Database::Postgres) => 0.95,
             (Kind::GuardVsRaw(_), Database::Sqlite(_)) => 0.9,
+        }
+    }
+
+    /// For tests: the fused cycle against the three statements on PostgreSQL, one
+    /// worker, both sides at one cycle per second, with these pair ratios.
+    #[cfg(test)]
+    pub(crate) fn of_pairs(pair_ratios: Vec<f64>) -> Comparison {
+        let run = Summary {
+            cycles_per_sec: 1.0,
+            p50_ms: 1.0,
+            p99_ms: 1.0,
+            cpu_us_per_cycle: 1.0,
+            refused_per_cycle: 0.0,
+        };
+        Comparison {
+            database: Database::Postgres,
+            kind: Kind::FusedVsThree,
+            workers: 1,
+            a: run,
+            b: run,
+            a_check: None,
+            b_check: None,
+            pair_ratios,
         }
     }
 }
@@ -400,23 +432,7 @@ mod tests {
     }
 
     fn comparison(pair_ratios: Vec<f64>) -> Comparison {
-        let run = Summary {
-            cycles_per_sec: 1.0,
-            p50_ms: 1.0,
-            p99_ms: 1.0,
-            cpu_us_per_cycle: 1.0,
-            refused_per_cycle: 0.0,
-        };
-        Comparison {
-            database: Database::Postgres,
-            kind: Kind::FusedVsThree,
-            workers: 1,
-            a: run,
-            b: run,
-            a_check: None,
-            b_check: None,
-            pair_ratios,
-        }
+        Comparison::of_pairs(pair_ratios)
     }
 
     #[test]
@@ -432,5 +448,14 @@ mod tests {
         );
         assert_eq!(comparison(vec![f64::NAN]).pair_range(), None);
         assert_eq!(comparison(Vec::new()).pair_range(), None);
+    }
+
+    #[test]
+    fn pairs_reaching_a_target_count_only_the_finite_ratios_at_or_above_it() {
+        let c = comparison(vec![0.93, 0.95, 0.97, f64::NAN, f64::INFINITY]);
+        assert_eq!(c.pairs_reaching(0.95), (2, 3));
+        assert_eq!(c.pairs_reaching(0.9), (3, 3));
+        assert_eq!(c.pairs_reaching(1.0), (0, 3));
+        assert_eq!(comparison(Vec::new()).pairs_reaching(0.95), (0, 0));
     }
 }
