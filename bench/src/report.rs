@@ -14,7 +14,7 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
     let _ = writeln!(
         out,
-        "- Machine: {cores} cores. Each figure is the median of {} runs of {:.1} s (after {:.1} s of warm-up), alternating which side runs first. A ratio is the ratio of the two sides' medians; *pairs* gives the lowest and highest ratio of one repeat's two runs, made one right after the other, for the spread; *target* says whether the ratio meets the target, and in how many pairs the pair's own ratio does (met or missed in every pair: beyond this run's spread; otherwise within it).",
+        "- Machine: {cores} cores. Each figure is the median of {} runs of {:.1} s (after {:.1} s of warm-up), alternating which side runs first. A ratio is the ratio of the two sides' medians; *pairs* gives the lowest and highest ratio of one repeat's two runs, made one right after the other, for the spread; *target* says whether the ratio meets the target, and in how many pairs the pair's own ratio does (met or missed in every pair: beyond this run's spread; otherwise within it), and *p*, the two-sided sign test of the pairs against the target: how often as many pairs or more would fall on one side by chance alone, were a pair as likely to fall under the target as to reach it (under 0.05 the pairs decide the target; five pairs cannot go under 0.0625).",
         settings.repeats,
         settings.measured.as_secs_f64(),
         settings.warmup.as_secs_f64()
@@ -220,9 +220,11 @@ fn verdict(c: &Comparison) -> String {
     } else {
         "missed"
     };
-    match c.pairs_reaching(target) {
-        (_, 0) => format!("≥ {target} {mark}"),
-        (reaching, pairs) => format!("≥ {target} {mark}, in {reaching} of {pairs} pairs"),
+    match (c.pairs_reaching(target), c.sign_test(target)) {
+        ((reaching, pairs), Some(p)) => {
+            format!("≥ {target} {mark}, in {reaching} of {pairs} pairs (p {p:.2})")
+        }
+        _ => format!("≥ {target} {mark}"),
     }
 }
 
@@ -278,19 +280,19 @@ mod tests {
     fn the_verdict_says_in_how_many_pairs_the_target_held() {
         assert_eq!(
             verdict(&fused(1.5, vec![1.45, 1.5, 1.6])),
-            "≥ 1.4 met, in 3 of 3 pairs"
+            "≥ 1.4 met, in 3 of 3 pairs (p 0.25)"
         );
         assert_eq!(
             verdict(&fused(1.42, vec![1.3, 1.42, 1.5])),
-            "≥ 1.4 met, in 2 of 3 pairs"
+            "≥ 1.4 met, in 2 of 3 pairs (p 1.00)"
         );
         assert_eq!(
             verdict(&fused(1.38, vec![1.3, 1.38, 1.45])),
-            "≥ 1.4 missed, in 1 of 3 pairs"
+            "≥ 1.4 missed, in 1 of 3 pairs (p 1.00)"
         );
         assert_eq!(
             verdict(&fused(1.2, vec![1.1, 1.2, f64::NAN])),
-            "≥ 1.4 missed, in 0 of 2 pairs"
+            "≥ 1.4 missed, in 0 of 2 pairs (p 0.50)"
         );
     }
 
