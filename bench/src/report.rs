@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use crate::check::Check;
 use crate::sqlite::Execution;
-use crate::suite::{Comparison, Kind, Results, Settings, SideNames, kind_label};
+use crate::suite::{Comparison, Kind, Results, Settings, SideNames, kind_label, sign_test};
 use crate::workload::Rows;
 
 /// Renders the results: the machine and settings, guard against raw, fused against
@@ -220,11 +220,12 @@ fn verdict(c: &Comparison) -> String {
     } else {
         "missed"
     };
-    match (c.pairs_reaching(target), c.sign_test(target)) {
-        ((reaching, pairs), Some(p)) => {
+    match c.pairs_reaching(target) {
+        (_, 0) => format!("≥ {target} {mark}"),
+        (reaching, pairs) => {
+            let p = sign_test(reaching, pairs);
             format!("≥ {target} {mark}, in {reaching} of {pairs} pairs (p {p:.2})")
         }
-        _ => format!("≥ {target} {mark}"),
     }
 }
 

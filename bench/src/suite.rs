@@ -118,17 +118,6 @@ impl Comparison {
         (reaching, finite.count())
     }
 
-    /// The two-sided sign test of the pairs against `target`: how likely, if a pair's
-    /// ratio were as likely to fall under the target as to reach it, as many pairs or
-    /// more would fall on one side as did. `None` without pairs. Under 0.05, the run's
-    /// pairs decide the target; five pairs never can (all five on one side: 0.0625).
-    pub(crate) fn sign_test(&self, target: f64) -> Option<f64> {
-        match self.pairs_reaching(target) {
-            (_, 0) => None,
-            (reaching, pairs) => Some(sign_test(reaching.max(pairs - reaching), pairs)),
-        }
-    }
-
     /// `b`'s CPU time per cycle over `a`'s: how much less this process worked per cycle
     /// on side `a` (1 means the same; for the guard, below 1 is its overhead).
     pub(crate) fn cpu_ratio(&self) -> f64 {
@@ -168,9 +157,13 @@ impl Comparison {
     }
 }
 
-/// Twice the chance that `pairs` fair coin flips give `most` or more heads, at most 1:
-/// the two-sided sign test's p-value for the larger side's count `most`.
-fn sign_test(most: usize, pairs: usize) -> f64 {
+/// The two-sided sign test of `pairs` pairs of which `reaching` reach a target: how
+/// likely, if a pair were as likely to fall under the target as to reach it, as many
+/// pairs or more would fall on one side as did (twice the binomial tail of the larger
+/// side, at most 1). Under 0.05, the pairs decide the target; five pairs never can
+/// (all five on one side: 0.0625).
+pub(crate) fn sign_test(reaching: usize, pairs: usize) -> f64 {
+    let most = reaching.max(pairs - reaching);
     let pairs_f = pairs as f64;
     // C(pairs, i) / 2^pairs, summed over i = most..=pairs, built up term by term.
     let mut term = 0.5_f64.powf(pairs_f);
@@ -489,22 +482,16 @@ mod tests {
     #[test]
     fn the_sign_test_gives_the_binomial_tails() {
         let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
-        // All five pairs on one side: 2 / 32.
+        // All five pairs on one side, either side: 2 / 32.
         assert!(close(sign_test(5, 5), 0.0625));
-        // 12 or more of 15: 2 * (455 + 105 + 15 + 1) / 32768.
+        assert!(close(sign_test(0, 5), 0.0625));
+        // 12 or more of 15 on one side: 2 * (455 + 105 + 15 + 1) / 32768.
         assert!(close(sign_test(12, 15), 1152.0 / 32768.0));
+        assert!(close(sign_test(3, 15), 1152.0 / 32768.0));
         // An even split, or a larger side of no more than half, is no evidence at all.
         assert!(close(sign_test(2, 4), 1.0));
         assert!(close(sign_test(3, 5), 1.0));
+        assert!(close(sign_test(2, 5), 1.0));
         assert!(close(sign_test(1, 1), 1.0));
-    }
-
-    #[test]
-    fn a_comparison_tests_its_larger_side_against_the_target() {
-        let under = comparison(vec![0.8, 0.82, 0.85, 0.9, 0.88, 0.79, 0.81, 0.86]);
-        assert!((under.sign_test(0.95).unwrap() - 2.0 / 256.0).abs() < 1e-12);
-        let split = comparison(vec![0.9, 1.0, 0.92, 0.97]);
-        assert_eq!(split.sign_test(0.95), Some(1.0));
-        assert_eq!(comparison(Vec::new()).sign_test(0.95), None);
     }
 }
