@@ -18,6 +18,10 @@ use crate::value::{Key, Value};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, Statement, params_from_iter};
 
+mod prepared;
+
+use prepared::PreparedConnection;
+
 /// Where a statement runs on tokio's runtime: see [`SqliteOptions::execution`].
 ///
 /// In both modes a statement runs without waiting for any lock: if another connection
@@ -106,7 +110,7 @@ impl SqliteOptions {
 struct Inner {
     path: PathBuf,
     options: SqliteOptions,
-    pool: Arc<Pool<Connection>>,
+    pool: Arc<Pool<PreparedConnection>>,
 }
 
 impl Inner {
@@ -115,15 +119,17 @@ impl Inner {
     /// instead ([`LockWait`]). Work on the blocking pool (opening the database, batches,
     /// transactions) sets the configured timeout for its duration
     /// ([`with_busy_timeout`]).
-    fn connect(&self) -> rusqlite::Result<Connection> {
+    fn connect(&self) -> rusqlite::Result<PreparedConnection> {
         let conn = Connection::open(&self.path)?;
         conn.busy_timeout(Duration::ZERO)?;
-        Ok(conn)
+        Ok(PreparedConnection::new(conn))
     }
 }
 
 /// The SQLite backend: a database file, opened in WAL mode, with a small pool of
-/// connections. A statement that must wait for another connection's lock waits by
+/// connections, each statement prepared once per connection and kept with it (up to
+/// [`Sqlite::MAX_PREPARED_STATEMENTS`] per connection; past that, the one used longest
+/// ago is finalized). A statement that must wait for another connection's lock waits by
 /// sleeping its task on tokio's timer, never holding a thread; where the statement
 /// itself runs is chosen by [`SqliteExecution`]. Cheap to clone (clones share the pool).
 ///
@@ -144,6 +150,13 @@ impl std::fmt::Debug for Sqlite {
 }
 
 impl Sqlite {
+    /// How many prepared statements each connection keeps. A store uses a handful per
+    /// table; the bound is for statements sent through the backend directly
+    /// ([`Backend::execute`]), so that a stream of distinct texts cannot grow a
+    /// connection's statements without limit. Past it, the statement used longest ago
+    /// is finalized.
+    pub const MAX_PREPARED_STATEMENTS: usize = prepared::CAPACITY;
+
     /// Opens (creating if needed) the database file at `path` with default options, and
     /// switches it to WAL mode.
     ///
@@ -169,7 +182,8 @@ impl Sqlite {
         sqlite
             .run(|conn| {
                 let mode: String =
-                    conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+                    conn.conn()
+                        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
                 if mode.eq_ignore_ascii_case("wal") {
                     Ok(Ok(()))
                 } else {
@@ -187,7 +201,7 @@ impl Sqlite {
         &self.inner.path
     }
 
-    async fn checkout(&self) -> Result<Checkout<Connection>> {
+    async fn checkout(&self) -> Result<Checkout<PreparedConnection>> {
         let inner = Arc::clone(&self.inner);
         self.inner
             .pool
@@ -204,7 +218,7 @@ impl Sqlite {
     async fn run<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        F: FnOnce(&mut PreparedConnection) -> rusqlite::Result<T> + Send + 'static,
     {
         let checkout = self.checkout().await?;
         on_blocking_pool(checkout, self.inner.options.busy_timeout, f).await
@@ -231,7 +245,8 @@ impl Sqlite {
             Some(checkout) => checkout,
             None => self.checkout().await?,
         };
-        let run_once = |conn: &Connection| step(&mut *conn.prepare_cached(sql)?, params);
+        let run_once =
+            |conn: &mut PreparedConnection| conn.with_statement(sql, |stmt| step(stmt, params));
         let execution = self.inner.options.execution;
         let mut lock_wait = LockWait::new(self.inner.options.busy_timeout);
         loop {
@@ -271,7 +286,7 @@ impl Sqlite {
         }
         let (sql, params) = (sql.to_owned(), params.to_vec());
         on_blocking_pool(checkout, self.inner.options.busy_timeout, move |conn| {
-            step(&mut *conn.prepare_cached(&sql)?, &params)
+            conn.with_statement(&sql, |stmt| step(stmt, &params))
         })
         .await
     }
@@ -346,13 +361,13 @@ impl Found for Option<Vec<Value>> {
 /// Runs `f` on `checkout`'s connection on tokio's blocking pool, with `busy_timeout` set
 /// for its duration.
 async fn on_blocking_pool<T, F>(
-    mut checkout: Checkout<Connection>,
+    mut checkout: Checkout<PreparedConnection>,
     busy_timeout: Duration,
     f: F,
 ) -> Result<T>
 where
     T: Send + 'static,
-    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    F: FnOnce(&mut PreparedConnection) -> rusqlite::Result<T> + Send + 'static,
 {
     tokio::task::spawn_blocking(move || {
         let result = with_busy_timeout(checkout.conn(), busy_timeout, f)?;
@@ -370,13 +385,13 @@ where
 /// is a failure to set or clear the timeout (the connection must then be dropped); the
 /// inner result is `f`'s.
 fn with_busy_timeout<T>(
-    conn: &Connection,
+    conn: &mut PreparedConnection,
     timeout: Duration,
-    f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    f: impl FnOnce(&mut PreparedConnection) -> rusqlite::Result<T>,
 ) -> rusqlite::Result<rusqlite::Result<T>> {
-    conn.busy_timeout(timeout)?;
+    conn.conn().busy_timeout(timeout)?;
     let result = f(conn);
-    conn.busy_timeout(Duration::ZERO)?;
+    conn.conn().busy_timeout(Duration::ZERO)?;
     Ok(result)
 }
 
@@ -507,7 +522,7 @@ impl Backend for Sqlite {
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {
         let sql = sql.to_owned();
-        self.run(move |conn| conn.execute_batch(&sql)).await
+        self.run(move |conn| conn.conn().execute_batch(&sql)).await
     }
 
     async fn execute_then_record(
@@ -522,18 +537,21 @@ impl Backend for Sqlite {
         self.run(move |conn| {
             // IMMEDIATE takes the write lock first, so the write and its record see
             // and leave one consistent state.
-            conn.execute_batch("BEGIN IMMEDIATE")?;
-            let body = || -> rusqlite::Result<usize> {
-                let rows = conn
-                    .prepare_cached(&write)?
-                    .execute(params_from_iter(bound(&write_params)))?;
+            conn.conn().execute_batch("BEGIN IMMEDIATE")?;
+            let body = |conn: &mut PreparedConnection| -> rusqlite::Result<usize> {
+                let rows = conn.with_statement(&write, |stmt| {
+                    stmt.execute(params_from_iter(bound(&write_params)))
+                })?;
                 if rows == 1 {
-                    conn.prepare_cached(&record)?
-                        .execute(params_from_iter(bound(&record_params)))?;
+                    conn.with_statement(&record, |stmt| {
+                        stmt.execute(params_from_iter(bound(&record_params)))
+                    })?;
                 }
                 Ok(rows)
             };
-            match body() {
+            let outcome = body(conn);
+            let conn = conn.conn();
+            match outcome {
                 Ok(rows) => {
                     if let Err(error) = conn.execute_batch("COMMIT") {
                         // A failed COMMIT may leave the transaction open; end it so the

@@ -1,0 +1,228 @@
+//! A pooled SQLite connection that keeps its own prepared statements.
+//!
+//! rusqlite's `prepare_cached` finds a statement by hashing its whole text, twice per
+//! use (taken out of the cache, put back), and copies the key and resets the bindings
+//! each time: about 5,000 instructions of a lease cycle's 76,000 (BENCHMARKS.md,
+//! "Statements kept per connection"). A statement that borrows its connection can only
+//! be kept beside that connection, and the pool moves connections between threads; this
+//! module keeps the two together and lets the pair move.
+
+use rusqlite::{Connection, PrepFlags, Statement};
+
+/// How many statements a connection keeps: [`Sqlite::MAX_PREPARED_STATEMENTS`].
+///
+/// [`Sqlite::MAX_PREPARED_STATEMENTS`]: crate::Sqlite::MAX_PREPARED_STATEMENTS
+pub(super) const CAPACITY: usize = 64;
+
+self_cell::self_cell!(
+    /// A connection and the statements prepared on it.
+    struct Cell {
+        owner: Connection,
+
+        #[covariant]
+        dependent: Kept,
+    }
+);
+
+/// The statements prepared on one connection, most recently used first.
+struct Kept<'conn> {
+    entries: Vec<Entry<'conn>>,
+}
+
+/// One kept statement and the text it was prepared from.
+struct Entry<'conn> {
+    sql: Box<str>,
+    statement: Statement<'conn>,
+}
+
+/// A connection with the statements prepared on it, moved between threads as one.
+pub(super) struct PreparedConnection(Cell);
+
+// SAFETY: `Connection` is `Send`; a `Statement` is not, because it holds a `&Connection`
+// (a `Connection` is not `Sync`) and a raw `sqlite3_stmt` pointer. Every statement in
+// the cell was prepared on, and borrows, the cell's own connection, and nothing outside
+// the cell refers to either: `Kept` holds only statements, and `with_statement` lends
+// one for the duration of a call through `&mut self`. So moving the cell moves the
+// connection together with every borrow of it and every statement of it, and they are
+// used from one thread at a time. That is what SQLite requires of a connection opened
+// with `SQLITE_OPEN_NO_MUTEX` (rusqlite's default, on a threadsafe build), and the same
+// reasoning by which rusqlite itself marks its statement cache, which keeps raw
+// statements inside a `Connection`, `Send`.
+#[allow(unsafe_code)]
+unsafe impl Send for PreparedConnection {}
+
+impl PreparedConnection {
+    pub(super) fn new(conn: Connection) -> Self {
+        PreparedConnection(Cell::new(conn, |_| Kept {
+            entries: Vec::with_capacity(CAPACITY),
+        }))
+    }
+
+    /// The connection, for work that prepares its own statements (batches,
+    /// transactions).
+    pub(super) fn conn(&self) -> &Connection {
+        self.0.borrow_owner()
+    }
+
+    /// Runs `f` with the statement for `sql`, prepared on this connection the first time
+    /// and kept. As with `prepare_cached`, the text is trimmed first, and a statement
+    /// that fails to prepare is an error and keeps nothing.
+    pub(super) fn with_statement<T>(
+        &mut self,
+        sql: &str,
+        f: impl FnOnce(&mut Statement<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        self.0
+            .with_dependent_mut(|conn, kept| f(kept.statement(conn, sql.trim())?))
+    }
+
+    /// How many statements this connection keeps.
+    #[cfg(test)]
+    fn kept(&self) -> usize {
+        self.0.borrow_dependent().entries.len()
+    }
+}
+
+impl<'conn> Kept<'conn> {
+    /// The statement for `sql`, moved to the front; prepared and put at the front if
+    /// none is kept, the least recently used one finalized to make room.
+    ///
+    /// A linear search from the front: the text is compared in full only with entries
+    /// of its length, and a cycle's statements stay near the front, so finding one costs
+    /// less than hashing its text once.
+    fn statement(
+        &mut self,
+        conn: &'conn Connection,
+        sql: &str,
+    ) -> rusqlite::Result<&mut Statement<'conn>> {
+        match self.entries.iter().position(|entry| *entry.sql == *sql) {
+            Some(0) => {}
+            Some(found) => self.entries[..=found].rotate_right(1),
+            None => {
+                // As `prepare_cached` does: the statement will be used many times.
+                let statement =
+                    conn.prepare_with_flags(sql, PrepFlags::SQLITE_PREPARE_PERSISTENT)?;
+                self.entries.truncate(CAPACITY - 1);
+                self.entries.insert(
+                    0,
+                    Entry {
+                        sql: sql.into(),
+                        statement,
+                    },
+                );
+            }
+        }
+        Ok(&mut self.entries[0].statement)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connection() -> PreparedConnection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (v INTEGER)").unwrap();
+        PreparedConnection::new(conn)
+    }
+
+    fn insert(conn: &mut PreparedConnection, sql: &str, v: i64) -> usize {
+        conn.with_statement(sql, |stmt| stmt.execute([v])).unwrap()
+    }
+
+    fn values(conn: &PreparedConnection) -> Vec<i64> {
+        let mut stmt = conn
+            .conn()
+            .prepare("SELECT v FROM t ORDER BY rowid")
+            .unwrap();
+        let rows = stmt.query_map([], |row| row.get(0)).unwrap();
+        rows.collect::<rusqlite::Result<_>>().unwrap()
+    }
+
+    /// A statement is prepared once and run again from the connection's keeping, with
+    /// new parameters each time; the same text with surrounding space is the same
+    /// statement.
+    #[test]
+    fn a_statement_is_kept_and_run_again() {
+        let mut conn = connection();
+        let sql = "INSERT INTO t (v) VALUES (?1)";
+        assert_eq!(insert(&mut conn, sql, 1), 1);
+        assert_eq!(insert(&mut conn, sql, 2), 1);
+        assert_eq!(insert(&mut conn, &format!("  {sql}\n"), 3), 1);
+        assert_eq!(conn.kept(), 1);
+        assert_eq!(values(&conn), [1, 2, 3]);
+    }
+
+    /// Each text runs its own statement, whichever was used last: a lookup that
+    /// matched by length alone, or kept only the front entry, runs the wrong one here.
+    #[test]
+    fn each_text_runs_its_own_statement() {
+        let mut conn = connection();
+        let twice = "INSERT INTO t (v) VALUES (?1 * 2)";
+        let thrice = "INSERT INTO t (v) VALUES (?1 * 3)";
+        assert_eq!(twice.len(), thrice.len());
+        for v in 1..=2 {
+            insert(&mut conn, twice, v);
+            insert(&mut conn, thrice, v);
+        }
+        insert(&mut conn, twice, 10);
+        assert_eq!(conn.kept(), 2);
+        assert_eq!(values(&conn), [2, 3, 4, 6, 20]);
+    }
+
+    /// Past its capacity the connection finalizes the least recently used statement,
+    /// and keeps the one used most recently even if it was prepared first.
+    #[test]
+    fn the_least_recently_used_statement_makes_room() {
+        let mut conn = connection();
+        let sql = |n: usize| format!("INSERT INTO t (v) VALUES (?1 + {n})");
+        for n in 0..CAPACITY {
+            insert(&mut conn, &sql(n), 0);
+        }
+        insert(&mut conn, &sql(0), 0); // now the most recently used
+        insert(&mut conn, &sql(CAPACITY), 0); // finalizes sql(1), the least
+        assert_eq!(conn.kept(), CAPACITY);
+        let kept: Vec<&str> = conn
+            .0
+            .borrow_dependent()
+            .entries
+            .iter()
+            .map(|entry| &*entry.sql)
+            .collect();
+        assert!(kept.contains(&sql(0).as_str()), "{kept:?}");
+        assert!(!kept.contains(&sql(1).as_str()), "{kept:?}");
+        assert_eq!(kept[0], sql(CAPACITY));
+    }
+
+    /// A text that does not prepare is an error and keeps nothing; the connection's
+    /// other statements still run.
+    #[test]
+    fn a_statement_that_fails_to_prepare_keeps_nothing() {
+        let mut conn = connection();
+        insert(&mut conn, "INSERT INTO t (v) VALUES (?1)", 1);
+        let error =
+            conn.with_statement("INSERT INTO missing VALUES (?1)", |stmt| stmt.execute([1]));
+        assert!(error.is_err(), "{error:?}");
+        assert_eq!(conn.kept(), 1);
+        insert(&mut conn, "INSERT INTO t (v) VALUES (?1)", 2);
+        assert_eq!(values(&conn), [1, 2]);
+    }
+
+    /// The connection and its statements move to another thread together and run
+    /// there (this is what the `Send` impl claims); the statement prepared on the first
+    /// thread is the one run on the second.
+    #[test]
+    fn a_connection_and_its_statements_run_on_another_thread() {
+        let mut conn = connection();
+        let sql = "INSERT INTO t (v) VALUES (?1)";
+        insert(&mut conn, sql, 1);
+        let conn = std::thread::spawn(move || {
+            insert(&mut conn, sql, 2);
+            conn
+        })
+        .join()
+        .unwrap();
+        assert_eq!(conn.kept(), 1);
+        assert_eq!(values(&conn), [1, 2]);
+    }
+}
