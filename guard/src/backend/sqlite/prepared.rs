@@ -119,6 +119,7 @@ impl<'conn> Kept<'conn> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::StatementStatus;
 
     fn connection() -> PreparedConnection {
         let conn = Connection::open_in_memory().unwrap();
@@ -141,7 +142,8 @@ mod tests {
 
     /// A statement is prepared once and run again from the connection's keeping, with
     /// new parameters each time; the same text with surrounding space is the same
-    /// statement.
+    /// statement. SQLite counts the runs of each prepared statement: a statement
+    /// prepared again would have none.
     #[test]
     fn a_statement_is_kept_and_run_again() {
         let mut conn = connection();
@@ -149,6 +151,10 @@ mod tests {
         assert_eq!(insert(&mut conn, sql, 1), 1);
         assert_eq!(insert(&mut conn, sql, 2), 1);
         assert_eq!(insert(&mut conn, &format!("  {sql}\n"), 3), 1);
+        let runs = conn
+            .with_statement(sql, |stmt| Ok(stmt.get_status(StatementStatus::Run)))
+            .unwrap();
+        assert_eq!(runs, 3);
         assert_eq!(conn.kept(), 1);
         assert_eq!(values(&conn), [1, 2, 3]);
     }
