@@ -2,10 +2,10 @@
 //!
 //! rusqlite's `prepare_cached` finds a statement by hashing its whole text, twice per
 //! use (taken out of the cache, put back), and copies the key and resets the bindings
-//! each time: about 5,000 instructions of a lease cycle's 76,000 (BENCHMARKS.md,
-//! "Statements kept per connection"). A statement that borrows its connection can only
-//! be kept beside that connection, and the pool moves connections between threads; this
-//! module keeps the two together and lets the pair move.
+//! each time: about 4,000 instructions of a lease cycle's 76,000 (BENCHMARKS.md, "Since
+//! run G: statements kept per connection"). A statement that borrows its connection can
+//! only be kept beside that connection, and the pool moves connections between threads;
+//! this module keeps the two together and lets the pair move.
 
 use rusqlite::{Connection, PrepFlags, Statement};
 
@@ -38,16 +38,17 @@ struct Entry<'conn> {
 /// A connection with the statements prepared on it, moved between threads as one.
 pub(super) struct PreparedConnection(Cell);
 
-// SAFETY: `Connection` is `Send`; a `Statement` is not, because it holds a `&Connection`
-// (a `Connection` is not `Sync`) and a raw `sqlite3_stmt` pointer. Every statement in
-// the cell was prepared on, and borrows, the cell's own connection, and nothing outside
-// the cell refers to either: `Kept` holds only statements, and `with_statement` lends
-// one for the duration of a call through `&mut self`. So moving the cell moves the
-// connection together with every borrow of it and every statement of it, and they are
-// used from one thread at a time. That is what SQLite requires of a connection opened
-// with `SQLITE_OPEN_NO_MUTEX` (rusqlite's default, on a threadsafe build), and the same
-// reasoning by which rusqlite itself marks its statement cache, which keeps raw
-// statements inside a `Connection`, `Send`.
+// SAFETY: `Connection` is `Send`; a `Statement` is not, because it holds a
+// `&Connection` (a `Connection` is not `Sync`) and a raw `sqlite3_stmt` pointer. Every
+// statement in the cell was prepared on, and borrows, the cell's own connection, and
+// nothing outside the cell refers to either: `Kept` holds only statements and their
+// owned texts, and `with_statement` lends a statement for the duration of a call
+// through `&mut self`. So moving the cell moves the connection together with every
+// borrow of it and every statement of it, and they are used from one thread at a time.
+// That is what SQLite requires of a connection opened with `SQLITE_OPEN_NO_MUTEX`
+// (rusqlite's default, on a threadsafe build), and the same reasoning by which rusqlite
+// itself marks its statement cache, which keeps raw statements inside a `Connection`,
+// `Send`.
 #[allow(unsafe_code)]
 unsafe impl Send for PreparedConnection {}
 
