@@ -3,6 +3,8 @@
 //! A [`Backend`] runs single autocommitted statements with bound parameters. The
 //! protocol ([`Store`](crate::Store)) is written once over it.
 
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+mod kept;
 #[cfg(feature = "mssql")]
 mod mssql;
 #[cfg(any(feature = "mssql", feature = "postgres", feature = "sqlite"))]

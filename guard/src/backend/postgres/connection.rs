@@ -1,8 +1,5 @@
-//! A pooled PostgreSQL connection: the client, and the statements prepared on it.
-//!
-//! The statements live with the connection that prepared them, so finding one is a
-//! comparison of texts on a connection the caller holds alone: no lock, no hash of the
-//! text. A store issues a handful of distinct statements, each many times.
+//! A pooled PostgreSQL connection: the client, and the statements prepared on it
+//! ([`KeptStatements`]).
 
 use std::fmt;
 use std::future::Future;
@@ -14,6 +11,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::{Client, Socket, Statement};
 
+use crate::backend::kept::KeptStatements;
 use crate::backend::pool::Checkout;
 use crate::error::Result;
 
@@ -24,18 +22,9 @@ pub(crate) const MAX_PREPARED_STATEMENTS: usize = 256;
 /// One connection of the pool.
 pub(crate) struct Connection {
     client: Client,
-    /// The statements prepared on this connection, in the order first prepared.
-    prepared: Vec<Prepared>,
-    /// Counts the statements run, to tell which prepared statement was used longest ago.
-    runs: u64,
-}
-
-/// A statement prepared on one connection.
-struct Prepared {
-    text: Box<str>,
-    statement: Statement,
-    /// The connection's run count when the statement last ran.
-    last_run: u64,
+    /// The statements prepared on this connection. Dropping one closes it on the
+    /// server.
+    prepared: KeptStatements<Statement>,
 }
 
 impl Connection {
@@ -47,34 +36,14 @@ impl Connection {
     /// The client, and `sql` prepared on this connection: prepared now if this is its
     /// first use here.
     pub(crate) async fn prepared(&mut self, sql: &str) -> Result<(&Client, &Statement)> {
-        self.runs += 1;
-        // Comparing `str`s compares their lengths first, so statements of other lengths
-        // cost one comparison each.
-        let index = match self.prepared.iter().position(|p| *p.text == *sql) {
+        let index = match self.prepared.find(sql) {
             Some(index) => index,
             None => {
                 let statement = self.client.prepare(sql).await?;
-                if self.prepared.len() >= MAX_PREPARED_STATEMENTS {
-                    // Dropping a statement closes it on the server. The one used longest
-                    // ago goes, so that a stream of distinct texts sent through the
-                    // backend does not push out the statements the store runs all the
-                    // time.
-                    let oldest = (0..self.prepared.len())
-                        .min_by_key(|&i| self.prepared[i].last_run)
-                        .unwrap_or(0);
-                    self.prepared.swap_remove(oldest);
-                }
-                self.prepared.push(Prepared {
-                    text: sql.into(),
-                    statement,
-                    last_run: 0,
-                });
-                self.prepared.len() - 1
+                self.prepared.keep(sql, statement)
             }
         };
-        let prepared = &mut self.prepared[index];
-        prepared.last_run = self.runs;
-        Ok((&self.client, &prepared.statement))
+        Ok((&self.client, self.prepared.get_mut(index)))
     }
 
     /// Forgets `sql`'s kept statement if `error` is the server refusing to run it
@@ -96,7 +65,7 @@ impl Connection {
         });
         if stale {
             // Dropping the statement closes it on the server.
-            self.prepared.retain(|p| *p.text != *sql);
+            self.prepared.forget(sql);
         }
         stale
     }
@@ -135,8 +104,7 @@ where
             });
             Ok(Connection {
                 client,
-                prepared: Vec::new(),
-                runs: 0,
+                prepared: KeptStatements::new(MAX_PREPARED_STATEMENTS),
             })
         })
     })

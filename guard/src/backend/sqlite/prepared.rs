@@ -1,4 +1,5 @@
-//! A pooled SQLite connection that keeps its own prepared statements.
+//! A pooled SQLite connection that keeps its own prepared statements
+//! ([`KeptStatements`]).
 //!
 //! rusqlite's `prepare_cached` finds a statement by hashing its whole text, twice per
 //! use (taken out of the cache, put back), and copies the key and resets the bindings
@@ -8,6 +9,8 @@
 //! this module keeps the two together and lets the pair move.
 
 use rusqlite::{Connection, PrepFlags, Statement};
+
+use crate::backend::kept::KeptStatements;
 
 /// How many statements a connection keeps: [`Sqlite::MAX_PREPARED_STATEMENTS`].
 ///
@@ -24,16 +27,8 @@ self_cell::self_cell!(
     }
 );
 
-/// The statements prepared on one connection, most recently used first.
-struct Kept<'conn> {
-    entries: Vec<Entry<'conn>>,
-}
-
-/// One kept statement and the text it was prepared from.
-struct Entry<'conn> {
-    sql: Box<str>,
-    statement: Statement<'conn>,
-}
+/// The statements prepared on one connection.
+type Kept<'conn> = KeptStatements<Statement<'conn>>;
 
 /// A connection with the statements prepared on it, moved between threads as one.
 pub(super) struct PreparedConnection(Cell);
@@ -54,9 +49,7 @@ unsafe impl Send for PreparedConnection {}
 
 impl PreparedConnection {
     pub(super) fn new(conn: Connection) -> Self {
-        PreparedConnection(Cell::new(conn, |_| Kept {
-            entries: Vec::with_capacity(CAPACITY),
-        }))
+        PreparedConnection(Cell::new(conn, |_| KeptStatements::new(CAPACITY)))
     }
 
     /// The connection, for work that prepares its own statements (batches,
@@ -73,47 +66,25 @@ impl PreparedConnection {
         sql: &str,
         f: impl FnOnce(&mut Statement<'_>) -> rusqlite::Result<T>,
     ) -> rusqlite::Result<T> {
-        self.0
-            .with_dependent_mut(|conn, kept| f(kept.statement(conn, sql.trim())?))
+        let sql = sql.trim();
+        self.0.with_dependent_mut(|conn, kept| {
+            let index = match kept.find(sql) {
+                Some(index) => index,
+                None => {
+                    // As `prepare_cached` does: the statement will be used many times.
+                    let statement =
+                        conn.prepare_with_flags(sql, PrepFlags::SQLITE_PREPARE_PERSISTENT)?;
+                    kept.keep(sql, statement)
+                }
+            };
+            f(kept.get_mut(index))
+        })
     }
 
     /// How many statements this connection keeps.
     #[cfg(test)]
     fn kept(&self) -> usize {
-        self.0.borrow_dependent().entries.len()
-    }
-}
-
-impl<'conn> Kept<'conn> {
-    /// The statement for `sql`, moved to the front; prepared and put at the front if
-    /// none is kept, the least recently used one finalized to make room.
-    ///
-    /// A linear search from the front: the text is compared in full only with entries
-    /// of its length, and a cycle's statements stay near the front, so finding one costs
-    /// less than hashing its text once.
-    fn statement(
-        &mut self,
-        conn: &'conn Connection,
-        sql: &str,
-    ) -> rusqlite::Result<&mut Statement<'conn>> {
-        match self.entries.iter().position(|entry| *entry.sql == *sql) {
-            Some(0) => {}
-            Some(found) => self.entries[..=found].rotate_right(1),
-            None => {
-                // As `prepare_cached` does: the statement will be used many times.
-                let statement =
-                    conn.prepare_with_flags(sql, PrepFlags::SQLITE_PREPARE_PERSISTENT)?;
-                self.entries.truncate(CAPACITY - 1);
-                self.entries.insert(
-                    0,
-                    Entry {
-                        sql: sql.into(),
-                        statement,
-                    },
-                );
-            }
-        }
-        Ok(&mut self.entries[0].statement)
+        self.0.borrow_dependent().len()
     }
 }
 
@@ -161,7 +132,7 @@ mod tests {
     }
 
     /// Each text runs its own statement, whichever was used last: a lookup that
-    /// matched by length alone, or kept only the front entry, runs the wrong one here.
+    /// matched by length alone runs the wrong one here.
     #[test]
     fn each_text_runs_its_own_statement() {
         let mut conn = connection();
@@ -177,28 +148,22 @@ mod tests {
         assert_eq!(values(&conn), [2, 3, 4, 6, 20]);
     }
 
-    /// Past its capacity the connection finalizes the least recently used statement,
-    /// and keeps the one used most recently even if it was prepared first.
+    /// Past its capacity the connection finalizes the statement run longest ago, and
+    /// keeps the one run most recently even if it was prepared first.
     #[test]
-    fn the_least_recently_used_statement_makes_room() {
+    fn the_statement_run_longest_ago_makes_room() {
         let mut conn = connection();
         let sql = |n: usize| format!("INSERT INTO t (v) VALUES (?1 + {n})");
         for n in 0..CAPACITY {
             insert(&mut conn, &sql(n), 0);
         }
-        insert(&mut conn, &sql(0), 0); // now the most recently used
-        insert(&mut conn, &sql(CAPACITY), 0); // finalizes sql(1), the least
+        insert(&mut conn, &sql(0), 0); // now the most recently run
+        insert(&mut conn, &sql(CAPACITY), 0); // finalizes sql(1), run longest ago
         assert_eq!(conn.kept(), CAPACITY);
-        let kept: Vec<&str> = conn
-            .0
-            .borrow_dependent()
-            .entries
-            .iter()
-            .map(|entry| &*entry.sql)
-            .collect();
-        assert!(kept.contains(&sql(0).as_str()), "{kept:?}");
-        assert!(!kept.contains(&sql(1).as_str()), "{kept:?}");
-        assert_eq!(kept[0], sql(CAPACITY));
+        let kept = conn.0.borrow_dependent();
+        assert!(kept.contains(&sql(0)));
+        assert!(!kept.contains(&sql(1)));
+        assert!(kept.contains(&sql(CAPACITY)));
     }
 
     /// A text that does not prepare is an error and keeps nothing; the connection's
