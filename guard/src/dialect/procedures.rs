@@ -3,9 +3,12 @@
 //!
 //! [`MssqlProcedures`] renders, for one [`FencedTable`]:
 //!
-//! - one `CREATE OR ALTER PROCEDURE` per operation ([`Procedure`]), each holding the very
-//!   statement the guard sends in its ordinary mode (same fence, same clock, same epoch
-//!   check), with named parameters instead of `@Pn`;
+//! - one procedure per operation ([`Procedure`]), each holding the very statement the
+//!   guard sends in its ordinary mode (same fence, same clock, same epoch check), with
+//!   named parameters instead of `@Pn`. Each is installed by two batches: a stub created
+//!   if the procedure is absent, then `ALTER PROCEDURE`, so that a reinstall keeps the
+//!   permissions granted on it (the form every SQL Server accepts; `CREATE OR ALTER`
+//!   needs SQL Server 2016 SP1 and is not understood by every TDS server);
 //! - a permission script: an application role with `GRANT EXECUTE` on those procedures,
 //!   `GRANT SELECT` on the three tables, and `DENY UPDATE, INSERT, DELETE` on them.
 //!
@@ -140,11 +143,28 @@ impl MssqlProcedures {
             .1
     }
 
-    /// One `CREATE OR ALTER PROCEDURE` batch per procedure, in [`Procedure::ALL`] order,
-    /// each to be run on its own (for example with
-    /// [`Backend::execute_batch`](crate::Backend::execute_batch)).
+    /// Two batches per procedure, in [`Procedure::ALL`] order: [`stub`] then
+    /// [`procedure`], each to be run on its own (for example with
+    /// [`Backend::execute_batch`](crate::Backend::execute_batch)). Running them again
+    /// replaces the procedures' bodies and keeps their permissions.
+    ///
+    /// [`stub`]: MssqlProcedures::stub
+    /// [`procedure`]: MssqlProcedures::procedure
     pub fn procedure_batches(&self) -> Vec<String> {
-        Procedure::ALL.iter().map(|&p| self.procedure(p)).collect()
+        Procedure::ALL
+            .iter()
+            .flat_map(|&p| [self.stub(p), self.procedure(p)])
+            .collect()
+    }
+
+    /// Creates procedure `p` as an empty stub if it does not exist, so that
+    /// [`procedure`](MssqlProcedures::procedure) can `ALTER` it.
+    pub fn stub(&self, p: Procedure) -> String {
+        let name = self.name(p).quoted(D);
+        // The name inside the literals is made of validated identifiers: no quotes.
+        format!(
+            "IF OBJECT_ID(N'{name}', N'P') IS NULL EXEC(N'CREATE PROCEDURE {name} AS RETURN 0')"
+        )
     }
 
     /// The procedures as one script, batches separated by `GO` lines (for `sqlcmd` and
@@ -188,7 +208,8 @@ impl MssqlProcedures {
         script(&self.permission_batches())
     }
 
-    /// The procedure that runs operation `p`.
+    /// `ALTER PROCEDURE` giving procedure `p` its body; the procedure must exist (see
+    /// [`stub`](MssqlProcedures::stub)).
     pub fn procedure(&self, p: Procedure) -> String {
         let t = &self.table;
         let key_type = D.key_sql_type(t.key_type());
@@ -273,7 +294,7 @@ impl MssqlProcedures {
             ),
         };
         format!(
-            "CREATE OR ALTER PROCEDURE {} {params}\nAS\nBEGIN\n    SET NOCOUNT ON;\n    {body}\nEND",
+            "ALTER PROCEDURE {} {params}\nAS\nBEGIN\n    SET NOCOUNT ON;\n    {body}\nEND",
             self.name(p).quoted(D)
         )
     }
@@ -426,7 +447,7 @@ mod tests {
         assert_eq!(
             renew,
             format!(
-                "CREATE OR ALTER PROCEDURE [dbo].[ReportPublication_Renew] @Key uniqueidentifier, \
+                "ALTER PROCEDURE [dbo].[ReportPublication_Renew] @Key uniqueidentifier, \
                  @Generation bigint, @Owner uniqueidentifier, @TtlMs int\nAS\nBEGIN\n    SET NOCOUNT ON;\n    \
                  {};\n    SELECT @@ROWCOUNT AS [RowsAffected];\nEND",
                 dialect::renew(D, &t)
@@ -438,7 +459,7 @@ mod tests {
         );
         let publish = p.procedure(Procedure::PublishAndRelease);
         assert!(publish.starts_with(
-            "CREATE OR ALTER PROCEDURE [dbo].[ReportPublication_PublishAndRelease] \
+            "ALTER PROCEDURE [dbo].[ReportPublication_PublishAndRelease] \
              @p_Payload nvarchar(max), @p_Pages bigint, @Key uniqueidentifier, @Generation bigint, \
              @Owner uniqueidentifier, @OperationId uniqueidentifier = NULL\nAS\n"
         ));
