@@ -924,14 +924,23 @@ impl<B: Backend> Store<B> {
     }
 
     fn check_key(&self, key: &Key) -> Result<()> {
-        if key.key_type() == self.table.key_type() {
-            Ok(())
-        } else {
-            Err(Error::KeyType {
+        if key.key_type() != self.table.key_type() {
+            return Err(Error::KeyType {
                 expected: self.table.key_type(),
                 found: key.key_type(),
-            })
+            });
         }
+        // SQL Server compares strings with trailing spaces padded away in every
+        // collation: `k` and `k ` would be one row there and two elsewhere.
+        if let (Dialect::Mssql, Key::Text(text)) = (self.dialect(), key) {
+            if text.ends_with(' ') {
+                return Err(Error::Config(format!(
+                    "text key {text:?} ends with a space: SQL Server ignores trailing spaces \
+                     when it compares keys, so it would name the same row as the key without them"
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
