@@ -87,7 +87,7 @@ pub mod work;
 
 pub use backend::Backend;
 #[cfg(feature = "mssql")]
-pub use backend::Mssql;
+pub use backend::{Mssql, MssqlOptions};
 #[cfg(feature = "postgres")]
 pub use backend::{PooledClient, Postgres};
 #[cfg(feature = "sqlite")]

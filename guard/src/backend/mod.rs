@@ -17,7 +17,7 @@ mod sqlite;
 use std::future::Future;
 
 #[cfg(feature = "mssql")]
-pub use mssql::Mssql;
+pub use mssql::{Mssql, MssqlOptions};
 #[cfg(feature = "postgres")]
 pub use postgres::{PooledClient, Postgres};
 #[cfg(feature = "sqlite")]

@@ -21,7 +21,48 @@ const DEFAULT_MAX_CONNECTIONS: usize = 8;
 
 struct Inner {
     config: Config,
+    session: Option<String>,
     pool: Arc<Pool<Connection>>,
+}
+
+/// Options for [`Mssql::connect_with_options`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MssqlOptions {
+    max_connections: usize,
+    session: Option<String>,
+}
+
+impl Default for MssqlOptions {
+    fn default() -> Self {
+        MssqlOptions {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            session: None,
+        }
+    }
+}
+
+impl MssqlOptions {
+    /// How many connections the pool may open. Default 8; at least 1.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// A batch run once on every new connection before its first statement, for the
+    /// session settings a deployment requires (`SET ANSI_WARNINGS ON`, `SET NOCOUNT
+    /// ON`, `SET LOCK_TIMEOUT 5000`, ...). Default: none. The protocol's outcomes do not
+    /// depend on `NOCOUNT`: every count is read with `@@ROWCOUNT`.
+    ///
+    /// ```
+    /// use fenced_guard::MssqlOptions;
+    ///
+    /// let options = MssqlOptions::default().on_connect("SET LOCK_TIMEOUT 5000");
+    /// # let _ = options;
+    /// ```
+    pub fn on_connect(mut self, batch: impl Into<String>) -> Self {
+        self.session = Some(batch.into());
+        self
+    }
 }
 
 /// The SQL Server backend: a small pool of tiberius connections.
@@ -68,28 +109,82 @@ impl Mssql {
     ///
     /// As for [`connect`](Mssql::connect).
     pub async fn connect_with(ado: &str, max_connections: usize) -> Result<Self> {
+        Self::connect_with_options(
+            ado,
+            MssqlOptions::default().max_connections(max_connections),
+        )
+        .await
+    }
+
+    /// As [`connect`](Mssql::connect), with `options`.
+    ///
+    /// # Errors
+    ///
+    /// As for [`connect`](Mssql::connect), and any error of the
+    /// [`on_connect`](MssqlOptions::on_connect) batch.
+    pub async fn connect_with_options(ado: &str, options: MssqlOptions) -> Result<Self> {
         let config = Config::from_ado_string(ado)?;
         let inner = Arc::new(Inner {
             config,
-            pool: Pool::new(max_connections),
+            session: options.session,
+            pool: Pool::new(options.max_connections),
         });
         let mssql = Mssql { inner };
         mssql.checkout().await?.give_back();
         Ok(mssql)
     }
 
-    async fn open(config: &Config) -> Result<Connection> {
+    async fn open(config: &Config, session: Option<&str>) -> Result<Connection> {
         let tcp = TcpStream::connect(config.get_addr())
             .await
             .map_err(Error::MssqlConnect)?;
         tcp.set_nodelay(true).map_err(Error::MssqlConnect)?;
-        Ok(Client::connect(config.clone(), tcp.compat_write()).await?)
+        let mut client = Client::connect(config.clone(), tcp.compat_write()).await?;
+        if let Some(batch) = session {
+            client.simple_query(batch).await?.into_results().await?;
+        }
+        Ok(client)
     }
 
     async fn checkout(&self) -> Result<Checkout<Connection>> {
-        let config = &self.inner.config;
-        self.inner.pool.checkout(|| Self::open(config)).await
+        let Inner {
+            config, session, ..
+        } = &*self.inner;
+        self.inner
+            .pool
+            .checkout(|| Self::open(config, session.as_deref()))
+            .await
     }
+}
+
+impl Mssql {
+    async fn last_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        let mut checkout = self.checkout().await?;
+        let params = refs(params);
+        let results = checkout
+            .conn()
+            .query(sql, &params)
+            .await?
+            .into_results()
+            .await?;
+        checkout.give_back();
+        results
+            .into_iter()
+            .next_back()
+            .and_then(|rows| rows.into_iter().next())
+            .map(decode)
+            .transpose()
+    }
+}
+
+/// `sql`, then the number of rows it changed as a one-row result. `@@ROWCOUNT` is read
+/// right after the statement, in its scope: an `AFTER` trigger's own statements do not
+/// change it there (the count Entity Framework relies on for tables with triggers),
+/// and `SET NOCOUNT ON` does not suppress it. The line break ends a trailing `--`
+/// comment; trailing semicolons are dropped so that none is doubled.
+fn with_row_count(sql: &str) -> String {
+    let statement = sql.trim_end().trim_end_matches(';');
+    format!("{statement}\n;SELECT CAST(@@ROWCOUNT AS bigint)")
 }
 
 impl tiberius::ToSql for Value {
@@ -164,25 +259,24 @@ impl Backend for Mssql {
         Dialect::Mssql
     }
 
+    /// Runs the statement followed by `SELECT @@ROWCOUNT` in one batch, and returns that
+    /// count: the rows the statement itself changed. The server's DONE tokens are not
+    /// read: they are absent under `SET NOCOUNT ON`, and they add the rows a trigger
+    /// changed to the statement's own.
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        let mut checkout = self.checkout().await?;
-        let result = checkout.conn().execute(sql, &refs(params)).await?;
-        let rows = result.rows_affected().iter().sum();
-        checkout.give_back();
-        Ok(rows)
+        let counted = with_row_count(sql);
+        match self.last_row(&counted, params).await?.as_deref() {
+            Some([Value::I64(rows)]) => Ok(u64::try_from(*rows).unwrap_or(0)),
+            other => Err(Error::UnexpectedResult(format!(
+                "expected the statement's row count, got {other:?}"
+            ))),
+        }
     }
 
+    /// The first row of the batch's last result set: a trigger's result sets, if any,
+    /// come before the statement's own.
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        let mut checkout = self.checkout().await?;
-        let params = refs(params);
-        let rows = checkout
-            .conn()
-            .query(sql, &params)
-            .await?
-            .into_first_result()
-            .await?;
-        checkout.give_back();
-        rows.into_iter().next().map(decode).transpose()
+        self.last_row(sql, params).await
     }
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {

@@ -106,6 +106,23 @@ impl Dialect {
         }
     }
 
+    /// The key column's type as a column is declared: SQL Server's text key compares
+    /// binary (`Latin1_General_100_BIN2`), so that keys differing only in case or
+    /// accents are distinct rows there as on PostgreSQL and SQLite, whatever the
+    /// database's default collation. (Trailing spaces are a different matter: SQL
+    /// Server ignores them in every collation, so the store refuses such keys there.)
+    fn key_column_type(self, key_type: KeyType) -> String {
+        match (self, key_type) {
+            (Dialect::Mssql, KeyType::Text) => {
+                format!(
+                    "{} COLLATE Latin1_General_100_BIN2",
+                    self.key_sql_type(key_type)
+                )
+            }
+            _ => self.key_sql_type(key_type).to_owned(),
+        }
+    }
+
     /// `(uuid, bigint, timestamp)` column types.
     fn protocol_types(self) -> (&'static str, &'static str, &'static str) {
         match self {
@@ -233,7 +250,7 @@ pub fn create_schema(dialect: Dialect, table: &FencedTable) -> String {
         format!(
             "{} {} NOT NULL PRIMARY KEY",
             table.key_column().quoted(d),
-            d.key_sql_type(table.key_type())
+            d.key_column_type(table.key_type())
         ),
         format!(
             "{} {bigint} NOT NULL DEFAULT 0",
@@ -310,7 +327,7 @@ pub fn create_operations_table(dialect: Dialect, table: &FencedTable) -> String 
         &format!(
             "{op} {uuid} NOT NULL PRIMARY KEY, {key} {} NOT NULL, {generation} {bigint} NOT NULL, \
              {at} {timestamp} NOT NULL",
-            dialect.key_sql_type(table.key_type())
+            dialect.key_column_type(table.key_type())
         ),
     )
 }
@@ -333,9 +350,13 @@ pub fn advance_epoch(dialect: Dialect, table: &FencedTable) -> String {
             "UPDATE {name} SET {epoch} = MAX({epoch} + 1, {clock}, {floor}) WHERE {id} = 1 \
              RETURNING {epoch}"
         ),
+        // `OUTPUT … INTO` a table variable, never a bare `OUTPUT`: SQL Server refuses the
+        // latter on a table with an enabled trigger (error 334).
         Dialect::Mssql => format!(
-            "UPDATE {name} SET {epoch} = (SELECT MAX(v) FROM (VALUES ({epoch} + 1), ({clock}), \
-             (CAST({floor} AS bigint))) AS c(v)) OUTPUT inserted.{epoch} WHERE {id} = 1"
+            "DECLARE @advanced TABLE ([Epoch] bigint); \
+             UPDATE {name} SET {epoch} = (SELECT MAX(v) FROM (VALUES ({epoch} + 1), ({clock}), \
+             (CAST({floor} AS bigint))) AS c(v)) OUTPUT inserted.{epoch} INTO @advanced \
+             WHERE {id} = 1; SELECT [Epoch] FROM @advanced"
         ),
     }
 }
@@ -426,8 +447,13 @@ pub fn acquire(dialect: Dialect, table: &FencedTable) -> String {
         Dialect::Postgres | Dialect::Sqlite => {
             format!("UPDATE {name} SET {set} WHERE {filter} RETURNING {gen_col}, {epoch_col}")
         }
+        // `OUTPUT … INTO` a table variable, then a `SELECT` of it: a bare `OUTPUT` is
+        // refused on a table with an enabled trigger (SQL Server error 334), and the
+        // `SELECT` returns the row whatever the session's `NOCOUNT`.
         Dialect::Mssql => format!(
-            "UPDATE {name} SET {set} OUTPUT inserted.{gen_col}, inserted.{epoch_col} WHERE {filter}"
+            "DECLARE @acquired TABLE ([Generation] bigint, [Epoch] bigint); \
+             UPDATE {name} SET {set} OUTPUT inserted.{gen_col}, inserted.{epoch_col} \
+             INTO @acquired WHERE {filter}; SELECT [Generation], [Epoch] FROM @acquired"
         ),
     }
 }

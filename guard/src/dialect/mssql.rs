@@ -70,11 +70,11 @@ mod tests {
         create_schema: dialect::create_schema(D, &table()) =>
             "IF OBJECT_ID(N'[dbo].[ReportPublication]', N'U') IS NULL CREATE TABLE [dbo].[ReportPublication] ([ReportId] uniqueidentifier NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0, [LeaseEpoch] bigint NOT NULL DEFAULT 0, [Payload] nvarchar(max) NULL)",
         create_schema_text_key: dialect::create_schema(D, &FencedTable::builder().key_type(KeyType::Text).build().unwrap()) =>
-            "IF OBJECT_ID(N'[ReportPublication]', N'U') IS NULL CREATE TABLE [ReportPublication] ([ReportId] nvarchar(450) NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0, [LeaseEpoch] bigint NOT NULL DEFAULT 0)",
+            "IF OBJECT_ID(N'[ReportPublication]', N'U') IS NULL CREATE TABLE [ReportPublication] ([ReportId] nvarchar(450) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, [Generation] bigint NOT NULL DEFAULT 0, [LeaseOwner] uniqueidentifier NULL, [LeaseUntilUtc] datetime2(7) NULL, [PublishedGeneration] bigint NOT NULL DEFAULT 0, [LeaseEpoch] bigint NOT NULL DEFAULT 0)",
         provision: dialect::provision(D, &table()) =>
             "INSERT INTO [dbo].[ReportPublication] ([ReportId], [Generation], [PublishedGeneration]) SELECT @P1, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM [dbo].[ReportPublication] WITH (UPDLOCK, HOLDLOCK) WHERE [ReportId] = @P1)",
         acquire: dialect::acquire(D, &table()) =>
-            "UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()), [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) OUTPUT inserted.[Generation], inserted.[LeaseEpoch] WHERE [ReportId] = @P1 AND ([LeaseUntilUtc] IS NULL OR [LeaseUntilUtc] <= SYSUTCDATETIME() OR [LeaseEpoch] <> (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1))",
+            "DECLARE @acquired TABLE ([Generation] bigint, [Epoch] bigint); UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()), [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) OUTPUT inserted.[Generation], inserted.[LeaseEpoch] INTO @acquired WHERE [ReportId] = @P1 AND ([LeaseUntilUtc] IS NULL OR [LeaseUntilUtc] <= SYSUTCDATETIME() OR [LeaseEpoch] <> (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)); SELECT [Generation], [Epoch] FROM @acquired",
         renew: dialect::renew(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P4 AS int), SYSUTCDATETIME()) WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         release: dialect::release(D, &table()) =>
@@ -98,7 +98,7 @@ mod tests {
         create_operations_table: dialect::create_operations_table(D, &table()) =>
             r#"IF OBJECT_ID(N'[dbo].[FencedOperation]', N'U') IS NULL CREATE TABLE [dbo].[FencedOperation] ([OperationId] uniqueidentifier NOT NULL PRIMARY KEY, [Key] uniqueidentifier NOT NULL, [Generation] bigint NOT NULL, [RecordedAt] datetime2(7) NOT NULL)"#,
         advance_epoch: dialect::advance_epoch(D, &table()) =>
-            r#"UPDATE [dbo].[FencedEpoch] SET [Epoch] = (SELECT MAX(v) FROM (VALUES ([Epoch] + 1), (DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())), (CAST(@P1 AS bigint))) AS c(v)) OUTPUT inserted.[Epoch] WHERE [Id] = 1"#,
+            r#"DECLARE @advanced TABLE ([Epoch] bigint); UPDATE [dbo].[FencedEpoch] SET [Epoch] = (SELECT MAX(v) FROM (VALUES ([Epoch] + 1), (DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())), (CAST(@P1 AS bigint))) AS c(v)) OUTPUT inserted.[Epoch] INTO @advanced WHERE [Id] = 1; SELECT [Epoch] FROM @advanced"#,
         current_epoch: dialect::current_epoch(D, &table()) =>
             r#"SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1"#,
         resolve_operation: dialect::resolve_operation(D, &table()) =>
