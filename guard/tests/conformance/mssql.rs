@@ -1,135 +1,153 @@
-//! The suite on SQL Server, when `FENCED_MSSQL_URL` (an ADO.NET connection string) is
-//! set: one table with a random name per test in `dbo`, dropped at the end. Otherwise
-//! every test says plainly that it did not run.
+//! The suite on SQL Server, at `FENCED_MSSQL_URL`: one schema with a random name per
+//! test, emptied and dropped at the end (see `support::mssql`). Without the variable the
+//! tests say that they did not run, unless `CI` is set: then they fail.
+//!
+//! The suite runs twice: on plain tables, and on tables that carry what enterprise
+//! databases often do (`hostile`): a per-statement audit trigger on the fenced table
+//! and `SET NOCOUNT ON` on every session. The protocol's outcomes must not change.
 
-use std::io::Write;
+use fenced_guard::{Backend, Mssql, MssqlOptions, Store};
 
-use std::sync::Arc;
+use crate::suite::report_table;
+use crate::support::Place;
+use crate::support::mssql::TestSchema;
 
-use fenced_guard::{
-    Backend, ColumnType, Dialect, FencedTable, Mssql, MssqlProcedures, OperationOutcome, Outcome,
-    Procedure, Resolution, Store, Value,
-};
-
-use crate::suite::{Fixture, read};
-
-pub struct MssqlFixture {
-    url: String,
-    admin: Mssql,
-    table: String,
-}
-
-impl Fixture for MssqlFixture {
-    type Backend = Mssql;
-
-    async fn connect(&self) -> Mssql {
-        Mssql::connect_with(&self.url, 1)
-            .await
-            .expect("connect to sql server")
-    }
-
-    /// The epoch and outcomes tables get per-test names too: `dbo` is shared by every
-    /// test, and one test's epoch advance must not touch another's leases.
-    fn table(&self) -> FencedTable {
-        let t = &self.table;
-        FencedTable::builder()
-            .table(format!("dbo.{t}"))
-            .epoch_table(format!("dbo.{t}_epoch"))
-            .operations_table(format!("dbo.{t}_ops"))
-            .published_at_column("PublishedAtUtc")
-            .column("Payload", ColumnType::Text)
-            .build()
-            .expect("valid test table")
-    }
-
-    fn other_table(&self, suffix: &str) -> String {
-        format!("dbo.{}_{suffix}", self.table)
-    }
-
-    async fn teardown(&self) {
-        let t = &self.table;
-        let mut batch = String::new();
-        for suffix in [
-            "",
-            "_epoch",
-            "_ops",
-            "_bigint",
-            "_bigint_epoch",
-            "_bigint_ops",
-            "_text",
-            "_text_epoch",
-            "_text_ops",
-        ] {
-            batch.push_str(&format!("DROP TABLE IF EXISTS [dbo].[{t}{suffix}]; "));
-        }
-        for p in Procedure::ALL {
-            batch.push_str(&format!(
-                "DROP PROCEDURE IF EXISTS {}; ",
-                MssqlProcedures::new(&self.table())
-                    .expect("procedure names")
-                    .name(p)
-                    .quoted(Dialect::Mssql)
-            ));
-        }
-        self.admin
-            .execute_batch(&batch)
-            .await
-            .expect("drop the test tables and procedures");
-    }
-}
-
-async fn setup() -> Option<MssqlFixture> {
-    let Ok(url) = std::env::var("FENCED_MSSQL_URL") else {
-        // Written past the test harness's capture, once, so that it shows in every run.
-        static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| {
-            let _ = writeln!(
-                std::io::stderr(),
-                "SQL Server conformance did not run: FENCED_MSSQL_URL is not set"
-            );
-        });
-        return None;
-    };
-    let admin = Mssql::connect_with(&url, 2).await.unwrap_or_else(|error| {
-        panic!(
-            "SQL Server is not reachable with FENCED_MSSQL_URL: {error} ({:?})",
-            std::error::Error::source(&error)
-        )
-    });
-    let table = format!("fenced_{}", uuid::Uuid::new_v4().simple());
-    Some(MssqlFixture { url, admin, table })
+/// One connection per backend: each simulated worker is one connection of its own.
+async fn setup() -> Option<TestSchema> {
+    TestSchema::create("fenced_", 1).await
 }
 
 crate::conformance!(setup);
 
-/// Permission-enforced deployment: the procedures are installed, and a store in
-/// procedure mode runs the protocol through them (acquire, renew, publish with an
-/// operation id and its retry, publish-and-release, release, provision, epoch advance).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn protocol_runs_through_the_stored_procedures() {
-    let Some(fixture) = setup().await else { return };
-    let fixture = Arc::new(fixture);
-    let run = tokio::spawn({
-        let fx = Arc::clone(&fixture);
-        async move {
-            let table = fx.table();
-            let plain = Store::new(fx.connect().await, table.clone());
-            plain.create_schema().await.expect("create schema");
+/// A per-statement audit trigger: one row per statement on the table, whether it changed
+/// rows or not, and without `SET NOCOUNT ON` of its own, as such triggers are often
+/// written. Its count is part of the server's DONE tokens.
+pub async fn add_audit_trigger(admin: &Mssql, schema: &str, table: &str) {
+    admin
+        .execute_batch(&format!(
+            "CREATE TABLE [{schema}].[{table}_Audit] ([Id] int IDENTITY(1, 1) PRIMARY KEY, \
+             [Rows] int NOT NULL, [At] datetime2(7) NOT NULL DEFAULT SYSUTCDATETIME())"
+        ))
+        .await
+        .expect("create the audit table");
+    admin
+        .execute_batch(&format!(
+            "CREATE TRIGGER [{schema}].[{table}_Audited] ON [{schema}].[{table}] \
+             AFTER INSERT, UPDATE, DELETE AS \
+             INSERT INTO [{schema}].[{table}_Audit] ([Rows]) SELECT COUNT(*) FROM inserted"
+        ))
+        .await
+        .expect("create the audit trigger");
+}
+
+/// The suite on a fenced table with an audit trigger, every session `SET NOCOUNT ON`.
+pub mod hostile {
+    use super::*;
+
+    pub struct Hostile(TestSchema);
+
+    impl Place for Hostile {
+        type Backend = Mssql;
+
+        async fn connect(&self) -> Mssql {
+            self.0.connect().await
+        }
+
+        fn qualified(&self, table: &str) -> String {
+            self.0.qualified(table)
+        }
+
+        async fn teardown(&self) {
+            self.0.teardown().await;
+        }
+    }
+
+    /// The fenced table is made here, before the test, so that its trigger exists
+    /// before the first protocol statement; the test's own `create_schema` leaves it.
+    pub async fn setup() -> Option<Hostile> {
+        let options = MssqlOptions::default()
+            .max_connections(1)
+            .on_connect("SET NOCOUNT ON");
+        let schema = TestSchema::create_with("fenced_", options).await?;
+        let table = report_table(&schema.qualified("ReportPublication"));
+        Store::new(schema.admin().clone(), table)
+            .create_schema()
+            .await
+            .expect("create the fenced table");
+        add_audit_trigger(schema.admin(), schema.name(), "ReportPublication").await;
+        Some(Hostile(schema))
+    }
+
+    crate::conformance!(setup);
+}
+
+/// Permission-enforced deployment: the procedures are installed, and stores in procedure
+/// mode run the protocol through them.
+pub mod procedures {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use fenced_guard::{
+        Backend, Error, Key, MssqlProcedures, OperationOutcome, Outcome, Resolution, Store, Value,
+    };
+
+    use super::setup;
+    use crate::suite::{Fixture, read};
+    use crate::support::mssql::{TestSchema, is_babelfish};
+
+    /// Runs `body` on a fresh schema and tears the schema down whatever happened.
+    async fn with_schema<F, Fut>(body: F)
+    where
+        F: FnOnce(Arc<TestSchema>) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let Some(schema) = setup().await else { return };
+        let schema = Arc::new(schema);
+        let run = tokio::spawn(body(Arc::clone(&schema))).await;
+        Fixture::teardown(&*schema).await;
+        if let Err(error) = run {
+            std::panic::resume_unwind(error.into_panic());
+        }
+    }
+
+    /// Creates the tables and installs the procedures, as an administrator would.
+    async fn install(schema: &TestSchema, procedures: &MssqlProcedures) {
+        let plain = Store::new(schema.admin().clone(), procedures.table().clone());
+        plain.create_schema().await.expect("create schema");
+        for batch in procedures.procedure_batches() {
+            schema
+                .admin()
+                .execute_batch(&batch)
+                .await
+                .expect("install a procedure");
+        }
+        // Installing again replaces the bodies: the stubs are skipped, the ALTERs rerun.
+        for batch in procedures.procedure_batches() {
+            schema
+                .admin()
+                .execute_batch(&batch)
+                .await
+                .expect("install the procedures again");
+        }
+    }
+
+    /// Acquire, renew, publish with an operation id and its retry, publish-and-release,
+    /// release, provision and the epoch advance, each through its procedure.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn protocol_runs_through_the_stored_procedures() {
+        with_schema(|fx| async move {
+            let table = Fixture::table(&*fx);
             let procedures = MssqlProcedures::new(&table).expect("procedure names");
-            for batch in procedures.procedure_batches() {
-                fx.admin
-                    .execute_batch(&batch)
-                    .await
-                    .expect("install a procedure");
-            }
-            let s = Store::new(fx.connect().await, table)
+            install(&fx, &procedures).await;
+            let plain = Store::new(Fixture::connect(&*fx).await, table.clone());
+            let s = Store::new(Fixture::connect(&*fx).await, table)
                 .through_procedures()
                 .expect("procedure mode");
             assert!(s.uses_procedures());
             let key = uuid::Uuid::new_v4();
             assert!(s.provision(key).await.unwrap());
             assert!(!s.provision(key).await.unwrap());
-            let ttl = std::time::Duration::from_secs(300);
+            let ttl = Duration::from_secs(300);
             let lease = s.try_acquire(key, ttl).await.unwrap().expect("free row");
             assert_eq!(lease.generation(), 1);
             assert!(s.try_acquire(key, ttl).await.unwrap().is_none());
@@ -137,7 +155,7 @@ async fn protocol_runs_through_the_stored_procedures() {
             let payload = [("Payload", Value::from("through procedures"))];
             assert!(matches!(
                 s.update(&lease, &payload).await,
-                Err(fenced_guard::Error::Config(_))
+                Err(Error::Config(_))
             ));
             let op = uuid::Uuid::new_v4();
             assert_eq!(
@@ -158,6 +176,7 @@ async fn protocol_runs_through_the_stored_procedures() {
                 "once per generation"
             );
             assert_eq!(s.release(&lease).await.unwrap(), Outcome::Applied);
+            assert_eq!(s.release(&lease).await.unwrap(), Outcome::Refused);
             let second = s.try_acquire(key, ttl).await.unwrap().expect("released");
             s.advance_epoch().await.expect("advance");
             assert_eq!(
@@ -169,14 +188,384 @@ async fn protocol_runs_through_the_stored_procedures() {
                 s.publish_and_release(&third, &payload).await.unwrap(),
                 Outcome::Applied
             );
-            let row = read(&plain, &fenced_guard::Key::from(key)).await;
+            let row = read(&plain, &Key::from(key)).await;
             assert_eq!(row.published, 3);
             assert_eq!(row.owner, None);
+        })
+        .await;
+    }
+
+    /// `key=value` pairs of an ADO.NET string with the login replaced.
+    fn as_login(url: &str, login: &str, password: &str) -> String {
+        let mut parts: Vec<String> = url
+            .split(';')
+            .filter(|part| {
+                let key = part
+                    .split('=')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase();
+                !matches!(
+                    key.as_str(),
+                    "user" | "user id" | "uid" | "password" | "pwd" | "integratedsecurity"
+                )
+            })
+            .filter(|part| !part.trim().is_empty())
+            .map(str::to_owned)
+            .collect();
+        parts.push(format!("user={login}"));
+        parts.push(format!("password={password}"));
+        parts.join(";")
+    }
+
+    /// The permission script: a login in the application role may EXECUTE the
+    /// procedures, and its direct UPDATE of the fenced table is refused.
+    ///
+    /// Babelfish departs from SQL Server twice here, each named where it is met: it does
+    /// not support `DENY` (without a `GRANT`, the direct write is refused all the same),
+    /// and it has no ownership chaining, so a procedure runs with its caller's rights on
+    /// the tables and the role's login cannot write through it. On SQL Server the
+    /// procedures and the tables share their owner and the chain grants the write.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_application_role_executes_the_procedures_and_cannot_write_the_table() {
+        with_schema(|fx| async move {
+            let admin = fx.admin().clone();
+            let babelfish = is_babelfish(&admin).await;
+            let suffix = uuid::Uuid::new_v4().simple().to_string();
+            let role = format!("FencedApplication_{suffix}");
+            let login = format!("fenced_login_{suffix}");
+            let password = "Fenced!Login0";
+            let table = Fixture::table(&*fx);
+            let procedures = MssqlProcedures::new(&table)
+                .expect("procedure names")
+                .with_role(&role)
+                .expect("role name");
+            install(&fx, &procedures).await;
+            for batch in procedures.permission_batches() {
+                match admin.execute_batch(&batch).await {
+                    Ok(()) => {}
+                    Err(error) if babelfish && batch.starts_with("DENY ") => {
+                        assert!(
+                            format!("{error} {:?}", std::error::Error::source(&error))
+                                .contains("DENY"),
+                            "Babelfish departure (no DENY) expected, got: {error:?}"
+                        );
+                    }
+                    Err(error) => panic!("permission batch `{batch}` failed: {error:?}"),
+                }
+            }
+            for batch in [
+                format!("CREATE LOGIN [{login}] WITH PASSWORD = N'{password}'"),
+                format!("CREATE USER [{login}] FOR LOGIN [{login}]"),
+                format!("ALTER ROLE [{role}] ADD MEMBER [{login}]"),
+            ] {
+                admin.execute_batch(&batch).await.expect(&batch);
+            }
+            let key = uuid::Uuid::new_v4();
+            let plain = Store::new(admin.clone(), table.clone());
+            assert!(plain.provision(key).await.unwrap());
+
+            let app = fenced_guard::Mssql::connect_with(&as_login(fx.url(), &login, password), 1)
+                .await
+                .expect("the application's login connects");
+            let through = Store::new(app.clone(), table.clone())
+                .through_procedures()
+                .expect("procedure mode");
+            let acquired = through.try_acquire(key, Duration::from_secs(300)).await;
+            if babelfish {
+                let error = acquired.expect_err(
+                    "Babelfish departure (no ownership chaining): the procedure cannot write",
+                );
+                let text = format!("{error} {:?}", std::error::Error::source(&error));
+                assert!(text.contains("permission denied"), "{text}");
+            } else {
+                let lease = acquired.unwrap().expect("the row is free");
+                let payload = [("Payload", Value::from("by the application role"))];
+                assert_eq!(
+                    through.publish_and_release(&lease, &payload).await.unwrap(),
+                    Outcome::Applied
+                );
+            }
+
+            // A direct write by the same login is refused by the server.
+            let d = plain.dialect();
+            let direct = format!(
+                "UPDATE {} SET [Payload] = N'bypass' WHERE {} = @P1",
+                table.name().quoted(d),
+                table.key_column().quoted(d)
+            );
+            let refused = app.execute(&direct, &[Value::Uuid(key)]).await;
+            let error = refused.expect_err("a direct UPDATE by the application role");
+            let text = format!("{error} {:?}", std::error::Error::source(&error));
+            assert!(
+                text.to_ascii_lowercase().contains("permission"),
+                "the refusal is a permission error: {text}"
+            );
+            let row = read(&plain, &Key::from(key)).await;
+            assert_ne!(row.payload.as_deref(), Some("bypass"));
+
+            drop(app);
+            for batch in [
+                format!("ALTER ROLE [{role}] DROP MEMBER [{login}]"),
+                format!("DROP USER [{login}]"),
+                format!("DROP LOGIN [{login}]"),
+            ] {
+                admin.execute_batch(&batch).await.expect(&batch);
+            }
+            // The role holds permissions on the schema's objects: the teardown drops
+            // them, then the role can go.
+            Fixture::teardown(&*fx).await;
+            admin
+                .execute_batch(&format!("DROP ROLE [{role}]"))
+                .await
+                .expect("drop the role");
+        })
+        .await;
+    }
+}
+
+/// Negative controls for the hostile run: on this server the DONE tokens really do
+/// miscount (a trigger's rows added, nothing under `NOCOUNT`), so reading them, as the
+/// backend once did, would turn a refusal into `Applied` and an applied write into
+/// `Refused`. The guard's outcomes on the same tables stay right.
+pub mod row_counts {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use fenced_guard::{Backend, Key, MssqlOptions, Outcome, Store, Value};
+    use tokio_util::compat::TokioAsyncWriteCompatExt;
+
+    use super::{add_audit_trigger, setup};
+    use crate::suite::{Fixture, read};
+    use crate::support::mssql::TestSchema;
+
+    type Raw = tiberius::Client<tokio_util::compat::Compat<tokio::net::TcpStream>>;
+
+    /// A tiberius client of its own, outside the guard.
+    async fn raw(url: &str) -> Raw {
+        let config = tiberius::Config::from_ado_string(url).expect("connection string");
+        let tcp = tokio::net::TcpStream::connect(config.get_addr())
+            .await
+            .expect("reach the server");
+        tiberius::Client::connect(config, tcp.compat_write())
+            .await
+            .expect("log in")
+    }
+
+    /// The sum of the DONE tokens' counts, as a client that trusts them reads it.
+    async fn done_count(client: &mut Raw, sql: &str, key: uuid::Uuid) -> u64 {
+        client
+            .execute(sql, &[&key])
+            .await
+            .expect("the statement runs")
+            .rows_affected()
+            .iter()
+            .sum()
+    }
+
+    async fn fenced_table_with_trigger(fx: &TestSchema) -> Store<fenced_guard::Mssql> {
+        let store = Store::new(Fixture::connect(fx).await, Fixture::table(fx));
+        store.create_schema().await.expect("create schema");
+        add_audit_trigger(fx.admin(), fx.name(), "ReportPublication").await;
+        store
+    }
+
+    fn update_payload(store: &Store<fenced_guard::Mssql>) -> String {
+        let d = store.dialect();
+        let t = store.table();
+        format!(
+            "UPDATE {} SET [Payload] = N'raw' WHERE {} = @P1",
+            t.name().quoted(d),
+            t.key_column().quoted(d)
+        )
+    }
+
+    async fn with_schema<F, Fut>(body: F)
+    where
+        F: FnOnce(Arc<TestSchema>) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let Some(schema) = setup().await else { return };
+        let schema = Arc::new(schema);
+        let run = tokio::spawn(body(Arc::clone(&schema))).await;
+        Fixture::teardown(&*schema).await;
+        if let Err(error) = run {
+            std::panic::resume_unwind(error.into_panic());
         }
-    })
-    .await;
-    fixture.teardown().await;
-    if let Err(error) = run {
-        std::panic::resume_unwind(error.into_panic());
+    }
+
+    /// An UPDATE that matches no row reads 1 from the DONE tokens (the audit row); the
+    /// guard counts 0, and a superseded lease's publication is `Refused`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_triggers_rows_are_not_the_statements() {
+        with_schema(|fx| async move {
+            let store = fenced_table_with_trigger(&fx).await;
+            let nobody = uuid::Uuid::new_v4();
+            let sql = update_payload(&store);
+            let mut client = raw(fx.url()).await;
+            assert_eq!(
+                done_count(&mut client, &sql, nobody).await,
+                1,
+                "the DONE tokens count the trigger's audit row"
+            );
+            let counted = store.backend().execute(&sql, &[Value::Uuid(nobody)]).await;
+            assert_eq!(counted.unwrap(), 0, "the statement's own count");
+
+            let key = Key::Uuid(uuid::Uuid::new_v4());
+            assert!(store.provision(key.clone()).await.unwrap());
+            let ttl = Duration::from_secs(300);
+            let lease = store.try_acquire(key.clone(), ttl).await.unwrap().unwrap();
+            assert_eq!(store.release(&lease).await.unwrap(), Outcome::Applied);
+            let successor = store.try_acquire(key.clone(), ttl).await.unwrap().unwrap();
+            let payload = [("Payload", Value::from("stale"))];
+            assert_eq!(
+                store.publish(&lease, &payload).await.unwrap(),
+                Outcome::Refused
+            );
+            assert_eq!(store.release(&lease).await.unwrap(), Outcome::Refused);
+            assert_eq!(store.renew(&successor).await.unwrap(), Outcome::Applied);
+            assert_eq!(read(&store, &key).await.payload, None);
+        })
+        .await;
+    }
+
+    /// Under `SET NOCOUNT ON` an UPDATE that changed its row reads 0 from the DONE
+    /// tokens; the guard's publication on such a session is `Applied`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn nocount_hides_the_done_count_not_the_outcome() {
+        with_schema(|fx| async move {
+            let plain = Store::new(Fixture::connect(&*fx).await, Fixture::table(&*fx));
+            plain.create_schema().await.expect("create schema");
+            let key = uuid::Uuid::new_v4();
+            assert!(plain.provision(key).await.unwrap());
+            let sql = update_payload(&plain);
+            let mut client = raw(fx.url()).await;
+            client
+                .simple_query("SET NOCOUNT ON")
+                .await
+                .unwrap()
+                .into_results()
+                .await
+                .unwrap();
+            assert_eq!(
+                done_count(&mut client, &sql, key).await,
+                0,
+                "NOCOUNT suppresses the count"
+            );
+            assert_eq!(
+                read(&plain, &Key::from(key)).await.payload.as_deref(),
+                Some("raw"),
+                "although the row changed"
+            );
+
+            let backend = fenced_guard::Mssql::connect_with_options(
+                fx.url(),
+                MssqlOptions::default()
+                    .max_connections(1)
+                    .on_connect("SET NOCOUNT ON"),
+            )
+            .await
+            .expect("connect");
+            let store = Store::new(backend, Fixture::table(&*fx));
+            let lease = store
+                .try_acquire(key, Duration::from_secs(300))
+                .await
+                .unwrap()
+                .unwrap();
+            let payload = [("Payload", Value::from("published"))];
+            assert_eq!(
+                store.publish(&lease, &payload).await.unwrap(),
+                Outcome::Applied
+            );
+            assert_eq!(
+                read(&plain, &Key::from(key)).await.payload.as_deref(),
+                Some("published")
+            );
+        })
+        .await;
+    }
+}
+
+/// Text keys under SQL Server's collations: the key column the guard creates compares
+/// binary, so keys that differ in case are distinct rows, as on PostgreSQL and SQLite;
+/// a key with trailing spaces, which every SQL Server collation ignores, is refused.
+pub mod text_keys {
+    use std::sync::Arc;
+
+    use fenced_guard::{Backend, ColumnType, Error, FencedTable, KeyType, Store};
+
+    use super::setup;
+    use crate::suite::Fixture;
+    use crate::support::Place;
+
+    fn text_table(name: &str) -> FencedTable {
+        FencedTable::builder()
+            .table(name)
+            .key_type(KeyType::Text)
+            .column("Payload", ColumnType::Text)
+            .build()
+            .expect("valid table")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn keys_that_differ_in_case_are_distinct_rows() {
+        let Some(fx) = setup().await else { return };
+        let fx = Arc::new(fx);
+        let run = tokio::spawn({
+            let fx = Arc::clone(&fx);
+            async move {
+                let store = Store::new(
+                    Fixture::connect(&*fx).await,
+                    text_table(&fx.qualified("TextKeys")),
+                );
+                store.create_schema().await.expect("create schema");
+                assert!(store.provision("CaseKey").await.unwrap());
+                assert!(
+                    store.provision("casekey").await.unwrap(),
+                    "a row of its own"
+                );
+                assert!(!store.provision("casekey").await.unwrap(), "the same row");
+                let error = store.provision("casekey  ").await.unwrap_err();
+                assert!(matches!(error, Error::Config(_)), "{error:?}");
+                assert!(error.to_string().contains("trailing spaces"), "{error}");
+                let error = store
+                    .try_acquire("CaseKey ", std::time::Duration::from_secs(60))
+                    .await
+                    .unwrap_err();
+                assert!(matches!(error, Error::Config(_)), "{error:?}");
+
+                // Negative control: a key column in the database's default collation
+                // makes the two keys one row.
+                let plain = fx.qualified("PlainKeys");
+                store
+                    .backend()
+                    .execute_batch(&format!(
+                        "CREATE TABLE [{}].[PlainKeys] ([K] nvarchar(450) NOT NULL PRIMARY KEY)",
+                        plain.split('.').next().unwrap()
+                    ))
+                    .await
+                    .expect("create the control table");
+                let insert = format!(
+                    "INSERT INTO [{}].[PlainKeys] ([K]) VALUES (@P1)",
+                    plain.split('.').next().unwrap()
+                );
+                store
+                    .backend()
+                    .execute(&insert, &["CaseKey".into()])
+                    .await
+                    .expect("the first key");
+                let collision = store.backend().execute(&insert, &["casekey".into()]).await;
+                assert!(
+                    collision.is_err(),
+                    "the default collation folds case: the second key is a duplicate"
+                );
+            }
+        })
+        .await;
+        Fixture::teardown(&*fx).await;
+        if let Err(error) = run {
+            std::panic::resume_unwind(error.into_panic());
+        }
     }
 }

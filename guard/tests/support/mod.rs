@@ -11,6 +11,8 @@ use std::future::Future;
 use fenced_guard::Backend;
 
 pub mod lease;
+#[cfg(feature = "mssql")]
+pub mod mssql;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod row;
