@@ -752,7 +752,14 @@ impl<B: Backend> Store<B> {
                     .execute_then_record(sql, &params, &self.statements.record_operation, &record)
                     .await
             }
-            Dialect::Postgres | Dialect::Mssql => self.rows(sql, &params).await,
+            Dialect::Postgres => self.rows(sql, &params).await,
+            // The recorded write is a batch that ends with its own count (see
+            // `dialect::update_recorded`), as a procedure does.
+            Dialect::Mssql => self
+                .backend
+                .query_i64(sql, &params)
+                .await
+                .map(|rows| rows.map_or(0, |rows| u64::try_from(rows).unwrap_or(0))),
         };
         let rows = match result {
             Ok(rows) => rows,

@@ -139,7 +139,9 @@ impl Mssql {
             .await
             .map_err(Error::MssqlConnect)?;
         tcp.set_nodelay(true).map_err(Error::MssqlConnect)?;
-        let mut client = Client::connect(config.clone(), tcp.compat_write()).await?;
+        // Boxed: tiberius's login future is large enough that, inlined into a caller's
+        // own deep future, it overflowed a 2 MiB task stack in debug builds.
+        let mut client = Box::pin(Client::connect(config.clone(), tcp.compat_write())).await?;
         if let Some(batch) = session {
             client.simple_query(batch).await?.into_results().await?;
         }

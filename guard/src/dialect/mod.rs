@@ -350,14 +350,21 @@ pub fn advance_epoch(dialect: Dialect, table: &FencedTable) -> String {
             "UPDATE {name} SET {epoch} = MAX({epoch} + 1, {clock}, {floor}) WHERE {id} = 1 \
              RETURNING {epoch}"
         ),
-        // `OUTPUT … INTO` a table variable, never a bare `OUTPUT`: SQL Server refuses the
-        // latter on a table with an enabled trigger (error 334).
-        Dialect::Mssql => format!(
-            "DECLARE @advanced TABLE ([Epoch] bigint); \
-             UPDATE {name} SET {epoch} = (SELECT MAX(v) FROM (VALUES ({epoch} + 1), ({clock}), \
-             (CAST({floor} AS bigint))) AS c(v)) OUTPUT inserted.{epoch} INTO @advanced \
-             WHERE {id} = 1; SELECT [Epoch] FROM @advanced"
-        ),
+        // Read back in the UPDATE's transaction, not through `OUTPUT`, as acquisition
+        // does: a trigger on the epoch table must not break it.
+        Dialect::Mssql => {
+            let body = format!(
+                "UPDATE {name} SET {epoch} = (SELECT MAX(v) FROM (VALUES ({epoch} + 1), \
+                 ({clock}), (CAST({floor} AS bigint))) AS c(v)) WHERE {id} = 1; \
+                 SET @fenced_rows = @@ROWCOUNT; \
+                 SELECT @fenced_epoch = {epoch} FROM {name} WHERE {id} = 1;"
+            );
+            format!(
+                "DECLARE @fenced_rows int, @fenced_epoch bigint; {} \
+                 SELECT @fenced_epoch WHERE @fenced_rows > 0",
+                mssql::in_transaction(&body)
+            )
+        }
     }
 }
 
@@ -447,14 +454,24 @@ pub fn acquire(dialect: Dialect, table: &FencedTable) -> String {
         Dialect::Postgres | Dialect::Sqlite => {
             format!("UPDATE {name} SET {set} WHERE {filter} RETURNING {gen_col}, {epoch_col}")
         }
-        // `OUTPUT … INTO` a table variable, then a `SELECT` of it: a bare `OUTPUT` is
-        // refused on a table with an enabled trigger (SQL Server error 334), and the
-        // `SELECT` returns the row whatever the session's `NOCOUNT`.
-        Dialect::Mssql => format!(
-            "DECLARE @acquired TABLE ([Generation] bigint, [Epoch] bigint); \
-             UPDATE {name} SET {set} OUTPUT inserted.{gen_col}, inserted.{epoch_col} \
-             INTO @acquired WHERE {filter}; SELECT [Generation], [Epoch] FROM @acquired"
-        ),
+        // No `OUTPUT`: SQL Server refuses a bare one on a table with an enabled trigger
+        // (error 334), and Babelfish fails on any `OUTPUT` there. The row, locked by the
+        // UPDATE, is read back in the same transaction; the final `SELECT` returns it
+        // whatever the session's `NOCOUNT`.
+        Dialect::Mssql => {
+            let key = q(dialect, table.key_column());
+            let body = format!(
+                "UPDATE {name} SET {set} WHERE {filter}; SET @fenced_rows = @@ROWCOUNT; \
+                 IF @fenced_rows > 0 SELECT @fenced_generation = {gen_col}, \
+                 @fenced_epoch = {epoch_col} FROM {name} WHERE {key} = {};",
+                dialect.placeholder(1)
+            );
+            format!(
+                "DECLARE @fenced_rows int, @fenced_generation bigint, @fenced_epoch bigint; {} \
+                 SELECT @fenced_generation, @fenced_epoch WHERE @fenced_rows > 0",
+                mssql::in_transaction(&body)
+            )
+        }
     }
 }
 
@@ -553,21 +570,34 @@ fn recorded_write(
     let p = dialect.placeholder(op_param);
     let filter = format!("{filter} AND NOT EXISTS (SELECT 1 FROM {ops} WHERE {op} = {p})");
     let name = table.name().quoted(dialect);
-    let key_col = q(dialect, table.key_column());
-    let gen_col = q(dialect, table.generation_column());
     match dialect {
         Dialect::Postgres => format!(
             "WITH w AS (UPDATE {name} SET {set} WHERE {filter} RETURNING {key_col}, {gen_col}) \
              INSERT INTO {ops} ({op}, {key}, {generation}, {at}) \
              SELECT {p}::uuid, w.{key_col}, w.{gen_col}, {} FROM w",
-            dialect.clock()
+            dialect.clock(),
+            key_col = q(dialect, table.key_column()),
+            gen_col = q(dialect, table.generation_column()),
         ),
         Dialect::Sqlite => plain_write(dialect, table, set, &filter),
-        Dialect::Mssql => format!(
-            "UPDATE {name} SET {set} OUTPUT CAST({p} AS uniqueidentifier), inserted.{key_col}, \
-             inserted.{gen_col}, {} INTO {ops} ({op}, {key}, {generation}, {at}) WHERE {filter}",
-            dialect.clock()
-        ),
+        // The write and its record in one transaction, not `OUTPUT … INTO`, which
+        // Babelfish fails on a table with a trigger. The record's key and generation are
+        // the fence's own parameters: the row matched them. The count is the batch's
+        // result row, whatever the session's `NOCOUNT`.
+        Dialect::Mssql => {
+            let body = format!(
+                "UPDATE {name} SET {set} WHERE {filter}; SET @fenced_rows = @@ROWCOUNT; \
+                 IF @fenced_rows > 0 INSERT INTO {ops} ({op}, {key}, {generation}, {at}) \
+                 VALUES (CAST({p} AS uniqueidentifier), {}, {}, {});",
+                dialect.placeholder(op_param - 3),
+                dialect.placeholder(op_param - 2),
+                dialect.clock()
+            );
+            format!(
+                "DECLARE @fenced_rows int; {} SELECT CAST(@fenced_rows AS bigint) AS [RowsAffected]",
+                mssql::in_transaction(&body)
+            )
+        }
     }
 }
 

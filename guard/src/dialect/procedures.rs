@@ -280,8 +280,9 @@ impl MssqlProcedures {
                 (
                     declared.join(", "),
                     format!(
+                        // The recorded write ends with its own count.
                         "IF @OperationId IS NULL\n    BEGIN\n        {plain};\n        {rows}\n    \
-                         END\n    ELSE\n    BEGIN\n        {recorded};\n        {rows}\n    END"
+                         END\n    ELSE\n    BEGIN\n        {recorded};\n    END"
                     ),
                 )
             }

@@ -1074,40 +1074,41 @@ async fn copy_image<B: Backend>(store: &Store<B>, key: &Key) -> Image {
 }
 
 /// Writes a backup image back, the way a restore does: every protocol column, with the
-/// lease live again for an hour.
+/// lease live again for an hour. A null is written as the literal `NULL`, not bound:
+/// tiberius sends a bound null untyped, which Babelfish rejects (a departure from SQL
+/// Server, shown by `mssql::nulls`).
 async fn restore_image<B: Backend>(store: &Store<B>, key: &Key, image: &Image) {
     let (d, name) = table_sql(store);
     let t = store.table();
-    let live = row::clock_plus_hours(d, 1);
+    let columns = [
+        (t.generation_column().quoted(d), &image.generation),
+        (t.owner_column().quoted(d), &image.owner),
+        (t.epoch_column().quoted(d), &image.epoch),
+        (t.published_column().quoted(d), &image.published),
+        (payload_column(d), &image.payload),
+    ];
+    let mut params = Vec::new();
+    let mut set = Vec::new();
+    for (column, value) in columns {
+        if value.is_null() {
+            set.push(format!("{column} = NULL"));
+        } else {
+            params.push(value.clone());
+            set.push(format!("{column} = {}", d.placeholder(params.len())));
+        }
+    }
+    params.push(Value::from(key));
     let sql = format!(
-        "UPDATE {name} SET {} = {}, {} = {}, {} = {}, {} = {}, {} = {}, {} = {live} WHERE {} = {}",
-        t.generation_column().quoted(d),
-        d.placeholder(1),
-        t.owner_column().quoted(d),
-        d.placeholder(2),
-        t.epoch_column().quoted(d),
-        d.placeholder(3),
-        t.published_column().quoted(d),
-        d.placeholder(4),
-        payload_column(d),
-        d.placeholder(5),
+        "UPDATE {name} SET {}, {} = {} WHERE {} = {}",
+        set.join(", "),
         t.expiry_column().quoted(d),
+        row::clock_plus_hours(d, 1),
         t.key_column().quoted(d),
-        d.placeholder(6)
+        d.placeholder(params.len())
     );
     let rows = store
         .backend()
-        .execute(
-            &sql,
-            &[
-                image.generation.clone(),
-                image.owner.clone(),
-                image.epoch.clone(),
-                image.published.clone(),
-                image.payload.clone(),
-                Value::from(key),
-            ],
-        )
+        .execute(&sql, &params)
         .await
         .expect("restore the row");
     assert_eq!(rows, 1, "the test could not restore the row");
