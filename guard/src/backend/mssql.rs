@@ -1,5 +1,6 @@
 //! SQL Server through tiberius (TDS 7.3, rustls) over tokio, with a small pool that
-//! never reuses a connection that saw an error or a cancellation.
+//! never reuses a connection whose state is unknown (a network error, a cancellation,
+//! a transaction left open).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -29,6 +30,7 @@ struct Inner {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MssqlOptions {
     max_connections: usize,
+    open_at_connect: usize,
     session: Option<String>,
 }
 
@@ -36,6 +38,7 @@ impl Default for MssqlOptions {
     fn default() -> Self {
         MssqlOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            open_at_connect: 1,
             session: None,
         }
     }
@@ -45,6 +48,16 @@ impl MssqlOptions {
     /// How many connections the pool may open. Default 8; at least 1.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
+        self
+    }
+
+    /// How many connections [`Mssql::connect_with_options`] opens before it returns
+    /// (at least 1, at most [`max_connections`](MssqlOptions::max_connections)); the
+    /// others open when first needed. Default 1. A login costs a TLS handshake and,
+    /// on some servers, a new server process: opening the pool up front keeps that
+    /// cost out of the first statements, such as a keeper's first renewals.
+    pub fn open_at_connect(mut self, n: usize) -> Self {
+        self.open_at_connect = n.max(1);
         self
     }
 
@@ -67,10 +80,11 @@ impl MssqlOptions {
 
 /// The SQL Server backend: a small pool of tiberius connections.
 ///
-/// A connection goes back to the pool only after a statement completed without error.
-/// A connection whose statement failed, or whose future was dropped mid-statement
-/// (cancellation, timeout), is closed and never reused, since its protocol state is
-/// unknown. Cheap to clone (clones share the pool).
+/// A connection goes back to the pool after a statement completed, or after the server
+/// answered it with an error and no transaction is left open. A connection whose
+/// statement failed otherwise (network, protocol), or whose future was dropped
+/// mid-statement (cancellation, timeout), is closed and never reused, since its
+/// protocol state is unknown. Cheap to clone (clones share the pool).
 ///
 /// The expiry column is `datetime2(7)`, written and compared with `SYSUTCDATETIME()`.
 /// [`Value::Null`] is sent as a null `nvarchar`, which SQL Server converts implicitly to
@@ -130,7 +144,12 @@ impl Mssql {
             pool: Pool::new(options.max_connections),
         });
         let mssql = Mssql { inner };
-        mssql.checkout().await?.give_back();
+        // Held until all are open, so that each checkout opens a connection of its own.
+        let mut opened = Vec::new();
+        for _ in 0..options.open_at_connect.min(options.max_connections) {
+            opened.push(mssql.checkout().await?);
+        }
+        opened.into_iter().for_each(Checkout::give_back);
         Ok(mssql)
     }
 
@@ -163,13 +182,16 @@ impl Mssql {
     async fn last_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
         let mut checkout = self.checkout().await?;
         let params = refs(params);
-        let results = checkout
-            .conn()
-            .query(sql, &params)
-            .await?
-            .into_results()
-            .await?;
-        checkout.give_back();
+        let results = async {
+            checkout
+                .conn()
+                .query(sql, &params)
+                .await?
+                .into_results()
+                .await
+        }
+        .await;
+        let results = settle(checkout, results).await?;
         results
             .into_iter()
             .next_back()
@@ -177,6 +199,39 @@ impl Mssql {
             .map(decode)
             .transpose()
     }
+}
+
+/// Gives the connection back after a statement that succeeded, or that the server
+/// answered with an error and left outside any transaction (`@@TRANCOUNT` is 0): the
+/// error token was read whole, and tiberius drains what follows before the next
+/// statement. Any other failure (network, protocol, a transaction left open) closes
+/// it. Reopening is not free: a TLS login, and on Babelfish a new server process whose
+/// first statements parse slowly.
+async fn settle<T>(mut checkout: Checkout<Connection>, result: tiberius::Result<T>) -> Result<T> {
+    match result {
+        Ok(value) => {
+            checkout.give_back();
+            Ok(value)
+        }
+        Err(error @ tiberius::error::Error::Server(_)) => {
+            if outside_transaction(checkout.conn()).await {
+                checkout.give_back();
+            }
+            Err(error.into())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+async fn outside_transaction(conn: &mut Connection) -> bool {
+    let row = async {
+        conn.simple_query("SELECT CAST(@@TRANCOUNT AS int)")
+            .await?
+            .into_row()
+            .await
+    }
+    .await;
+    matches!(row, Ok(Some(row)) if row.get::<i32, _>(0) == Some(0))
 }
 
 /// `sql`, then the number of rows it changed as a one-row result. `@@ROWCOUNT` is read
@@ -283,13 +338,15 @@ impl Backend for Mssql {
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {
         let mut checkout = self.checkout().await?;
-        checkout
-            .conn()
-            .simple_query(sql)
-            .await?
-            .into_results()
-            .await?;
-        checkout.give_back();
-        Ok(())
+        let done = async {
+            checkout
+                .conn()
+                .simple_query(sql)
+                .await?
+                .into_results()
+                .await
+        }
+        .await;
+        settle(checkout, done).await.map(drop)
     }
 }

@@ -65,10 +65,8 @@ pub mod hostile {
     /// The fenced table is made here, before the test, so that its trigger exists
     /// before the first protocol statement; the test's own `create_schema` leaves it.
     pub async fn setup() -> Option<Hostile> {
-        let options = MssqlOptions::default()
-            .max_connections(1)
-            .on_connect("SET NOCOUNT ON");
-        let schema = TestSchema::create_with("fenced_", options).await?;
+        let options = MssqlOptions::default().on_connect("SET NOCOUNT ON");
+        let schema = TestSchema::create_with("fenced_", 1, options).await?;
         let table = report_table(&schema.qualified("ReportPublication"));
         Store::new(schema.admin().clone(), table)
             .create_schema()
@@ -567,5 +565,102 @@ pub mod text_keys {
         if let Err(error) = run {
             std::panic::resume_unwind(error.into_panic());
         }
+    }
+}
+
+/// `Value::Null` reaches SQL Server as tiberius sends every null parameter: TDS type
+/// `NULLTYPE` (0x1F), declared `nvarchar(4000)`. SQL Server converts it to the column's
+/// type; Babelfish rejects the parameter (a departure, named in the assertion).
+pub mod nulls {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use fenced_guard::{Key, Outcome, Store, Value};
+
+    use super::setup;
+    use crate::suite::{Fixture, read};
+    use crate::support::mssql::is_babelfish;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_null_value_clears_a_column() {
+        let Some(fx) = setup().await else { return };
+        let fx = Arc::new(fx);
+        let run = tokio::spawn({
+            let fx = Arc::clone(&fx);
+            async move {
+                let store = Store::new(Fixture::connect(&*fx).await, Fixture::table(&*fx));
+                store.create_schema().await.expect("create schema");
+                let key = Key::Uuid(uuid::Uuid::new_v4());
+                assert!(store.provision(key.clone()).await.unwrap());
+                let lease = store
+                    .try_acquire(key.clone(), Duration::from_secs(300))
+                    .await
+                    .unwrap()
+                    .unwrap();
+                let set = [("Payload", Value::from("set"))];
+                assert_eq!(store.update(&lease, &set).await.unwrap(), Outcome::Applied);
+                let cleared = store.update(&lease, &[("Payload", Value::Null)]).await;
+                if is_babelfish(fx.admin()).await {
+                    let error = cleared.expect_err(
+                        "Babelfish departure: a NULL parameter without a type is rejected",
+                    );
+                    let text = format!("{error} {:?}", std::error::Error::source(&error));
+                    assert!(text.contains("0x1F"), "{text}");
+                    assert!(!error.may_have_committed(), "{error:?}");
+                    assert_eq!(read(&store, &key).await.payload.as_deref(), Some("set"));
+                } else {
+                    assert_eq!(cleared.unwrap(), Outcome::Applied);
+                    assert_eq!(read(&store, &key).await.payload, None);
+                }
+            }
+        })
+        .await;
+        Fixture::teardown(&*fx).await;
+        if let Err(error) = run {
+            std::panic::resume_unwind(error.into_panic());
+        }
+    }
+}
+
+/// The backend's pool: a connection the server answered with an error is kept when no
+/// transaction is left open on it, and closed when one is.
+pub mod connections {
+    use fenced_guard::{Backend, Mssql, MssqlOptions};
+
+    use crate::support::mssql::{connect, url};
+
+    async fn spid(backend: &Mssql) -> i64 {
+        backend
+            .query_i64("SELECT CAST(@@SPID AS bigint)", &[])
+            .await
+            .expect("read @@SPID")
+            .expect("one row")
+    }
+
+    #[tokio::test]
+    async fn an_error_outside_a_transaction_keeps_the_connection() {
+        let Some(url) = url() else { return };
+        let backend = connect(&url, MssqlOptions::default().max_connections(1)).await;
+        let before = spid(&backend).await;
+        let error = backend
+            .execute("SELECT * FROM fenced_no_such_table", &[])
+            .await
+            .expect_err("no such table");
+        assert!(!error.may_have_committed(), "{error:?}");
+        assert_eq!(spid(&backend).await, before, "the same session");
+
+        // Negative control: a batch that leaves a transaction open after its error
+        // loses its connection.
+        backend
+            .execute_batch("BEGIN TRANSACTION; SELECT 1 / 0")
+            .await
+            .expect_err("division by zero, the transaction left open");
+        let after = spid(&backend).await;
+        assert_ne!(after, before, "a new session");
+        let open = backend
+            .query_i64("SELECT CAST(@@TRANCOUNT AS bigint)", &[])
+            .await
+            .unwrap();
+        assert_eq!(open, Some(0), "nothing of the old transaction is left");
     }
 }
