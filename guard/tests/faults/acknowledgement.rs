@@ -1,7 +1,8 @@
 //! Lost acknowledgements on PostgreSQL and SQL Server, made real by the proxy: a
 //! publication whose reply never arrives is an error (neither refused nor applied), and
 //! its operation id tells what happened; a statement that never reached the server
-//! resolves as not applied and can then be retried under the still-valid lease.
+//! resolves as not applied and can then be retried under the still-valid lease. And
+//! one fault that is a lock, not the wire: an acquisition that waited on the row.
 //!
 //! Written once over a [`Wired`] bench; `on_postgres` and `on_mssql` run them.
 
@@ -184,6 +185,14 @@ macro_rules! acknowledgement_tests {
             });
         }
 
+        /// An acquisition that waited on the row's lock while another transaction
+        /// raised the generation reports the generation it installed, not the one it
+        /// computed before the wait.
+        #[test]
+        fn acquisition_after_a_lock_wait_reports_the_generation_it_installed() {
+            crate::block_on(async { with_setup($setup, acquisition_after_a_lock_wait).await });
+        }
+
         /// When every attempt fails, the error names the operation id, which then
         /// resolves; the row was released after the work, so the next lease is the next
         /// generation.
@@ -362,6 +371,97 @@ pub async fn retries_settle_a_lost_acknowledgement<B: Wired>(s: Arc<Setup<B>>) {
         assert!(done.as_ref().is_err_and(is_lost_connection), "{done:?}");
         assert_eq!(published(&s).await, (2, Some("report".to_owned())));
     }
+}
+
+/// The row's generation as the server has it.
+async fn generation_of_row<B: Wired>(s: &Setup<B>) -> i64 {
+    let table = s.direct.table();
+    let d = s.direct.dialect();
+    let sql = format!(
+        "SELECT {} FROM {} WHERE {} = {}",
+        table.generation_column().quoted(d),
+        table.name().quoted(d),
+        table.key_column().quoted(d),
+        d.placeholder(1)
+    );
+    let row = s
+        .direct
+        .backend()
+        .query_row(&sql, &[Value::I64(1)])
+        .await
+        .expect("read the row")
+        .expect("the row exists");
+    row[0].as_i64().expect("the generation")
+}
+
+/// Another transaction raises the row's generation (leaving it free) and holds its
+/// lock; the acquisition starts, finds the row free in its snapshot and waits; the
+/// other transaction commits; the acquisition goes on with the committed row. The
+/// lease must carry the generation the row now holds. The wait is checked: the
+/// acquisition has not returned while the lock was held.
+pub async fn acquisition_after_a_lock_wait<B: Wired>(s: Arc<Setup<B>>) {
+    // Warm the acquiring connection (Babelfish parses a statement slowly the first
+    // time on a connection), so that it reaches the row while the lock is held.
+    let warm = acquire(&s, TTL).await;
+    assert_eq!(s.store.release(&warm).await.unwrap(), Outcome::Applied);
+    let before = generation_of_row(&s).await;
+    let (holder, _holder_proxy) = s.bench.worker().await;
+    let table = s.direct.table();
+    let d = s.direct.dialect();
+    let begin = match d {
+        fenced_guard::Dialect::Mssql => "BEGIN TRANSACTION",
+        _ => "BEGIN",
+    };
+    let generation = table.generation_column().quoted(d);
+    // One connection in the holder's pool: the transaction stays on it between
+    // batches.
+    holder
+        .backend()
+        .execute_batch(&format!(
+            "{begin}; UPDATE {} SET {generation} = {generation} + 1 WHERE {} = 1",
+            table.name().quoted(d),
+            table.key_column().quoted(d),
+        ))
+        .await
+        .expect("raise the generation in an open transaction");
+    let store = s.store.clone();
+    let acquiring = tokio::spawn(async move { store.try_acquire(1i64, TTL).await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !acquiring.is_finished(),
+        "the acquisition waited for the row's lock"
+    );
+    holder
+        .backend()
+        .execute_batch("COMMIT")
+        .await
+        .expect("commit the other transaction");
+    let lease = acquiring
+        .await
+        .expect("the acquisition task")
+        .expect("acquire after the wait")
+        .expect("the row was free after the commit");
+    let row = generation_of_row(&s).await;
+    assert_eq!(
+        row,
+        before + 2,
+        "the other transaction's raise and the acquisition's"
+    );
+    assert_eq!(
+        lease.generation(),
+        row,
+        "the lease must carry the generation its acquisition installed (Babelfish 4.2 \
+         computes OUTPUT inserted.* before a lock wait: the acquisition there reports the \
+         generation of the transaction it waited for)"
+    );
+    // The lease is real: its fenced writes apply.
+    assert_eq!(
+        s.store
+            .update(&lease, &columns("after the wait"))
+            .await
+            .unwrap(),
+        Outcome::Applied
+    );
 }
 
 pub async fn every_attempt_fails<B: Wired>(s: Arc<Setup<B>>) {
