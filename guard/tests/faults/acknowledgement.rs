@@ -1,8 +1,12 @@
-//! Lost acknowledgements on PostgreSQL, made real by the proxy: a publication whose
-//! reply never arrives is an error (neither refused nor applied), and its operation id
-//! tells what happened; a statement that never reached the server resolves as not
-//! applied and can then be retried under the still-valid lease.
+//! Lost acknowledgements on PostgreSQL and SQL Server, made real by the proxy: a
+//! publication whose reply never arrives is an error (neither refused nor applied), and
+//! its operation id tells what happened; a statement that never reached the server
+//! resolves as not applied and can then be retried under the still-valid lease. And
+//! one fault that is a lock, not the wire: an acquisition that waited on the row.
+//!
+//! Written once over a [`Wired`] bench; `on_postgres` and `on_mssql` run them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use fenced_guard::{
@@ -11,28 +15,65 @@ use fenced_guard::{
 use uuid::Uuid;
 
 use crate::history::Bench;
-use crate::postgres::PgBench;
 use crate::proxy::{Fault, Proxy};
+
+/// A bench whose workers reach the server through a proxy, and that has a connection
+/// of its own that does not.
+pub trait Wired: Bench {
+    /// The administrative connection (no proxy).
+    fn direct(&self) -> Self::Backend;
+}
+
+#[cfg(feature = "postgres")]
+impl Wired for crate::postgres::PgBench {
+    fn direct(&self) -> fenced_guard::Postgres {
+        self.admin().clone()
+    }
+}
+
+#[cfg(feature = "mssql")]
+impl Wired for crate::mssql::MssqlBench {
+    fn direct(&self) -> fenced_guard::Mssql {
+        self.admin().clone()
+    }
+}
+
+/// The driver's error for a connection that broke mid-statement: the answer is
+/// unknown, so the statement may have committed.
+fn is_lost_connection(error: &Error) -> bool {
+    let driver = match error {
+        #[cfg(feature = "postgres")]
+        Error::Postgres(_) => true,
+        #[cfg(feature = "mssql")]
+        Error::Mssql(_) => true,
+        _ => false,
+    };
+    driver && error.may_have_committed()
+}
 
 /// Long enough that the lease outlives the test; expiry is never waited for here
 /// except where the proxy's delay passes it on purpose.
 const TTL: Duration = Duration::from_secs(60);
 
-struct Setup {
-    bench: PgBench,
-    store: Store<fenced_guard::Postgres>,
+pub struct Setup<B: Wired> {
+    bench: B,
+    store: Store<B::Backend>,
     proxy: Proxy,
-    direct: Store<fenced_guard::Postgres>,
+    direct: Store<B::Backend>,
 }
 
 /// A provisioned row, a store whose connection runs through a proxy, and one that
-/// reaches the server directly to look at the row.
-async fn setup() -> Setup {
-    let bench = PgBench::setup().await;
-    bench.prepare().await;
+/// reaches the server directly to look at the row. The fenced table is made without
+/// the history's trace trigger: these tests read the row itself (tables with triggers
+/// are the conformance suite's).
+async fn setup<B: Wired>(bench: B) -> Setup<B> {
+    let direct = Store::new(bench.direct(), bench.table());
+    direct
+        .create_schema()
+        .await
+        .expect("create the fenced table");
     let (store, proxy) = bench.worker().await;
-    let proxy = proxy.expect("postgresql workers have a proxy");
-    let direct = Store::new(bench.admin().clone(), bench.table());
+    let proxy = proxy.expect("the bench's workers have a proxy");
     assert!(direct.provision(1i64).await.expect("provision"));
     Setup {
         bench,
@@ -42,7 +83,7 @@ async fn setup() -> Setup {
     }
 }
 
-async fn acquire(s: &Setup, ttl: Duration) -> Lease {
+async fn acquire<B: Wired>(s: &Setup<B>, ttl: Duration) -> Lease {
     s.store
         .try_acquire(1i64, ttl)
         .await
@@ -55,15 +96,16 @@ fn columns(payload: &str) -> [(&'static str, Value); 1] {
 }
 
 /// `(published generation, payload)` as the server has them.
-async fn published(s: &Setup) -> (i64, Option<String>) {
+async fn published<B: Wired>(s: &Setup<B>) -> (i64, Option<String>) {
     let table = s.direct.table();
     let d = s.direct.dialect();
     let sql = format!(
-        "SELECT {}, {} FROM {} WHERE {} = $1",
+        "SELECT {}, {} FROM {} WHERE {} = {}",
         table.published_column().quoted(d),
         fenced_guard::Identifier::new("Payload").unwrap().quoted(d),
         table.name().quoted(d),
-        table.key_column().quoted(d)
+        table.key_column().quoted(d),
+        d.placeholder(1)
     );
     let row = s
         .direct
@@ -78,23 +120,101 @@ async fn published(s: &Setup) -> (i64, Option<String>) {
     )
 }
 
-/// Runs `body` and drops the schema whatever happens.
-async fn with_setup<F, Fut>(body: F)
+/// Runs `body` on a fresh setup of `bench` (none: the backend's tests do not run here)
+/// and drops the schema whatever happens.
+pub async fn with_setup<B, F, Fut>(bench: Option<B>, body: F)
 where
-    F: FnOnce(std::sync::Arc<Setup>) -> Fut,
+    B: Wired,
+    F: FnOnce(Arc<Setup<B>>) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let s = std::sync::Arc::new(setup().await);
-    let run = tokio::spawn(body(std::sync::Arc::clone(&s))).await;
+    let Some(bench) = bench else { return };
+    let s = Arc::new(setup(bench).await);
+    let run = tokio::spawn(body(Arc::clone(&s))).await;
     s.bench.teardown().await;
     if let Err(error) = run {
         std::panic::resume_unwind(error.into_panic());
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lost_acknowledgement_is_an_error_and_resolves_applied() {
-    with_setup(|s| async move {
+/// The tests, for a backend whose bench `$setup` makes (an `Option`: `None` when the
+/// backend's tests do not run here). Each runs on [`crate::block_on`]'s runtime, whose
+/// large stacks a debug build of `Work` on SQL Server needs.
+macro_rules! acknowledgement_tests {
+    ($setup:expr) => {
+        use crate::acknowledgement::*;
+
+        #[test]
+        fn lost_acknowledgement_is_an_error_and_resolves_applied() {
+            crate::block_on(async { with_setup($setup, lost_acknowledgement).await });
+        }
+
+        #[test]
+        fn statement_cut_before_the_server_resolves_not_applied_and_retries() {
+            crate::block_on(async { with_setup($setup, cut_before_the_server).await });
+        }
+
+        /// The proxy holds the request back past the lease's ttl: the client sent it
+        /// while the lease was valid, the server receives it after expiry, and the
+        /// database's clock decides. The negative control: the same delay with a ttl
+        /// that outlives it applies.
+        #[test]
+        fn write_delayed_past_expiry_is_refused_by_the_database_clock() {
+            crate::block_on(async { with_setup($setup, delayed_past_expiry).await });
+        }
+
+        /// `Work` with publication retries settles a lost acknowledgement: the retry
+        /// carries the same operation id, finds the first attempt committed, and the
+        /// work ends published, once. Negative control: without retries the same fault
+        /// is an error, although the server did publish.
+        #[test]
+        fn work_with_publication_retries_settles_a_lost_acknowledgement() {
+            crate::block_on(async {
+                with_setup($setup, retries_settle_a_lost_acknowledgement).await
+            });
+        }
+
+        /// A publication that never reached the server is sent again and applies.
+        #[test]
+        fn work_with_publication_retries_sends_a_cut_publication_again() {
+            crate::block_on(async {
+                with_setup($setup, |s| async move {
+                    published_once_despite(&s, Fault::CutBeforeExecute).await;
+                })
+                .await
+            });
+        }
+
+        /// An acquisition that waited on the row's lock while another transaction
+        /// raised the generation reports the generation it installed, not the one it
+        /// computed before the wait.
+        #[test]
+        fn acquisition_after_a_lock_wait_reports_the_generation_it_installed() {
+            crate::block_on(async { with_setup($setup, acquisition_after_a_lock_wait).await });
+        }
+
+        /// When every attempt fails, the error names the operation id, which then
+        /// resolves; the row was released after the work, so the next lease is the next
+        /// generation.
+        #[test]
+        fn work_whose_every_publication_attempt_fails_names_its_operation_id() {
+            crate::block_on(async { with_setup($setup, every_attempt_fails).await });
+        }
+    };
+}
+
+#[cfg(feature = "postgres")]
+mod on_postgres {
+    acknowledgement_tests!(Some(crate::postgres::PgBench::setup().await));
+}
+
+#[cfg(feature = "mssql")]
+mod on_mssql {
+    acknowledgement_tests!(crate::mssql::MssqlBench::setup().await);
+}
+
+pub async fn lost_acknowledgement<B: Wired>(s: Arc<Setup<B>>) {
+    {
         let lease = acquire(&s, TTL).await;
         let op = Uuid::new_v4();
 
@@ -102,7 +222,7 @@ async fn lost_acknowledgement_is_an_error_and_resolves_applied() {
         let lost = s.store.publish_op(&lease, op, &columns("report")).await;
         assert_eq!(s.proxy.fired(), 1, "the cut happened on the publication");
         assert!(
-            matches!(lost, Err(Error::Postgres(_))),
+            lost.as_ref().is_err_and(is_lost_connection),
             "a lost acknowledgement is an error, not refused and not applied: {lost:?}"
         );
 
@@ -141,13 +261,11 @@ async fn lost_acknowledgement_is_an_error_and_resolves_applied() {
             published(&s).await,
             (lease.generation(), Some("report".to_owned()))
         );
-    })
-    .await;
+    }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn statement_cut_before_the_server_resolves_not_applied_and_retries() {
-    with_setup(|s| async move {
+pub async fn cut_before_the_server<B: Wired>(s: Arc<Setup<B>>) {
+    {
         let lease = acquire(&s, TTL).await;
         let op = Uuid::new_v4();
 
@@ -155,7 +273,7 @@ async fn statement_cut_before_the_server_resolves_not_applied_and_retries() {
         let lost = s.store.publish_op(&lease, op, &columns("report")).await;
         assert_eq!(s.proxy.fired(), 1, "the cut happened on the publication");
         assert!(
-            matches!(lost, Err(Error::Postgres(_))),
+            lost.as_ref().is_err_and(is_lost_connection),
             "a cut connection is an error, not refused and not applied: {lost:?}"
         );
 
@@ -182,16 +300,11 @@ async fn statement_cut_before_the_server_resolves_not_applied_and_retries() {
             published(&s).await,
             (lease.generation(), Some("report".to_owned()))
         );
-    })
-    .await;
+    }
 }
 
-/// The proxy holds the request back past the lease's ttl: the client sent it while the
-/// lease was valid, the server receives it after expiry, and the database's clock
-/// decides. The negative control: the same delay with a ttl that outlives it applies.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn write_delayed_past_expiry_is_refused_by_the_database_clock() {
-    with_setup(|s| async move {
+pub async fn delayed_past_expiry<B: Wired>(s: Arc<Setup<B>>) {
+    {
         let ttl = Duration::from_millis(300);
         let delay = Duration::from_millis(600);
         // Warm the connection and its prepared statements, so that only the delay
@@ -215,15 +328,14 @@ async fn write_delayed_past_expiry_is_refused_by_the_database_clock() {
         let slow = s.store.update(&lease, &columns("slow")).await.unwrap();
         s.proxy.set_delay(Duration::ZERO);
         assert_eq!(slow, Outcome::Applied, "negative control");
-    })
-    .await;
+    }
 }
 
 /// Runs a unit of work through the proxied store with `retries` publication retries,
 /// arming `fault` for `times` statements once the work has the lease, so that it hits
 /// the publication (and, for `times` above one, the attempts after it).
-async fn work_with_fault(
-    s: &Setup,
+async fn work_with_fault<B: Wired>(
+    s: &Setup<B>,
     retries: u32,
     fault: Fault,
     times: u32,
@@ -240,7 +352,7 @@ async fn work_with_fault(
 
 /// Runs a unit of work with one publication retry and `fault` on the publication's
 /// first attempt, and checks that the work ended published, once.
-async fn published_once_despite(s: &Setup, fault: Fault) {
+pub async fn published_once_despite<B: Wired>(s: &Setup<B>, fault: Fault) {
     let done = work_with_fault(s, 1, fault, 1).await;
     assert_eq!(s.proxy.fired(), 1, "the cut happened on the publication");
     assert!(
@@ -250,37 +362,110 @@ async fn published_once_despite(s: &Setup, fault: Fault) {
     assert_eq!(published(s).await, (1, Some("report".to_owned())));
 }
 
-/// `Work` with publication retries settles a lost acknowledgement: the retry carries
-/// the same operation id, finds the first attempt committed, and the work ends
-/// published, once. Negative control: without retries the same fault is an error,
-/// although the server did publish.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn work_with_publication_retries_settles_a_lost_acknowledgement() {
-    with_setup(|s| async move {
+pub async fn retries_settle_a_lost_acknowledgement<B: Wired>(s: Arc<Setup<B>>) {
+    {
         published_once_despite(&s, Fault::CutAfterCommit).await;
 
         let done = work_with_fault(&s, 0, Fault::CutAfterCommit, 1).await;
         assert_eq!(s.proxy.fired(), 2);
-        assert!(matches!(done, Err(Error::Postgres(_))), "{done:?}");
+        assert!(done.as_ref().is_err_and(is_lost_connection), "{done:?}");
         assert_eq!(published(&s).await, (2, Some("report".to_owned())));
-    })
-    .await;
+    }
 }
 
-/// A publication that never reached the server is sent again and applies.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn work_with_publication_retries_sends_a_cut_publication_again() {
-    with_setup(|s| async move {
-        published_once_despite(&s, Fault::CutBeforeExecute).await;
-    })
-    .await;
+/// The row's generation as the server has it.
+async fn generation_of_row<B: Wired>(s: &Setup<B>) -> i64 {
+    let table = s.direct.table();
+    let d = s.direct.dialect();
+    let sql = format!(
+        "SELECT {} FROM {} WHERE {} = {}",
+        table.generation_column().quoted(d),
+        table.name().quoted(d),
+        table.key_column().quoted(d),
+        d.placeholder(1)
+    );
+    let row = s
+        .direct
+        .backend()
+        .query_row(&sql, &[Value::I64(1)])
+        .await
+        .expect("read the row")
+        .expect("the row exists");
+    row[0].as_i64().expect("the generation")
 }
 
-/// When every attempt fails, the error names the operation id, which then resolves;
-/// the row was released after the work, so the next lease is the next generation.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn work_whose_every_publication_attempt_fails_names_its_operation_id() {
-    with_setup(|s| async move {
+/// Another transaction raises the row's generation (leaving it free) and holds its
+/// lock; the acquisition starts, finds the row free in its snapshot and waits; the
+/// other transaction commits; the acquisition goes on with the committed row. The
+/// lease must carry the generation the row now holds. The wait is checked: the
+/// acquisition has not returned while the lock was held.
+pub async fn acquisition_after_a_lock_wait<B: Wired>(s: Arc<Setup<B>>) {
+    // Warm the acquiring connection (Babelfish parses a statement slowly the first
+    // time on a connection), so that it reaches the row while the lock is held.
+    let warm = acquire(&s, TTL).await;
+    assert_eq!(s.store.release(&warm).await.unwrap(), Outcome::Applied);
+    let before = generation_of_row(&s).await;
+    let (holder, _holder_proxy) = s.bench.worker().await;
+    let table = s.direct.table();
+    let d = s.direct.dialect();
+    let begin = match d {
+        fenced_guard::Dialect::Mssql => "BEGIN TRANSACTION",
+        _ => "BEGIN",
+    };
+    let generation = table.generation_column().quoted(d);
+    // One connection in the holder's pool: the transaction stays on it between
+    // batches.
+    holder
+        .backend()
+        .execute_batch(&format!(
+            "{begin}; UPDATE {} SET {generation} = {generation} + 1 WHERE {} = 1",
+            table.name().quoted(d),
+            table.key_column().quoted(d),
+        ))
+        .await
+        .expect("raise the generation in an open transaction");
+    let store = s.store.clone();
+    let acquiring = tokio::spawn(async move { store.try_acquire(1i64, TTL).await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !acquiring.is_finished(),
+        "the acquisition waited for the row's lock"
+    );
+    holder
+        .backend()
+        .execute_batch("COMMIT")
+        .await
+        .expect("commit the other transaction");
+    let lease = acquiring
+        .await
+        .expect("the acquisition task")
+        .expect("acquire after the wait")
+        .expect("the row was free after the commit");
+    let row = generation_of_row(&s).await;
+    assert_eq!(
+        row,
+        before + 2,
+        "the other transaction's raise and the acquisition's"
+    );
+    assert_eq!(
+        lease.generation(),
+        row,
+        "the lease must carry the generation its acquisition installed (Babelfish 4.2 \
+         computes OUTPUT inserted.* before a lock wait: the acquisition there reports the \
+         generation of the transaction it waited for)"
+    );
+    // The lease is real: its fenced writes apply.
+    assert_eq!(
+        s.store
+            .update(&lease, &columns("after the wait"))
+            .await
+            .unwrap(),
+        Outcome::Applied
+    );
+}
+
+pub async fn every_attempt_fails<B: Wired>(s: Arc<Setup<B>>) {
+    {
         let done = work_with_fault(&s, 2, Fault::CutBeforeExecute, 3).await;
         assert_eq!(s.proxy.fired(), 3, "one cut per attempt");
         let Err(Error::PublicationUnsettled {
@@ -292,11 +477,10 @@ async fn work_whose_every_publication_attempt_fails_names_its_operation_id() {
             panic!("expected an unsettled publication: {done:?}");
         };
         assert_eq!(attempts, 3);
-        assert!(matches!(*source, Error::Postgres(_)), "{source:?}");
+        assert!(is_lost_connection(&source), "{source:?}");
         assert_eq!(s.store.resolve(op).await.unwrap(), Resolution::NotApplied);
         assert_eq!(published(&s).await, (0, None));
         let next = acquire(&s, TTL).await;
         assert_eq!(next.generation(), 2, "the row was released after the work");
-    })
-    .await;
+    }
 }

@@ -172,6 +172,12 @@ pub trait Bench: Send + Sync + 'static {
     /// them, if faults on the wire can be injected.
     fn worker(&self) -> impl Future<Output = (Store<Self::Backend>, Option<Proxy>)> + Send;
 
+    /// Readies a worker's store before the run's clock starts. Default: nothing.
+    fn warm(&self, store: &Store<Self::Backend>) -> impl Future<Output = ()> + Send {
+        let _ = store;
+        async {}
+    }
+
     /// The trace, ordered by sequence number.
     fn trace(&self) -> impl Future<Output = Vec<TraceEntry>> + Send;
 
@@ -234,10 +240,17 @@ pub async fn run<T: Bench>(bench: &T, settings: &Settings) -> Recorded {
         pauses: AtomicU64::new(0),
         delays: AtomicU64::new(0),
     });
+    // Every worker is connected (and, where the bench warms its connections, warm)
+    // before the run's clock starts.
+    let mut workers = Vec::new();
+    for _ in 0..settings.workers {
+        let (store, proxy) = bench.worker().await;
+        bench.warm(&store).await;
+        workers.push((store, proxy));
+    }
     let deadline = Instant::now() + settings.duration;
     let mut tasks = Vec::new();
-    for index in 0..settings.workers {
-        let (store, proxy) = bench.worker().await;
+    for (index, (store, proxy)) in workers.into_iter().enumerate() {
         let recorder = Arc::clone(&recorder);
         let settings = *settings;
         tasks.push(tokio::spawn(async move {
@@ -515,7 +528,7 @@ impl<B: Backend + Clone> Worker<B> {
 }
 
 /// The application's columns of a write.
-fn columns(op: Op, generation: i64, worker: usize, id: i64) -> [(&'static str, Value); 4] {
+pub fn columns(op: Op, generation: i64, worker: usize, id: i64) -> [(&'static str, Value); 4] {
     let kind = if op == Op::Update {
         "update"
     } else {
@@ -557,7 +570,7 @@ async fn recorded<B: Backend>(
 }
 
 /// A write of the application's columns, fenced or naive.
-async fn write<B: Backend>(
+pub async fn write<B: Backend>(
     store: &Store<B>,
     mode: Mode,
     op: Op,
@@ -582,7 +595,8 @@ async fn write<B: Backend>(
 
 /// The negative control's write: the key alone decides which row, as a lock without
 /// fencing leaves it. A publication sets the published generation without checking it.
-fn naive_write(d: Dialect, table: &FencedTable, op: Op) -> String {
+/// Parameters: `Payload`, `WriterGeneration`, `WriteId`, `WriteKind`, the key.
+pub fn naive_write(d: Dialect, table: &FencedTable, op: Op) -> String {
     let col = |name: &str| fenced_guard::Identifier::new(name).unwrap().quoted(d);
     let mut set = vec![
         format!("{} = {}", col("Payload"), d.placeholder(1)),

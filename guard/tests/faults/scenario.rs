@@ -2,6 +2,7 @@
 //! satisfy the checker; the naive one must not.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::checker::{Verdict, check};
@@ -57,13 +58,21 @@ fn settings(mode: Mode, seed: u64, duration: Duration) -> Settings {
     }
 }
 
-async fn one_run<T: Bench>(bench: &T, settings: &Settings) -> (Recorded, Verdict, Duration) {
-    let started = Instant::now();
-    let recorded = run(bench, settings).await;
-    let elapsed = started.elapsed();
-    let trace = bench.trace().await;
-    let verdict = check(&recorded.calls, &trace);
-    (recorded, verdict, elapsed)
+/// One run on `bench`, which is torn down afterwards, also when the run panicked.
+async fn one_run<T: Bench>(bench: &Arc<T>, settings: &Settings) -> (Recorded, Verdict, Duration) {
+    let shared = Arc::clone(bench);
+    let settings = *settings;
+    let result = tokio::spawn(async move {
+        let started = Instant::now();
+        let recorded = run(&*shared, &settings).await;
+        let elapsed = started.elapsed();
+        let trace = shared.trace().await;
+        let verdict = check(&recorded.calls, &trace);
+        (recorded, verdict, elapsed)
+    })
+    .await;
+    bench.teardown().await;
+    result.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()))
 }
 
 fn report<'a, T: Bench>(
@@ -99,11 +108,10 @@ where
     let seed = seed();
     let mut coverage = Coverage::default();
     for round in 0..5u64 {
-        let bench = setup().await;
+        let bench = Arc::new(setup().await);
         let settings = settings(Mode::Fenced, seed.wrapping_add(round * 1000), duration());
         let (recorded, verdict, elapsed) = one_run(&bench, &settings).await;
-        bench.teardown().await;
-        report(&bench, &settings, &recorded, &verdict, elapsed).emit();
+        report(&*bench, &settings, &recorded, &verdict, elapsed).emit();
 
         assert!(
             verdict.violations.is_empty(),
@@ -163,15 +171,14 @@ where
 {
     let seed = seed();
     for round in 0..10u64 {
-        let bench = setup().await;
+        let bench = Arc::new(setup().await);
         let settings = settings(
             Mode::Naive,
             seed.wrapping_add(round * 1000),
             Duration::from_secs(1),
         );
         let (recorded, verdict, elapsed) = one_run(&bench, &settings).await;
-        bench.teardown().await;
-        report(&bench, &settings, &recorded, &verdict, elapsed).emit();
+        report(&*bench, &settings, &recorded, &verdict, elapsed).emit();
         let stale = verdict
             .violations
             .iter()
