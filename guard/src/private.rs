@@ -10,7 +10,7 @@ use crate::lease::{AsLease, Lease};
 use crate::outcome::Outcome;
 use crate::store::Store;
 use crate::table::{FencedTable, QualifiedName};
-use crate::value::Value;
+use crate::value::{Key, Value};
 
 /// The protocol's column names a method was declared with.
 #[derive(Debug)]
@@ -133,20 +133,40 @@ impl FencedWrite {
     /// The final statement in every dialect for a store whose table is `table` (which
     /// [`check_table`](FencedWrite::check_table) accepted): the fence is rendered from
     /// the store's own table, so that everything the macro does not declare (such as
-    /// the epoch) is the store's.
-    pub fn fenced_sql(&self, table: &FencedTable) -> FencedSql {
+    /// the epoch) is the store's. Each text is checked as its database reads it
+    /// ([`FencedSql::new`]) before it is kept.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when a rendering is not fenced (the macro checked the same
+    /// rendering at compile time, so this is a defect of the macro).
+    pub fn fenced_sql(&self, table: &FencedTable) -> Result<FencedSql> {
         let mut cache = self
             .per_table
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if let Some((_, sql)) = cache.iter().find(|(t, _)| t == table) {
-            return *sql;
+            return Ok(*sql);
         }
-        let [postgres, sqlite, mssql] = [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql]
-            .map(|d| &*Box::leak(self.render(d, table).into_boxed_str()));
-        let sql = FencedSql::new(postgres, sqlite, mssql);
+        let [postgres, sqlite, mssql] =
+            [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql].map(|d| self.render(d, table));
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let sql = FencedSql::new(
+            table,
+            self.params,
+            leak(postgres),
+            leak(sqlite),
+            leak(mssql),
+        )
+        .map_err(|e| Error::Config(format!("`{}`: {e}", self.method)))?;
         cache.push((table.clone(), sql));
-        sql
+        Ok(sql)
+    }
+
+    /// The final statement on `dialect` for a store whose table is `table`, without
+    /// keeping it: what [`fenced_sql`](FencedWrite::fenced_sql) checks.
+    pub fn render_for(&self, dialect: Dialect, table: &FencedTable) -> String {
+        self.render(dialect, table)
     }
 
     /// Fails unless `table` has the declared name and protocol columns.
@@ -208,9 +228,69 @@ pub fn lease<L: AsLease + ?Sized>(lease: &L) -> &Lease {
     lease.as_lease()
 }
 
+/// A method argument's type that binds as one parameter: each type [`Value`] converts
+/// from, shared references to those (cloned), and `Option`s of either (`None` is NULL).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be bound as a SQL parameter",
+    label = "this argument is bound to its `@name` placeholder",
+    note = "bind a bool, an integer, a float, a string, bytes, a `Uuid`, a `Key`, a `Value`, \
+            a reference to one of those, or an `Option` of any of these"
+)]
+pub trait Bind {
+    /// The parameter.
+    fn bind(self) -> Value;
+}
+
+macro_rules! bind_into {
+    ($($ty:ty),* $(,)?) => {$(
+        impl Bind for $ty {
+            fn bind(self) -> Value {
+                self.into()
+            }
+        }
+    )*};
+}
+
+bind_into!(
+    bool,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    f32,
+    f64,
+    String,
+    Vec<u8>,
+    uuid::Uuid,
+    Key,
+    &str,
+    &[u8],
+);
+
+impl Bind for Value {
+    fn bind(self) -> Value {
+        self
+    }
+}
+
+impl<T: Bind> Bind for Option<T> {
+    fn bind(self) -> Value {
+        self.map_or(Value::Null, Bind::bind)
+    }
+}
+
+impl<T: Bind + Clone> Bind for &T {
+    fn bind(self) -> Value {
+        self.clone().bind()
+    }
+}
+
 /// A method's argument, bound as a parameter.
-pub fn value<T: Into<Value>>(value: T) -> Value {
-    value.into()
+pub fn value<T: Bind>(value: T) -> Value {
+    value.bind()
 }
 
 /// Runs an annotated method's statement on `store`: checks that the store's table is the
@@ -222,6 +302,6 @@ pub async fn execute<B: Backend>(
     params: Vec<Value>,
 ) -> Result<Outcome> {
     write.check_table(store.table())?;
-    let sql = write.fenced_sql(store.table());
+    let sql = write.fenced_sql(store.table())?;
     store.execute_fenced(lease, &sql, &params).await
 }

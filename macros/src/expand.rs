@@ -47,6 +47,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
         &args.owner,
         &args.expiry,
         &args.published,
+        &args.epoch,
     ];
     for (i, name) in names.iter().enumerate() {
         let span = name
@@ -65,8 +66,8 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
             errors.push(syn::Error::new(
                 span,
                 format!(
-                    "column `{}` is given two roles: key, generation, owner, expiry and \
-                     published must be different columns",
+                    "column `{}` is given two roles: key, generation, owner, expiry, \
+                     published and epoch must be different columns",
                     name.value
                 ),
             ));
@@ -88,6 +89,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
                 owner: args.owner.value.clone(),
                 expiry: args.expiry.value.clone(),
                 published: args.published.value.clone(),
+                epoch: args.epoch.value.clone(),
                 publish_once: args.publish_once,
             };
             let params: Vec<String> = roles.values.iter().map(|v| v.ident.to_string()).collect();
