@@ -7,6 +7,8 @@
 //! (`fenced_lint::sql`), so the macro and the lint never disagree about a statement.
 
 mod args;
+#[cfg(test)]
+mod differential;
 mod expand;
 mod signature;
 mod statement;

@@ -627,15 +627,23 @@ pub fn portable_problems(sql: &str) -> Vec<SqlProblem> {
     }
     for (d, l) in &lexed {
         for r in &l.comments {
-            let text = &sql[r.clone()];
-            if text.starts_with("/*") && text[2..text.len().saturating_sub(2)].contains("/*") {
+            let Some(body) = sql[r.clone()].strip_prefix("/*") else {
+                continue;
+            };
+            let closed = body.len() >= 2 && body.ends_with("*/");
+            let inner = if closed {
+                &body[..body.len() - 2]
+            } else {
+                body
+            };
+            if inner.contains("/*") {
                 add(problem(
                     r.clone(),
                     "a `/*` inside a block comment: PostgreSQL and SQL Server nest block \
                      comments, SQLite does not, so they disagree on where it ends; remove the \
                      inner `/*` or use `--` comments",
                 ));
-            } else if text.starts_with("/*") && !text.ends_with("*/") || text == "/*/" {
+            } else if !closed {
                 add(problem(
                     r.clone(),
                     "an unterminated `/*` comment: close it with `*/`",
@@ -779,6 +787,13 @@ fn token_problem(d: Dialect, sql: &str, tokens: &[Token], n: usize) -> Option<St
                 Some(
                     "a backslash in a string literal: PostgreSQL reads it as an escape when \
                      `standard_conforming_strings` is off; bind the value as `@name` instead"
+                        .into(),
+                )
+            } else if previous.is_some_and(|p| p.kind == TokenKind::String) {
+                Some(
+                    "two string literals in a row: PostgreSQL joins them into one when a line \
+                     break separates them and refuses them otherwise, the others refuse them; \
+                     write one literal, or `CONCAT('a', 'b')`"
                         .into(),
                 )
             } else if touches_word_before {
@@ -1291,6 +1306,9 @@ mod tests {
             ("a = @@ROWCOUNT", "system variable"),
             ("a = 1 /* /* */ */", "inside a block comment"),
             ("a = 1 /* open", "unterminated"),
+            ("a = 1 /* ", "unterminated"),
+            ("a = 'x'\n'y'", "two string literals"),
+            ("a = 1 /*/", "unterminated"),
             ("a = 1; DELETE FROM t", "`;`"),
             ("a = 1\nGO\n", "batch separator"),
             ("a = 1 -- x\r b", "carriage return"),
