@@ -291,8 +291,8 @@ pub(crate) fn check_with(
             || is(&declared.epoch)
         {
             Some(format!(
-                "`{column}` belongs to the fencing protocol (acquire, renew, release and the \
-                 recovery epoch set it, the fence checks it): remove this assignment"
+                "`{column}` belongs to the fencing protocol (only the guard's own statements \
+                 set it, the fence checks it): remove this assignment"
             ))
         } else if is(&declared.key) {
             Some(format!(
@@ -324,6 +324,7 @@ pub(crate) fn check_with(
         .filter(|t| t.range.start >= shape.range.start && t.range.end <= shape.range.end)
         .collect();
     let mut depth = 0usize;
+    let mut ordered = false;
     for (n, token) in statement_tokens.iter().enumerate() {
         let next_is = |word: &str| {
             statement_tokens
@@ -347,8 +348,10 @@ pub(crate) fn check_with(
                  appended to the `WHERE` would follow it; remove the query hint",
             )
         } else if depth == 0
+            && !ordered
             && (is_word(sql, token, "LIMIT") || (is_word(sql, token, "ORDER") && next_is("BY")))
         {
+            ordered = true;
             Some(
                 "`ORDER BY`/`LIMIT` in an `UPDATE` is SQLite-only and would follow the fence: \
                  remove it (a fenced write changes one row)",

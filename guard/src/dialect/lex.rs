@@ -610,20 +610,27 @@ pub fn portable_problems(sql: &str) -> Vec<SqlProblem> {
         }
     }
     let mut lexed = Vec::new();
+    let mut failures = Vec::new();
     for d in DIALECTS {
         match lex_caller(d, sql) {
             Ok(l) => lexed.push((d, l)),
-            Err(p) => add(problem(
-                p.range,
-                format!(
-                    "{}: {} splits this text differently or not at all; close every string, \
+            Err(p) => failures.push((d, p)),
+        }
+    }
+    // Where another dialect read the text, its objection names the construct; a
+    // dialect's failure to read it at all is reported when nothing else is.
+    let mut unreadable = Vec::new();
+    for (d, p) in failures {
+        unreadable.push(problem(
+            p.range,
+            format!(
+                "{}: {} splits this text differently or not at all; close every string, \
                      quoted identifier and comment, and use only the forms all three databases \
                      share",
-                    p.message,
-                    name(d)
-                ),
-            )),
-        }
+                p.message,
+                name(d)
+            ),
+        ));
     }
     for (d, l) in &lexed {
         for r in &l.comments {
@@ -655,6 +662,11 @@ pub fn portable_problems(sql: &str) -> Vec<SqlProblem> {
             if let Some(message) = token_problem(*d, sql, tokens, n) {
                 add(problem(t.range.clone(), message));
             }
+        }
+    }
+    if problems.is_empty() {
+        for p in unreadable {
+            add_problem(&mut problems, p);
         }
     }
     if problems.is_empty()
@@ -1186,9 +1198,9 @@ pub fn check_fenced(
                 return Err(problem(
                     t.range.clone(),
                     format!(
-                        "`{column}` belongs to the fencing protocol (acquire, renew, release and \
-                         the recovery epoch set it; the fence checks it): a fenced statement may \
-                         not assign it"
+                        "`{column}` belongs to the fencing protocol (only the guard's own \
+                         statements set it, the fence checks it): a fenced statement may not \
+                         assign it"
                     ),
                 ));
             }
@@ -1456,5 +1468,30 @@ mod tests {
             "UPDATE \"ReportPublication\" SET Payload = $1 WHERE (a = $$) AND x = ($$) OR (1 = 1) AND {fence}"
         );
         assert!(check_fenced(Dialect::Postgres, &sql, &t, 1).is_err());
+    }
+
+    #[test]
+    fn fenced_sql_is_checked_when_made_and_used() {
+        use crate::FencedSql;
+        let t = table();
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let [pg, lite, ms] = DIALECTS.map(|d| leak(statement(d, Some("a = 1"))));
+        let sql = FencedSql::new(&t, 1, pg, lite, ms).expect("fenced");
+        assert_eq!(sql.check_use(&t, 1).map_err(|e| e.to_string()), Ok(()));
+        assert!(sql.check_use(&t, 2).is_err());
+        let other = FencedTable::builder()
+            .epoch_table("OtherEpoch")
+            .build()
+            .unwrap();
+        assert!(sql.check_use(&other, 1).is_err());
+        // One dialect's text unfenced: refused, naming the dialect.
+        let unfenced = leak(format!(
+            "UPDATE \"ReportPublication\" SET Payload = ?1 WHERE (a = 1) OR {}",
+            fence_predicate(Dialect::Sqlite, &t, 2)
+        ));
+        let error = FencedSql::new(&t, 1, pg, unfenced, ms)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("sqlite statement is not fenced"), "{error}");
     }
 }
