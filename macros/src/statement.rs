@@ -558,6 +558,20 @@ fn render(
             out.push_str(&quoted.join("."));
         } else if let Some((_, n)) = numbered.iter().find(|(r, _)| *r == token.range) {
             out.push_str(&dialect.placeholder(*n));
+        } else if let Some(name) = (dialect == Dialect::Mssql
+            && token.kind == TokenKind::QuotedIdent)
+            .then(|| {
+                sql[token.range.clone()]
+                    .strip_prefix('"')?
+                    .strip_suffix('"')
+            })
+            .flatten()
+        {
+            // SQL Server reads `"x"` as a string when a session has QUOTED_IDENTIFIER
+            // off; brackets are a name in every session.
+            out.push('[');
+            out.push_str(&name.replace("\"\"", "\"").replace(']', "]]"));
+            out.push(']');
         } else {
             out.push_str(&sql[token.range.clone()]);
         }
@@ -619,6 +633,17 @@ mod tests {
             assert_eq!(p.middle, "");
             assert_eq!(p.tail, "");
         }
+    }
+
+    #[test]
+    fn quoted_names_are_bracketed_for_sql_server() {
+        let [pg, _, ms] = parts(
+            "UPDATE dbo.Article SET \"Pay load\" = @a WHERE \"a\"\"]b\" = 1",
+            &["a"],
+        );
+        assert_eq!(pg.head, "UPDATE \"dbo\".\"Article\" SET \"Pay load\" = $1");
+        assert_eq!(ms.head, "UPDATE [dbo].[Article] SET [Pay load] = @P1");
+        assert_eq!(ms.filter.as_deref(), Some("[a\"]]b] = 1"));
     }
 
     #[test]
