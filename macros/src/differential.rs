@@ -696,6 +696,42 @@ async fn without_the_checks_texts_escape_the_fence() {
          what the checks are for"
     );
 
+    // The portable subset alone (the sent statement's check off) lets none escape.
+    let subset_only = Checks {
+        portable: true,
+        sent: false,
+    };
+    let (accepted, generated) = texts(seed, wanted, subset_only);
+    let start = Instant::now();
+    let sqlite_subset = run(&sqlite_store(&dir, "subset.db").await, &accepted, false).await;
+    report(
+        "sqlite, subset only",
+        generated,
+        accepted.len(),
+        &sqlite_subset,
+        start.elapsed(),
+    );
+    let start = Instant::now();
+    let (store, admin, schema) = postgres_store().await;
+    let postgres_subset = run(&store, &accepted, false).await;
+    admin
+        .execute_batch(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .await
+        .expect("drop the schema");
+    report(
+        "postgres, subset only",
+        generated,
+        accepted.len(),
+        &postgres_subset,
+        start.elapsed(),
+    );
+    assert!(
+        sqlite_subset.escapes.is_empty() && postgres_subset.escapes.is_empty(),
+        "texts in the portable subset escaped the fence: {:?} {:?}",
+        sqlite_subset.escapes,
+        postgres_subset.escapes
+    );
+
     // The escapes found with the checks off are each refused with them on.
     for text in sqlite.escapes.iter().chain(&postgres.escapes) {
         assert!(

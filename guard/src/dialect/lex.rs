@@ -957,7 +957,8 @@ fn shape<'a>(sql: &'a str, tokens: &[Token]) -> Vec<(TokenKind, std::borrow::Cow
 /// generation set to the lease's by a publish-once statement), and a top-level `WHERE`
 /// that is exactly [`fence_predicate`](super::fence_predicate) at `params + 1`, or
 /// `(<condition>) AND <fence>`, either optionally followed by `AND`
-/// [`publish_once_predicate`](super::publish_once_predicate), and nothing after it.
+/// [`publish_once_predicate`](super::publish_once_predicate), and nothing after it;
+/// a `FROM` clause must not name the table again.
 ///
 /// # Errors
 ///
