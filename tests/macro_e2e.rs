@@ -225,7 +225,10 @@ async fn superseded_lease_is_refused<B: Backend>(store: Store<B>) {
     assert_eq!(payload(&reports.store, id).await, "successor's result");
 
     // Negative control: the same UPDATE without the fence overwrites the successor.
-    let sql = unfenced(Reports::<B>::save_sql(reports.store.dialect()));
+    let sql = unfenced(
+        Reports::<B>::save_sql(reports.store.table(), reports.store.dialect())
+            .expect("the store's statement"),
+    );
     let rows = reports
         .store
         .backend()
@@ -276,7 +279,7 @@ async fn expired_lease_is_refused<B: Backend>(store: Store<B>) {
     let d = reports.store.dialect();
     let expiry_column = fenced::Identifier::new("LeaseUntilUtc").unwrap().quoted(d);
     let expiry = format!(" AND {expiry_column} > {}", d.clock());
-    let sql = Reports::<B>::save_sql(reports.store.dialect());
+    let sql = Reports::<B>::save_sql(reports.store.table(), d).expect("the store's statement");
     assert!(sql.contains(&expiry), "{sql}");
     let mut params: Vec<Value> = vec!["late".into(), true.into()];
     params.extend(lease_params(&lease.0));
@@ -306,7 +309,10 @@ async fn or_cannot_widen<B: Backend>(store: Store<B>) {
 
     // Negative control: without the parentheses, `OR` escapes the fence and the write
     // reaches the row this lease does not cover.
-    let sql = unparenthesised(Reports::<B>::replace_sql(reports.store.dialect()));
+    let sql = unparenthesised(
+        Reports::<B>::replace_sql(reports.store.table(), reports.store.dialect())
+            .expect("the store's statement"),
+    );
     let mut params: Vec<Value> = vec!["new".into(), true.into(), "old".into()];
     params.extend(lease_params(&lease));
     let rows = reports
@@ -353,7 +359,7 @@ async fn publishes_once<B: Backend>(store: Store<B>) {
 fn sql_per_dialect() {
     let table = FencedTable::default();
     let fence = |d: Dialect, first: usize| fenced::fence_predicate(d, &table, first);
-    let save = |d: Dialect| Reports::<fenced::Sqlite>::save_sql(d);
+    let save = |d: Dialect| Reports::<fenced::Sqlite>::save_sql(&table, d).unwrap();
     assert_eq!(
         save(Dialect::Postgres),
         format!(
@@ -386,18 +392,20 @@ fn sql_per_dialect() {
 
     // The caller's `OR` stays inside its parentheses.
     assert!(
-        Reports::<fenced::Sqlite>::replace_sql(Dialect::Postgres).starts_with(
-            // fenced-lint: allow(unfenced-write) the expected generated statement; the fence follows, rendered by the guard
-            "UPDATE \"ReportPublication\" SET payload = $1 \
+        Reports::<fenced::Sqlite>::replace_sql(&table, Dialect::Postgres)
+            .unwrap()
+            .starts_with(
+                // fenced-lint: allow(unfenced-write) the expected generated statement; the fence follows, rendered by the guard
+                "UPDATE \"ReportPublication\" SET payload = $1 \
              WHERE (draft = $2 OR payload = $3) AND \"ReportId\" = $4"
-        )
+            )
     );
 
     // Publish once: one caller parameter, so the fence starts at 2.
     for d in [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql] {
         let name = FencedTable::default().name().quoted(d);
         assert_eq!(
-            Reports::<fenced::Sqlite>::publish_sql(d),
+            Reports::<fenced::Sqlite>::publish_sql(&table, d).unwrap(),
             format!(
                 "UPDATE {name} SET payload = {}, {} WHERE {} AND {}",
                 d.placeholder(1),

@@ -529,7 +529,8 @@ impl<B: Backend> Store<B> {
     ///
     /// # Errors
     ///
-    /// [`Error::KeyType`]; any database error.
+    /// [`Error::Config`] when `sql` was made for another table or takes another number
+    /// of values; [`Error::KeyType`]; any database error.
     pub async fn execute_fenced(
         &self,
         lease: &impl AsLease,
@@ -538,6 +539,7 @@ impl<B: Backend> Store<B> {
     ) -> Result<Outcome> {
         let lease = lease.as_lease();
         self.no_procedure("caller sql")?;
+        sql.check_use(&self.table, params.len())?;
         self.check_key(lease.key())?;
         if lease.is_revoked() {
             return Ok(Outcome::Refused);

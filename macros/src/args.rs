@@ -5,7 +5,7 @@ use syn::{Expr, Ident, LitStr, Path};
 
 /// The options, in the order the documentation lists them.
 const OPTIONS: &str = "`table`, `sql`, `store`, `lease`, `publish_once`, `trait_impl`, `key`, \
-                       `generation`, `owner`, `expiry`, `published`, `crate`";
+                       `generation`, `owner`, `expiry`, `published`, `epoch`, `crate`";
 
 /// A column name as given, or the article's default.
 #[derive(Debug)]
@@ -39,6 +39,7 @@ pub(crate) struct Args {
     pub(crate) owner: Name,
     pub(crate) expiry: Name,
     pub(crate) published: Name,
+    pub(crate) epoch: Name,
     pub(crate) krate: Option<Path>,
 }
 
@@ -56,6 +57,7 @@ impl Default for Args {
             owner: Name::default("LeaseOwner"),
             expiry: Name::default("LeaseUntilUtc"),
             published: Name::default("PublishedGeneration"),
+            epoch: Name::default("LeaseEpoch"),
             krate: None,
         }
     }
@@ -144,6 +146,7 @@ impl Args {
                 &meta,
                 "published = \"PublishedGeneration\"",
             ),
+            "epoch" => column(&mut self.epoch, &meta, "epoch = \"LeaseEpoch\""),
             "crate" => {
                 let lit = string(&meta, "crate = \"fenced_guard\"")?;
                 let path: Path = lit.parse()?;

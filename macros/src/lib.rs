@@ -7,6 +7,8 @@
 //! (`fenced_lint::sql`), so the macro and the lint never disagree about a statement.
 
 mod args;
+#[cfg(test)]
+mod differential;
 mod expand;
 mod signature;
 mod statement;
@@ -73,14 +75,15 @@ use proc_macro::TokenStream;
 /// assert_eq!(reports.save(&lease, "stale body", true).await?, Outcome::Refused);
 ///
 /// // The statement sent, per dialect:
-/// assert!(Reports::<Sqlite>::save_sql(Dialect::Sqlite).starts_with(
+/// let sql = Reports::<Sqlite>::save_sql(reports.store.table(), Dialect::Sqlite)?;
+/// assert!(sql.starts_with(
 ///     "UPDATE \"ReportPublication\" SET Payload = ?1 WHERE (Draft = ?2) AND \"ReportId\" = ?3"
 /// ));
 /// # Ok(())
 /// # }
 /// ```
 ///
-/// `save` sends, on each database (from `Reports::<B>::save_sql(dialect)`):
+/// `save` sends, on each database (from `Reports::<B>::save_sql(table, dialect)`):
 ///
 /// ```text
 /// -- PostgreSQL
@@ -105,7 +108,7 @@ use proc_macro::TokenStream;
 /// | `lease = name` | the parameter that carries the lease; default: a parameter marked `#[lease]`, else one whose type is named `Lease` or `…Lease` |
 /// | `publish_once` | also set the published generation to the lease's, and refuse a second publication by the same generation |
 /// | `trait_impl` | the method implements a trait's method: leave out the `<method>_sql` companion (below), which a trait's `impl` cannot hold |
-/// | `key`, `generation`, `owner`, `expiry`, `published` | column names, when not the article's `ReportId`, `Generation`, `LeaseOwner`, `LeaseUntilUtc`, `PublishedGeneration` |
+/// | `key`, `generation`, `owner`, `expiry`, `published`, `epoch` | column names, when not the article's `ReportId`, `Generation`, `LeaseOwner`, `LeaseUntilUtc`, `PublishedGeneration`, `LeaseEpoch` |
 /// | `crate = "fenced_guard"` | the path of the runtime crate, when `fenced` is not a dependency |
 ///
 /// The lease parameter's type must implement `AsLease`: `Lease`, references and smart
@@ -113,9 +116,10 @@ use proc_macro::TokenStream;
 /// have the declared name and columns; otherwise the method returns an error and writes
 /// nothing.
 ///
-/// The attribute also generates `fn <method>_sql(dialect: Dialect) -> &'static str`
-/// beside the method, the final statement for each database, for tests and
-/// documentation.
+/// The attribute also generates `fn <method>_sql(table: &FencedTable, dialect: Dialect)
+/// -> fenced::Result<&'static str>` beside the method: the final statement the method
+/// sends to a store whose table is `table` (its epoch table included), for tests and
+/// documentation; an error if `table` is not the declared one.
 ///
 /// # In a trait's `impl`
 ///
@@ -166,13 +170,27 @@ use proc_macro::TokenStream;
 ///    |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
 /// ```
 ///
+/// - SQL outside the portable subset, which PostgreSQL, SQLite and SQL Server all split
+///   into the same tokens: ASCII words, `"quoted"` names, `'...'` strings (no backslash,
+///   no prefix), decimal numbers, `@name` placeholders, `= <> != < > <= >= + - * / %`,
+///   `( ) , .`, `--` and unnested `/* */` comments. Each dialect-only form is refused
+///   with what to write instead: `[name]`, `` `name` ``, `U&"name"`, `E''`, `N''`,
+///   `X''`, `B''`, `$$...$$`, `$1`, `?`, `:name`, `$name`, `@@name`, `::`, `||`, nested
+///   or unterminated comments, a bare carriage return, `GO`, `;`.
 /// - Anything but one `UPDATE` of the declared table: `DELETE`, `MERGE` and upserts each
-///   with the reason and what to write instead; `RETURNING`/`OUTPUT`; a `WITH` list.
-/// - `SET` of the generation, owner, expiry or key column, or of the published generation
-///   without `publish_once`.
+///   with the reason and what to write instead; `RETURNING`/`OUTPUT`; a `WITH` list;
+///   `UPDATE OR ...`, `WHERE CURRENT OF`, `OPTION (...)`, `ORDER BY`/`LIMIT`.
+/// - `SET` of the generation, owner, expiry, epoch or key column, or of the published
+///   generation without `publish_once`.
 /// - Every `@name` that is not a value parameter, and every value parameter no `@name`
-///   uses, all reported at once; positional parameters (`$1`, `?`).
+///   uses, all reported at once.
 /// - SQL that cannot be parsed, with the line and column.
+///
+/// Then each dialect's final statement is rendered as the guard renders it and re-read
+/// with that dialect's lexer (`FencedSql::new`): it must be one `UPDATE` of the table
+/// whose one top-level `WHERE` is `(<your condition>) AND <fence>`, with no parameter
+/// the macro did not bind. The guard runs the same check again, at run time, on the
+/// statement rendered for the store's own table.
 ///
 /// On a stable compiler an error in the SQL points at the whole literal, and its message
 /// names the fragment and its line and column.

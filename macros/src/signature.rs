@@ -197,9 +197,18 @@ pub(crate) fn roles(
         }
     };
 
+    // A parameter the `store = ...` expression reads (`store = repo.store`) is where the
+    // store comes from, not a value.
+    let mut store_reads = Vec::new();
+    if let Some(expr) = store_option {
+        idents(expr.to_token_stream(), &mut store_reads);
+    }
     let mut values = Vec::new();
     let mut lease = None;
     for (i, param) in params.iter().enumerate() {
+        if param.ident.is_some_and(|ident| store_reads.contains(ident)) {
+            continue;
+        }
         let Some(ident) = param.ident else {
             errors.push(syn::Error::new_spanned(
                 param.pat,
@@ -223,6 +232,17 @@ pub(crate) fn roles(
         lease,
         store,
         values,
+    }
+}
+
+/// Every identifier in `tokens`, groups included.
+fn idents(tokens: TokenStream, out: &mut Vec<Ident>) {
+    for tree in tokens {
+        match tree {
+            proc_macro2::TokenTree::Ident(ident) => out.push(ident),
+            proc_macro2::TokenTree::Group(group) => idents(group.stream(), out),
+            _ => {}
+        }
     }
 }
 

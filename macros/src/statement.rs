@@ -4,6 +4,9 @@
 
 use std::ops::Range;
 
+use fenced_guard::__private::{Columns, FencedWrite};
+use fenced_guard::FencedTable;
+use fenced_guard::dialect::lex;
 use fenced_lint::sql::lexer::{self, Token, TokenKind};
 use fenced_lint::sql::{StatementKind, UpdateShape, parse_update};
 
@@ -44,7 +47,26 @@ pub(crate) struct Declared {
     pub(crate) owner: String,
     pub(crate) expiry: String,
     pub(crate) published: String,
+    pub(crate) epoch: String,
     pub(crate) publish_once: bool,
+}
+
+/// Which checks run. Both always do in the macro; the differential test switches them
+/// off for its negative control.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Checks {
+    /// The caller's text lies in the portable subset (`lex::portable_problems`).
+    pub(crate) portable: bool,
+    /// Each dialect's final statement, re-read by that dialect's lexer, carries the fence
+    /// at its top level (`lex::check_fenced`, as `FencedSql::new` runs it).
+    pub(crate) sent: bool,
+}
+
+impl Checks {
+    pub(crate) const ALL: Checks = Checks {
+        portable: true,
+        sent: true,
+    };
 }
 
 /// Something wrong with the SQL, at a byte range of it.
@@ -123,6 +145,39 @@ fn refusal(shape: &UpdateShape, table: &str) -> Option<String> {
 /// Checks `sql` against the declared table and the method's value parameters (`params`,
 /// by name, in order), and renders it per dialect.
 pub(crate) fn check(sql: &str, declared: &Declared, method: &str, params: &[String]) -> Outcome {
+    check_with(sql, declared, method, params, Checks::ALL)
+}
+
+/// [`check`], with the checks chosen.
+pub(crate) fn check_with(
+    sql: &str,
+    declared: &Declared,
+    method: &str,
+    params: &[String],
+    checks: Checks,
+) -> Outcome {
+    if checks.portable {
+        let found = lex::portable_problems(sql);
+        if !found.is_empty() {
+            // A statement that is not an UPDATE is explained as such first.
+            if let Ok(shape) = parse_update(sql)
+                && let Some(message) = refusal(&shape, &declared.table)
+            {
+                let at = shape.range.start..shape.range.start;
+                return Outcome {
+                    result: Err(vec![problem(first_word(sql, at), message)]),
+                    unused: Vec::new(),
+                };
+            }
+            return Outcome {
+                result: Err(found
+                    .into_iter()
+                    .map(|p| problem(p.range, p.message))
+                    .collect()),
+                unused: Vec::new(),
+            };
+        }
+    }
     let lexed = lexer::lex(sql);
     let tokens = &lexed.tokens;
     let mut problems = Vec::new();
@@ -230,10 +285,14 @@ pub(crate) fn check(sql: &str, declared: &Declared, method: &str, params: &[Stri
     for assignment in &shape.assignments {
         let column = assignment.column.as_str();
         let is = |name: &str| column.eq_ignore_ascii_case(name);
-        let message = if is(&declared.generation) || is(&declared.owner) || is(&declared.expiry) {
+        let message = if is(&declared.generation)
+            || is(&declared.owner)
+            || is(&declared.expiry)
+            || is(&declared.epoch)
+        {
             Some(format!(
-                "`{column}` belongs to the fencing protocol (acquire, renew and release set it, \
-                 the fence checks it): remove this assignment"
+                "`{column}` belongs to the fencing protocol (only the guard's own statements \
+                 set it, the fence checks it): remove this assignment"
             ))
         } else if is(&declared.key) {
             Some(format!(
@@ -265,7 +324,44 @@ pub(crate) fn check(sql: &str, declared: &Declared, method: &str, params: &[Stri
         .filter(|t| t.range.start >= shape.range.start && t.range.end <= shape.range.end)
         .collect();
     let mut depth = 0usize;
-    for token in &statement_tokens {
+    let mut ordered = false;
+    for (n, token) in statement_tokens.iter().enumerate() {
+        let next_is = |word: &str| {
+            statement_tokens
+                .get(n + 1)
+                .is_some_and(|t| is_word(sql, t, word))
+        };
+        let refused = if n == 0 && next_is("OR") {
+            Some(
+                "`UPDATE OR ...` is refused: SQLite's conflict clause (`OR REPLACE` deletes the \
+                 rows a new value collides with) acts on rows the fence does not cover; write \
+                 `UPDATE <table> SET ...`",
+            )
+        } else if is_word(sql, token, "CURRENT") && next_is("OF") {
+            Some(
+                "`WHERE CURRENT OF` is refused: a cursor position cannot be combined with the \
+                 fence; select the row by its key in the `WHERE`",
+            )
+        } else if depth == 0 && is_word(sql, token, "OPTION") {
+            Some(
+                "`OPTION (...)` is refused: it ends a SQL Server statement, so the fence \
+                 appended to the `WHERE` would follow it; remove the query hint",
+            )
+        } else if depth == 0
+            && !ordered
+            && (is_word(sql, token, "LIMIT") || (is_word(sql, token, "ORDER") && next_is("BY")))
+        {
+            ordered = true;
+            Some(
+                "`ORDER BY`/`LIMIT` in an `UPDATE` is SQLite-only and would follow the fence: \
+                 remove it (a fenced write changes one row)",
+            )
+        } else {
+            None
+        };
+        if let Some(message) = refused {
+            problems.push(problem(token.range.clone(), message));
+        }
         match token.kind {
             TokenKind::LParen => depth += 1,
             TokenKind::RParen => depth = depth.saturating_sub(1),
@@ -336,10 +432,91 @@ pub(crate) fn check(sql: &str, declared: &Declared, method: &str, params: &[Stri
                 .unwrap_or_default(),
         }
     });
+    let checked = Checked { parts };
+    if checks.sent
+        && let Err(message) = check_sent(&checked, declared, params.len())
+    {
+        return Outcome {
+            result: Err(vec![problem(0..sql.len(), message)]),
+            unused,
+        };
+    }
     Outcome {
-        result: Ok(Checked { parts }),
+        result: Ok(checked),
         unused,
     }
+}
+
+/// The declared table, with the guard's defaults for everything not declared.
+pub(crate) fn declared_table(declared: &Declared) -> Result<FencedTable, String> {
+    FencedTable::builder()
+        .table(&declared.table)
+        .key_column(&declared.key)
+        .generation_column(&declared.generation)
+        .owner_column(&declared.owner)
+        .expiry_column(&declared.expiry)
+        .published_column(&declared.published)
+        .epoch_column(&declared.epoch)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+fn leak(text: &str) -> &'static str {
+    Box::leak(text.to_owned().into_boxed_str())
+}
+
+/// The guard's write for `checked` (leaked: the macro runs once per method, the
+/// differential test once per text).
+pub(crate) fn write(checked: &Checked, declared: &Declared, params: usize) -> &'static FencedWrite {
+    let parts = checked
+        .parts
+        .each_ref()
+        .map(|p| fenced_guard::__private::Parts {
+            head: leak(&p.head),
+            middle: leak(&p.middle),
+            filter: p.filter.as_deref().map(leak),
+            tail: leak(&p.tail),
+        });
+    Box::leak(Box::new(FencedWrite::new(
+        "method",
+        Columns {
+            table: leak(&declared.table),
+            key: leak(&declared.key),
+            generation: leak(&declared.generation),
+            owner: leak(&declared.owner),
+            expiry: leak(&declared.expiry),
+            published: leak(&declared.published),
+        },
+        parts,
+        params,
+        declared.publish_once,
+    )))
+}
+
+/// Renders each dialect's final statement exactly as the guard will, for the declared
+/// table, and re-reads it with that dialect's lexer (`FencedSql::new`).
+fn check_sent(checked: &Checked, declared: &Declared, params: usize) -> Result<(), String> {
+    let table = declared_table(declared)?;
+    write(checked, declared, params)
+        .fenced_sql(&table)
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "the statement rendered from this SQL would not carry the fence at its top \
+                 level, so it is refused: {e}"
+            )
+        })
+}
+
+/// The range of the first word at or after `at`.
+fn first_word(sql: &str, at: Range<usize>) -> Range<usize> {
+    let start = at.start;
+    let rest = &sql[start..];
+    let skip = rest.len() - rest.trim_start().len();
+    let word = rest[skip..]
+        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .unwrap_or(rest.len() - skip);
+    start + skip..start + skip + word
 }
 
 fn is_word(sql: &str, token: &Token, word: &str) -> bool {
@@ -381,6 +558,20 @@ fn render(
             out.push_str(&quoted.join("."));
         } else if let Some((_, n)) = numbered.iter().find(|(r, _)| *r == token.range) {
             out.push_str(&dialect.placeholder(*n));
+        } else if let Some(name) = (dialect == Dialect::Mssql
+            && token.kind == TokenKind::QuotedIdent)
+            .then(|| {
+                sql[token.range.clone()]
+                    .strip_prefix('"')?
+                    .strip_suffix('"')
+            })
+            .flatten()
+        {
+            // SQL Server reads `"x"` as a string when a session has QUOTED_IDENTIFIER
+            // off; brackets are a name in every session.
+            out.push('[');
+            out.push_str(&name.replace("\"\"", "\"").replace(']', "]]"));
+            out.push(']');
         } else {
             out.push_str(&sql[token.range.clone()]);
         }
@@ -401,6 +592,7 @@ mod tests {
             owner: "LeaseOwner".into(),
             expiry: "LeaseUntilUtc".into(),
             published: "PublishedGeneration".into(),
+            epoch: "LeaseEpoch".into(),
             publish_once,
         }
     }
@@ -444,8 +636,19 @@ mod tests {
     }
 
     #[test]
+    fn quoted_names_are_bracketed_for_sql_server() {
+        let [pg, _, ms] = parts(
+            "UPDATE dbo.Article SET \"Pay load\" = @a WHERE \"a\"\"]b\" = 1",
+            &["a"],
+        );
+        assert_eq!(pg.head, "UPDATE \"dbo\".\"Article\" SET \"Pay load\" = $1");
+        assert_eq!(ms.head, "UPDATE [dbo].[Article] SET [Pay load] = @P1");
+        assert_eq!(ms.filter.as_deref(), Some("[a\"]]b] = 1"));
+    }
+
+    #[test]
     fn numbers_by_parameter_order_not_by_appearance() {
-        let [pg, ..] = parts("UPDATE [dbo].[Article] SET A = @b, B = @a", &["a", "b"]);
+        let [pg, ..] = parts("UPDATE \"dbo\".\"Article\" SET A = @b, B = @a", &["a", "b"]);
         assert_eq!(pg.head, "UPDATE \"dbo\".\"Article\" SET A = $2, B = $1");
         assert_eq!(pg.filter, None);
     }
@@ -523,7 +726,7 @@ mod tests {
     fn refuses_protocol_columns() {
         let found = problems(
             "UPDATE dbo.Article SET Generation = 0, r.LeaseOwner = NULL, \
-             [LeaseUntilUtc] = NULL, ReportId = NULL, PublishedGeneration = 1, Payload = 'x'",
+             \"LeaseUntilUtc\" = NULL, LeaseEpoch = 0, ReportId = NULL, PublishedGeneration = 1, Payload = 'x'",
             &[],
             false,
         );
@@ -533,12 +736,13 @@ mod tests {
             [
                 "Generation",
                 "r.LeaseOwner",
-                "[LeaseUntilUtc]",
+                "\"LeaseUntilUtc\"",
+                "LeaseEpoch",
                 "ReportId",
                 "PublishedGeneration"
             ]
         );
-        assert!(found[4].1.contains("add `publish_once`"));
+        assert!(found[5].1.contains("add `publish_once`"));
         let with_option = problems("UPDATE dbo.Article SET PublishedGeneration = 1", &[], true);
         assert!(
             with_option[0]
@@ -579,7 +783,23 @@ mod tests {
             ),
             (
                 "UPDATE dbo.Article SET Payload = $1",
-                "`$1` is a positional parameter",
+                "`$1` is a PostgreSQL placeholder",
+            ),
+            (
+                "UPDATE dbo.Article SET Payload = 'x' WHERE CURRENT OF c",
+                "`WHERE CURRENT OF` is refused",
+            ),
+            (
+                "UPDATE OR REPLACE dbo.Article SET Payload = 'x'",
+                "`UPDATE OR ...` is refused",
+            ),
+            (
+                "UPDATE dbo.Article SET Payload = 'x' WHERE Draft = 1 OPTION (MAXDOP 1)",
+                "`OPTION (...)` is refused",
+            ),
+            (
+                "UPDATE dbo.Article SET Payload = 'x' WHERE Draft = 1 ORDER BY Draft LIMIT 1",
+                "`ORDER BY`/`LIMIT`",
             ),
             (
                 "UPDATE dbo.Article SET Payload = 'x' RETURNING Generation",
@@ -591,7 +811,7 @@ mod tests {
             ),
             (
                 "UPDATE dbo.Article SET Payload = 'x'; DELETE FROM t",
-                "cannot parse the SQL: expected one statement",
+                "`;`: a fenced write is exactly one statement",
             ),
         ];
         for (sql, expected) in cases {
@@ -606,7 +826,7 @@ mod tests {
     #[test]
     fn accepts_quoted_and_differently_cased_table() {
         for sql in [
-            "UPDATE [dbo].[Article] SET Payload = 'x'",
+            "UPDATE \"dbo\".\"Article\" SET Payload = 'x'",
             "update \"dbo\".\"article\" set Payload = 'x'",
         ] {
             let outcome = check(sql, &declared(false), "save", &[]);

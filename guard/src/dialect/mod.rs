@@ -24,6 +24,7 @@
 //! holds for [`FencedSql`] statements written with
 //! [`fence_predicate`].
 
+pub mod lex;
 mod mssql;
 mod postgres;
 pub mod procedures;
@@ -239,6 +240,25 @@ pub fn publish_once_assignment(dialect: Dialect, table: &FencedTable, first: usi
         q(dialect, table.published_column()),
         dialect.placeholder(first + 1)
     )
+}
+
+/// A digest of everything a fenced statement's check depends on in `table`.
+fn table_digest(table: &FencedTable) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut h = DefaultHasher::new();
+    for d in [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql] {
+        fence_predicate(d, table, 1).hash(&mut h);
+        publish_once_predicate(d, table, 1).hash(&mut h);
+        table.name().quoted(d).hash(&mut h);
+    }
+    for c in [table.published_column(), table.epoch_column()] {
+        c.as_str().hash(&mut h);
+    }
+    table
+        .published_at_column()
+        .map(|c| c.as_str().to_owned())
+        .hash(&mut h);
+    h.finish()
 }
 
 /// `CREATE TABLE` for the fenced table if it does not exist, with the protocol's columns
@@ -689,21 +709,85 @@ impl Statements {
 /// appends the lease's key, generation and owner as parameters `n + 1`, `n + 2`,
 /// `n + 3`. For a publication, add [`publish_once_assignment`] and
 /// [`publish_once_predicate`] with the same `first`, `n + 1`.
+///
+/// [`new`](FencedSql::new) checks each text as its database will read it
+/// ([`lex::check_fenced`]), so a `FencedSql` always carries the fence of the table it
+/// was made for at its top level; [`Store::execute_fenced`](crate::Store::execute_fenced)
+/// runs it only on a store with that table and with `n` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FencedSql {
     postgres: &'static str,
     sqlite: &'static str,
     mssql: &'static str,
+    params: usize,
+    /// Which table's fence it was checked with (a digest of its fence renderings).
+    table: u64,
 }
 
 impl FencedSql {
-    /// The statement's text for PostgreSQL, SQLite and SQL Server.
-    pub const fn new(postgres: &'static str, sqlite: &'static str, mssql: &'static str) -> Self {
-        FencedSql {
+    /// The statement's text for PostgreSQL, SQLite and SQL Server, for a store whose
+    /// table is `table`, with `params` caller parameters.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`](crate::Error::Config) naming the dialect and what is wrong, when
+    /// a text is not one `UPDATE` of `table` whose top-level `WHERE` ends with the fence
+    /// at `params + 1` (see [`lex::check_fenced`]).
+    pub fn new(
+        table: &FencedTable,
+        params: usize,
+        postgres: &'static str,
+        sqlite: &'static str,
+        mssql: &'static str,
+    ) -> crate::Result<Self> {
+        for (dialect, sql) in [
+            (Dialect::Postgres, postgres),
+            (Dialect::Sqlite, sqlite),
+            (Dialect::Mssql, mssql),
+        ] {
+            if let Err(p) = lex::check_fenced(dialect, sql, table, params) {
+                let at: String = sql
+                    .get(p.range.clone())
+                    .unwrap_or("")
+                    .chars()
+                    .take(60)
+                    .collect();
+                return Err(crate::Error::Config(format!(
+                    "the {dialect} statement is not fenced: {} (at byte {}: `{at}`)",
+                    p.message, p.range.start
+                )));
+            }
+        }
+        Ok(FencedSql {
             postgres,
             sqlite,
             mssql,
+            params,
+            table: table_digest(table),
+        })
+    }
+
+    /// How many caller parameters it takes.
+    pub fn params(&self) -> usize {
+        self.params
+    }
+
+    /// Fails unless the statement was checked for `table` and is given `given` values.
+    pub(crate) fn check_use(&self, table: &FencedTable, given: usize) -> crate::Result<()> {
+        if self.table != table_digest(table) {
+            return Err(crate::Error::Config(format!(
+                "this FencedSql was checked against another table's fence, not {}'s: make it \
+                 with the store's own table",
+                table.name()
+            )));
         }
+        if given != self.params {
+            return Err(crate::Error::Config(format!(
+                "this FencedSql takes {} parameters, {given} were given",
+                self.params
+            )));
+        }
+        Ok(())
     }
 
     /// The text for `dialect`.

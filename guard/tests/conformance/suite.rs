@@ -193,13 +193,16 @@ async fn acquire<B: Backend>(store: &Store<B>, key: &Key) -> Lease {
 
 /// Caller SQL for every dialect, as `render` writes it. `FencedSql` holds static text,
 /// as the macro's statements are, so the renderings are leaked.
-fn fenced_sql(render: impl Fn(Dialect) -> String) -> FencedSql {
+fn fenced_sql(table: &FencedTable, params: usize, render: impl Fn(Dialect) -> String) -> FencedSql {
     let leak = |d| -> &'static str { Box::leak(render(d).into_boxed_str()) };
     FencedSql::new(
+        table,
+        params,
         leak(Dialect::Postgres),
         leak(Dialect::Sqlite),
         leak(Dialect::Mssql),
     )
+    .expect("the statement carries the fence at its top level")
 }
 
 /// Runs caller SQL whose one parameter is the payload `text`.
@@ -610,7 +613,7 @@ pub async fn fenced_update_and_caller_sql<F: Fixture>(fx: Arc<F>) {
         Err(Error::InvalidIdentifier { .. })
     ));
 
-    let sql = fenced_sql(|d| {
+    let sql = fenced_sql(a.table(), 2, |d| {
         let t = a.table();
         let payload = payload_column(d);
         format!(
@@ -646,7 +649,7 @@ pub async fn fenced_update_and_caller_sql<F: Fixture>(fx: Arc<F>) {
 pub async fn caller_publication_is_fenced_and_once<F: Fixture>(fx: Arc<F>) {
     let a = store(&*fx).await;
     let key = fresh_row(&a).await;
-    let sql = fenced_sql(|d| {
+    let sql = fenced_sql(a.table(), 1, |d| {
         let t = a.table();
         format!(
             "UPDATE {} SET {} = {}, {} WHERE {} AND {}",

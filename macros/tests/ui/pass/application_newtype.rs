@@ -1,4 +1,4 @@
-use fenced::{AsLease, Dialect, Lease, Outcome, Sqlite, Store, fenced_write};
+use fenced::{AsLease, Dialect, FencedTable, Lease, Outcome, Sqlite, Store, fenced_write};
 
 /// The application's own lease: a report's, never another table's.
 pub struct ReportLease(Lease);
@@ -39,5 +39,9 @@ impl Reports {
 }
 
 fn main() {
-    assert_eq!(Reports::save_sql(Dialect::Mssql), Reports::save_with_sql(Dialect::Mssql));
+    let table = FencedTable::default();
+    assert_eq!(
+        Reports::save_sql(&table, Dialect::Mssql).unwrap(),
+        Reports::save_with_sql(&table, Dialect::Mssql).unwrap()
+    );
 }

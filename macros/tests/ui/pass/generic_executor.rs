@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use fenced::{Backend, Dialect, Lease, Outcome, Store, fenced_write};
+use fenced::{Backend, Dialect, FencedTable, Lease, Outcome, Store, fenced_write};
 
 pub struct Reports<B> {
     store: Arc<Store<B>>,
@@ -26,9 +26,18 @@ impl<B: Backend> Reports<B> {
 pub async fn finish<B: Backend>(store: &Store<B>, lease: &Lease, state: i64) -> fenced::Result<Outcome>;
 
 fn main() {
-    assert!(Reports::<fenced::Sqlite>::save_sql(Dialect::Mssql).starts_with(
+    let reports = FencedTable::builder().table("dbo.ReportPublication").build().unwrap();
+    let jobs = FencedTable::builder()
+        .table("jobs.Job")
+        .key_column("JobId")
+        .generation_column("Epoch")
+        .owner_column("Holder")
+        .expiry_column("HeldUntil")
+        .build()
+        .unwrap();
+    assert!(Reports::<fenced::Sqlite>::save_sql(&reports, Dialect::Mssql).unwrap().starts_with(
         // fenced-lint: allow(unfenced-write) the expected start of the generated statement; the fence follows
         "UPDATE [dbo].[ReportPublication] SET Payload = @P1 WHERE (Draft = 1) AND [ReportId] = @P2"
     ));
-    assert!(finish_sql(Dialect::Postgres).contains("\"Epoch\" = $3"));
+    assert!(finish_sql(&jobs, Dialect::Postgres).unwrap().contains("\"Epoch\" = $3"));
 }

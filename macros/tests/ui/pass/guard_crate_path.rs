@@ -1,6 +1,6 @@
 //! An application that depends on the guard directly, without the `fenced` facade.
 
-use fenced_guard::{Dialect, Lease, Outcome, Sqlite, Store};
+use fenced_guard::{Dialect, FencedTable, Lease, Outcome, Sqlite, Store};
 use fenced_macros::fenced_write;
 
 #[fenced_write(
@@ -12,5 +12,5 @@ async fn save(store: &Store<Sqlite>, lease: &Lease, payload: &str) -> fenced_gua
 
 fn main() {
     let _ = save;
-    assert!(save_sql(Dialect::Sqlite).contains("\"LeaseOwner\" = ?4"));
+    assert!(save_sql(&FencedTable::default(), Dialect::Sqlite).unwrap().contains("\"LeaseOwner\" = ?4"));
 }

@@ -1,4 +1,4 @@
-use fenced::{Dialect, Lease, Outcome, Sqlite, Store, fenced_write};
+use fenced::{Dialect, FencedTable, Lease, Outcome, Sqlite, Store, fenced_write};
 
 #[fenced_write(
     table = "ReportPublication",
@@ -9,5 +9,5 @@ async fn publish(store: &Store<Sqlite>, lease: Lease, payload: String) -> fenced
 
 fn main() {
     let _ = publish;
-    assert!(publish_sql(Dialect::Postgres).contains("\"PublishedGeneration\" < $3"));
+    assert!(publish_sql(&FencedTable::default(), Dialect::Postgres).unwrap().contains("\"PublishedGeneration\" < $3"));
 }

@@ -1,4 +1,4 @@
-use fenced::{Dialect, Lease, Outcome, Sqlite, Store, fenced_write};
+use fenced::{Dialect, FencedTable, Lease, Outcome, Sqlite, Store, fenced_write};
 
 pub struct Reports {
     store: Store<Sqlite>,
@@ -14,7 +14,7 @@ impl Reports {
 }
 
 fn main() {
-    assert!(Reports::save_sql(Dialect::Sqlite).starts_with(
+    assert!(Reports::save_sql(&FencedTable::default(), Dialect::Sqlite).unwrap().starts_with(
         // fenced-lint: allow(unfenced-write) the expected start of the generated statement; the fence follows
         "UPDATE \"ReportPublication\" SET Payload = ?1 WHERE (Draft = ?2) AND \"ReportId\" = ?3"
     ));
