@@ -156,6 +156,7 @@ impl KeeperBuilder {
     /// The pause before retrying a renewal that failed with an error. Retries go on
     /// until the local deadline; a pause that would end past it ends at it, and the
     /// keeper then fails closed. Default: a quarter of the renewal interval, at most 1 s.
+    /// Any length is accepted: one longer than the lease's ttl means in effect no retry.
     pub fn retry_interval(mut self, interval: Duration) -> Self {
         self.retry_interval = Some(interval);
         self
@@ -170,7 +171,13 @@ impl KeeperBuilder {
                 "a keeper's renew fraction must be strictly between 0 and 1, got {f}"
             )));
         }
-        let renew = ttl.mul_f64(f);
+        // `Duration::mul_f64` panics on overflow; a ttl near `Duration::MAX` may round
+        // up in `f64`, so the product is checked instead.
+        let renew = Duration::try_from_secs_f64(ttl.as_secs_f64() * f).map_err(|_| {
+            Error::Config(format!(
+                "a renew fraction of {f} of a {ttl:?} ttl is not a representable interval"
+            ))
+        })?;
         if renew.is_zero() {
             return Err(Error::Config(format!(
                 "a renew fraction of {f} of a {ttl:?} ttl leaves no time between renewals"

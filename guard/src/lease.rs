@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 use crate::value::Key;
+use crate::wait::saturating_add;
 
 /// One acquisition of a fenced row: its key, the generation the acquisition installed,
 /// and the random owner that identifies this acquisition.
@@ -36,6 +37,10 @@ impl Lease {
     /// Assembles a lease from its parts, for example one that was persisted. The fence
     /// still decides whether it is valid. `acquired_at` should be taken *before* the
     /// acquiring statement was sent.
+    ///
+    /// Never panics: a local deadline past what an [`Instant`] can represent (a `ttl`
+    /// of [`Duration::MAX`]) saturates to the latest one. Such a ttl is refused when
+    /// the lease is renewed ([`Error::InvalidTtl`](crate::Error::InvalidTtl)).
     pub fn from_parts(
         key: Key,
         owner: Uuid,
@@ -51,7 +56,7 @@ impl Lease {
             ttl,
             acquired_at,
             shared: Arc::new(Shared {
-                local_deadline: Mutex::new(acquired_at + ttl),
+                local_deadline: Mutex::new(saturating_add(acquired_at, ttl)),
                 revoked: AtomicBool::new(false),
             }),
         }

@@ -421,7 +421,7 @@ impl<B: Backend> Store<B> {
         let params = [key, generation, owner, Value::I64(ttl_ms)];
         let outcome = Outcome::from_rows(self.rows(&self.statements.renew, &params).await?);
         if outcome.is_applied() {
-            lease.extend_local_deadline(sent_at + lease.ttl());
+            lease.extend_local_deadline(crate::wait::saturating_add(sent_at, lease.ttl()));
         }
         Ok(outcome)
     }
@@ -945,7 +945,8 @@ fn lease_params(lease: &Lease) -> [Value; 3] {
     ]
 }
 
-fn ttl_millis(ttl: Duration) -> Result<i64> {
+/// `ttl` in whole milliseconds, or [`Error::InvalidTtl`] outside 1 ms to [`MAX_TTL`].
+pub(crate) fn ttl_millis(ttl: Duration) -> Result<i64> {
     if ttl < Duration::from_millis(1) || ttl > MAX_TTL {
         return Err(Error::InvalidTtl { ttl });
     }

@@ -58,6 +58,9 @@ pub enum SqliteExecution {
     InPlace,
 }
 
+/// The longest busy timeout SQLite takes: `i32::MAX` milliseconds.
+const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// Options for [`Sqlite::open_with`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SqliteOptions {
@@ -85,9 +88,11 @@ impl SqliteOptions {
 
     /// How long a statement waits for another connection's write lock before failing
     /// with `SQLITE_BUSY` (an error, never a refusal). Default 5 s. The wait is a sleep
-    /// of the statement's task between tries (see [`SqliteExecution`]).
+    /// of the statement's task between tries (see [`SqliteExecution`]). Saturates at
+    /// `i32::MAX` milliseconds (about 24.8 days), the most SQLite takes: a longer
+    /// timeout, [`Duration::MAX`] included, waits that long.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
+        self.busy_timeout = timeout.min(MAX_BUSY_TIMEOUT);
         self
     }
 
