@@ -104,7 +104,7 @@ pub use outcome::Outcome;
 pub use store::{MAX_TTL, Store};
 pub use table::{
     Column, ColumnType, FencedTable, FencedTableBuilder, Identifier, KeyType, MAX_IDENTIFIER_LEN,
-    QualifiedName,
+    POSTGRES_MAX_IDENTIFIER_LEN, QualifiedName,
 };
 /// The PostgreSQL driver, re-exported so that a connection's configuration and TLS
 /// connector ([`Postgres::from_config`]) come from the version the guard uses.

@@ -1,5 +1,5 @@
-//! No public function panics on its arguments: property tests over durations and ttls
-//! on a real SQLite file. Each property also checks the answer, so that a function
+//! No public function panics on its arguments: property tests over durations, ttls,
+//! identifiers and values on a real SQLite file. Each property also checks the answer, so that a function
 //! that stopped panicking by returning nonsense would still fail.
 
 #![allow(missing_docs, unreachable_pub)]
@@ -210,6 +210,91 @@ proptest! {
             // A batch runs on the blocking pool with the busy timeout set.
             store.create_schema().await.unwrap();
             assert!(store.provision(Uuid::new_v4()).await.unwrap());
+        });
+    }
+}
+
+/// Names of every kind: any text, valid identifiers up to past the limit, and pairs
+/// that differ only in case or past their 63rd byte.
+fn name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        ".{0,140}",
+        "[A-Za-z_][A-Za-z0-9_]{0,140}",
+        "[A-Za-z_]{63}[A-Za-z0-9_]{0,3}",
+        Just("Payload".to_owned()),
+        Just("payload".to_owned()),
+        Just("Generation".to_owned()),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::I64),
+        any::<f64>().prop_map(Value::F64),
+        Just(Value::F64(f64::NAN)),
+        ".{0,40}".prop_map(Value::Text),
+        Just(Value::Text("nul\0inside".to_owned())),
+        proptest::collection::vec(any::<u8>(), 0..40).prop_map(Value::Bytes),
+        any::<u128>().prop_map(|n| Value::Uuid(Uuid::from_u128(n))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn tables_take_any_names_and_keep_them_apart(a in name(), b in name()) {
+        let built = FencedTable::builder()
+            .column(a.clone(), ColumnType::Text)
+            .column(b.clone(), ColumnType::Text)
+            .build();
+        match built {
+            Ok(table) => {
+                let [x, y] = table.columns() else { panic!("two columns") };
+                prop_assert!(!x.name().same_as(y.name().as_str()));
+                prop_assert!(!a.eq_ignore_ascii_case(&b));
+                // Nor one name on PostgreSQL, which keeps 63 bytes.
+                let kept = |s: &str| s.as_bytes()[..s.len().min(63)].to_ascii_lowercase();
+                prop_assert_ne!(kept(&a), kept(&b));
+                prop_assert!(a.len() <= 128 && b.len() <= 128);
+            }
+            Err(Error::InvalidIdentifier { .. } | Error::Config(_)) => {}
+            Err(other) => prop_assert!(false, "{a:?} {b:?}: {other:?}"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn writes_take_any_names_and_values(column in name(), v in value()) {
+        let f = fixture();
+        f.runtime.block_on(async {
+            let store = &f.store;
+            let key = row(store).await;
+            let lease = store.try_acquire(key, Duration::from_secs(60)).await.unwrap().unwrap();
+            // Any value into the declared column: SQLite keeps what it is given.
+            let outcome = store.update(&lease, &[("Payload", v.clone())]).await.unwrap();
+            assert!(outcome.is_applied(), "{v:?}");
+            match store.update(&lease, &[(column.as_str(), v.clone())]).await {
+                Ok(outcome) => assert!(outcome.is_applied()),
+                Err(Error::ProtectedColumn { .. }) => {
+                    assert!(store.table().is_protocol_column(&column));
+                }
+                Err(Error::InvalidIdentifier { .. }) => {
+                    assert!(fenced_guard::Identifier::new(&column).is_err());
+                }
+                // A valid name the table does not have.
+                Err(error @ Error::Sqlite(_)) => assert!(
+                    !column.eq_ignore_ascii_case("Payload"),
+                    "{column:?}: {error}"
+                ),
+                Err(other) => panic!("{column:?}: {other:?}"),
+            }
+            assert!(store.release(&lease).await.unwrap().is_applied());
         });
     }
 }

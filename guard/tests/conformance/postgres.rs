@@ -248,3 +248,81 @@ mod connections {
         );
     }
 }
+
+/// PostgreSQL keeps the first 63 bytes of a name, quoted or not: names that share them
+/// are one column there, so a caller's column could alias a protocol column.
+mod identifiers {
+    use std::time::Duration;
+
+    use fenced_guard::{Backend, ColumnType, Error, FencedTable, KeyType, Store, Value};
+
+    use crate::support::Place;
+    use crate::support::postgres::TestSchema;
+
+    /// 63 `G`s, then `last`: 64 bytes.
+    fn long(last: char) -> String {
+        format!("{}{last}", "G".repeat(63))
+    }
+
+    #[tokio::test]
+    async fn a_caller_column_cannot_alias_the_generation_by_truncation() {
+        let place = TestSchema::create("fenced_", 1).await;
+        let table = FencedTable::builder()
+            .table(place.qualified("Aliased"))
+            .key_type(KeyType::BigInt)
+            .generation_column(long('a'))
+            .column("Payload", ColumnType::Text)
+            .build()
+            .unwrap();
+        let store = Store::new(place.connect().await, table);
+        store.create_schema().await.unwrap();
+
+        // The premise: the server kept 63 bytes of the 64-byte name.
+        let kept = place
+            .admin()
+            .query_row(
+                "SELECT column_name::text FROM information_schema.columns \
+                 WHERE table_schema::text = $1 AND column_name LIKE 'GGG%'",
+                &[Value::from(
+                    place.qualified("x").trim_end_matches(".x").to_owned(),
+                )],
+            )
+            .await
+            .unwrap();
+        assert_eq!(kept, Some(vec![Value::from("G".repeat(63))]));
+
+        store.provision(1_i64).await.unwrap();
+        let lease = store
+            .try_acquire(1_i64, Duration::from_secs(300))
+            .await
+            .unwrap()
+            .expect("a provisioned row is free");
+        let aliased = long('b');
+        let result = store
+            .update(&lease, &[(aliased.as_str(), Value::I64(-5))])
+            .await;
+        assert!(
+            matches!(&result, Err(Error::ProtectedColumn { column }) if *column == aliased),
+            "{result:?}"
+        );
+        let generation = store
+            .backend()
+            .query_row(
+                &format!(
+                    "SELECT \"{}\" FROM {}",
+                    "G".repeat(63),
+                    store.table().name().quoted(fenced_guard::Dialect::Postgres)
+                ),
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            generation,
+            Some(vec![Value::I64(1)]),
+            "the generation is intact"
+        );
+        assert!(store.release(&lease).await.unwrap().is_applied());
+        place.teardown().await;
+    }
+}
