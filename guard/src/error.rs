@@ -54,18 +54,26 @@ pub enum Error {
     /// A blocking database task could not complete.
     #[error("database task failed")]
     Task(#[source] tokio::task::JoinError),
-    /// An error reported by PostgreSQL or by the `tokio-postgres` driver.
+    /// An error reported by PostgreSQL or by the `tokio-postgres` driver. Displays what
+    /// the server said and its SQLSTATE (`error returned from database: relation "x"
+    /// does not exist (SQLSTATE 42P01)`), or the driver's error and its causes; the
+    /// driver's error is the variant's field, also reached by
+    /// [`as_postgres`](Error::as_postgres).
     #[cfg(feature = "postgres")]
-    #[error("postgresql error")]
-    Postgres(#[source] tokio_postgres::Error),
-    /// An error reported by SQLite or by the `rusqlite` driver.
+    #[error("{}", display::Postgres(.0))]
+    Postgres(tokio_postgres::Error),
+    /// An error reported by SQLite or by the `rusqlite` driver. Displays SQLite's
+    /// message and its extended result code (`error returned from database: UNIQUE
+    /// constraint failed: t.k (sqlite code 2067)`), or the driver's error and its causes.
     #[cfg(feature = "sqlite")]
-    #[error("sqlite error")]
-    Sqlite(#[source] rusqlite::Error),
-    /// An error reported by SQL Server or by the `tiberius` driver.
+    #[error("{}", display::Sqlite(.0))]
+    Sqlite(rusqlite::Error),
+    /// An error reported by SQL Server or by the `tiberius` driver. Displays the
+    /// server's message and its error number (`error returned from database: Invalid
+    /// object name 'x'. (sql server error 208)`), or the driver's error.
     #[cfg(feature = "mssql")]
-    #[error("sql server error")]
-    Mssql(#[source] tiberius::error::Error),
+    #[error("{}", display::Mssql(.0))]
+    Mssql(tiberius::error::Error),
     /// A network error while connecting to SQL Server.
     #[cfg(feature = "mssql")]
     #[error("sql server connection failed")]
@@ -128,6 +136,151 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The `tokio-postgres` error, for an [`Error::Postgres`].
+    #[cfg(feature = "postgres")]
+    pub fn as_postgres(&self) -> Option<&tokio_postgres::Error> {
+        match self {
+            Error::Postgres(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The `rusqlite` error, for an [`Error::Sqlite`].
+    #[cfg(feature = "sqlite")]
+    pub fn as_sqlite(&self) -> Option<&rusqlite::Error> {
+        match self {
+            Error::Sqlite(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The `tiberius` error, for an [`Error::Mssql`].
+    #[cfg(feature = "mssql")]
+    pub fn as_mssql(&self) -> Option<&tiberius::error::Error> {
+        match self {
+            Error::Mssql(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The database's own code for an error it answered with, as text: the SQLSTATE
+    /// (`42P01`), the SQL Server error number (`208`) or the SQLite extended result
+    /// code (`2067`). `None` for every other error.
+    pub fn database_code(&self) -> Option<String> {
+        match self {
+            #[cfg(feature = "postgres")]
+            Error::Postgres(error) => error.as_db_error().map(|db| db.code().code().to_owned()),
+            #[cfg(feature = "sqlite")]
+            Error::Sqlite(error) => error.sqlite_error().map(|e| e.extended_code.to_string()),
+            #[cfg(feature = "mssql")]
+            Error::Mssql(tiberius::error::Error::Server(token)) => Some(token.code().to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// How driver errors are displayed: what the database said, as sqlx does, and
+/// otherwise the driver's error with its causes. A driver error displayed this way is
+/// not also returned by `source()`.
+#[cfg(any(feature = "postgres", feature = "sqlite", feature = "mssql"))]
+mod display {
+    use std::fmt;
+
+    /// Writes `error` and each of its causes, separated by `: `, skipping a cause whose
+    /// text the previous one already ended with.
+    fn chain(f: &mut fmt::Formatter<'_>, error: &dyn std::error::Error) -> fmt::Result {
+        let mut written = error.to_string();
+        f.write_str(&written)?;
+        let mut cause = error.source();
+        while let Some(error) = cause {
+            let text = error.to_string();
+            if !written.ends_with(&text) {
+                write!(f, ": {text}")?;
+                written = text;
+            }
+            cause = error.source();
+        }
+        Ok(())
+    }
+
+    #[cfg(feature = "postgres")]
+    pub(super) struct Postgres<'a>(pub(super) &'a tokio_postgres::Error);
+
+    #[cfg(feature = "postgres")]
+    impl fmt::Display for Postgres<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.0.as_db_error() {
+                Some(db) => {
+                    write!(
+                        f,
+                        "error returned from database: {} (SQLSTATE {})",
+                        db.message(),
+                        db.code().code()
+                    )?;
+                    if let Some(detail) = db.detail() {
+                        write!(f, "; detail: {detail}")?;
+                    }
+                    if let Some(hint) = db.hint() {
+                        write!(f, "; hint: {hint}")?;
+                    }
+                    Ok(())
+                }
+                None => {
+                    f.write_str("postgresql: ")?;
+                    chain(f, self.0)
+                }
+            }
+        }
+    }
+
+    #[cfg(feature = "sqlite")]
+    pub(super) struct Sqlite<'a>(pub(super) &'a rusqlite::Error);
+
+    #[cfg(feature = "sqlite")]
+    impl fmt::Display for Sqlite<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.0 {
+                rusqlite::Error::SqliteFailure(error, message) => {
+                    f.write_str("error returned from database: ")?;
+                    match message {
+                        Some(message) => f.write_str(message)?,
+                        None => write!(f, "{error}")?,
+                    }
+                    write!(f, " (sqlite code {})", error.extended_code)
+                }
+                other => {
+                    f.write_str("sqlite: ")?;
+                    chain(f, other)
+                }
+            }
+        }
+    }
+
+    #[cfg(feature = "mssql")]
+    pub(super) struct Mssql<'a>(pub(super) &'a tiberius::error::Error);
+
+    #[cfg(feature = "mssql")]
+    impl fmt::Display for Mssql<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.0 {
+                tiberius::error::Error::Server(token) => write!(
+                    f,
+                    "error returned from database: {} (sql server error {}, state {}, class {})",
+                    token.message(),
+                    token.code(),
+                    token.state(),
+                    token.class()
+                ),
+                other => {
+                    f.write_str("sql server: ")?;
+                    chain(f, other)
+                }
+            }
+        }
+    }
+}
+
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -149,5 +302,49 @@ impl From<rusqlite::Error> for Error {
 impl From<tiberius::error::Error> for Error {
     fn from(error: tiberius::error::Error) -> Self {
         Error::Mssql(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn a_sqlite_error_displays_what_sqlite_said_and_its_code() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY); INSERT INTO t VALUES (1)")
+            .unwrap();
+        let error = Error::from(conn.execute("INSERT INTO t VALUES (1)", []).unwrap_err());
+        assert_eq!(
+            error.to_string(),
+            "error returned from database: UNIQUE constraint failed: t.k (sqlite code 1555)"
+        );
+        assert_eq!(error.database_code().as_deref(), Some("1555"));
+        assert!(
+            std::error::Error::source(&error).is_none(),
+            "displayed, so not a source too"
+        );
+        let driver = error.as_sqlite().expect("the driver's error");
+        assert_eq!(
+            driver.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::ConstraintViolation)
+        );
+
+        // A driver error: the database was never asked.
+        let error = Error::from(
+            conn.query_row("SELECT 'x'", [], |row| row.get::<_, i64>(0))
+                .unwrap_err(),
+        );
+        assert_eq!(
+            error.to_string(),
+            "sqlite: Invalid column type Text at index: 0, name: 'x'"
+        );
+        assert_eq!(error.database_code(), None);
+    }
+
+    #[test]
+    fn errors_of_the_guard_have_no_database_code() {
+        assert_eq!(Error::Cancelled.database_code(), None);
     }
 }

@@ -326,3 +326,49 @@ mod identifiers {
         place.teardown().await;
     }
 }
+
+/// What an error says: the server's own message and SQLSTATE, or the driver's error
+/// and its causes.
+mod errors {
+    use fenced_guard::{Backend, Error, Postgres};
+    use tokio_postgres::error::SqlState;
+
+    use crate::support::postgres::url;
+
+    #[tokio::test]
+    async fn an_error_displays_what_the_server_said_and_its_sqlstate() {
+        let backend = Postgres::connect_with(&url(), 1).await.unwrap();
+        let error = backend
+            .execute("UPDATE fenced_no_such_table SET x = 1", &[])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "error returned from database: relation \"fenced_no_such_table\" does not exist \
+             (SQLSTATE 42P01)"
+        );
+        assert_eq!(error.database_code().as_deref(), Some("42P01"));
+        let driver = error.as_postgres().expect("the driver's error");
+        assert_eq!(driver.code(), Some(&SqlState::UNDEFINED_TABLE));
+        assert!(
+            std::error::Error::source(&error).is_none(),
+            "displayed, so not a source too"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_driver_error_displays_its_causes() {
+        // Port 1 on the loopback: nothing listens there.
+        let error = Postgres::connect("host=127.0.0.1 port=1 user=postgres dbname=test")
+            .await
+            .unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.starts_with("postgresql: error connecting to server: "),
+            "{text}"
+        );
+        assert!(text.contains("refused"), "the cause is shown: {text}");
+        assert!(matches!(error, Error::Postgres(_)));
+        assert_eq!(error.database_code(), None);
+    }
+}
