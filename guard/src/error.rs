@@ -74,6 +74,15 @@ pub enum Error {
     #[cfg(feature = "mssql")]
     #[error("{}", display::Mssql(.0))]
     Mssql(tiberius::error::Error),
+    /// A statement failed before the database executed any of it: its connection could
+    /// not be opened or was found closed before the statement was sent, the statement
+    /// failed to prepare, or a value could not be encoded for its parameter (a value of
+    /// the wrong type for its column). Nothing was written, and sending the statement
+    /// again is safe. Displays its cause, then "nothing was executed";
+    /// [`as_postgres`](Error::as_postgres) and [`database_code`](Error::database_code)
+    /// see through it.
+    #[error("{0}; nothing was executed")]
+    NotExecuted(Box<Error>),
     /// A network error while connecting to SQL Server.
     #[cfg(feature = "mssql")]
     #[error("sql server connection failed")]
@@ -104,8 +113,9 @@ impl Error {
     ///
     /// `false` when the database answered the statement with an error, which rolls an
     /// autocommitted statement back (SQLite runs in the process, so every error of its
-    /// own is such an answer), and for errors raised before anything was sent (bad
-    /// input or configuration, a cancelled wait, a failed connection to SQL Server).
+    /// own is such an answer), and for errors raised before the statement was executed
+    /// ([`Error::NotExecuted`]; bad input or configuration, a cancelled wait, a failed
+    /// connection to SQL Server).
     pub fn may_have_committed(&self) -> bool {
         match self {
             Error::InvalidIdentifier { .. }
@@ -113,7 +123,8 @@ impl Error {
             | Error::Config(_)
             | Error::KeyType { .. }
             | Error::InvalidTtl { .. }
-            | Error::Cancelled => false,
+            | Error::Cancelled
+            | Error::NotExecuted(_) => false,
             Error::UnexpectedResult(_) | Error::Task(_) | Error::PublicationUnsettled { .. } => {
                 true
             }
@@ -137,28 +148,47 @@ impl Error {
 }
 
 impl Error {
-    /// The `tokio-postgres` error, for an [`Error::Postgres`].
+    /// Marks a driver error raised before the statement was executed.
+    pub(crate) fn not_executed(error: impl Into<Error>) -> Error {
+        match error.into() {
+            already @ Error::NotExecuted(_) => already,
+            error => Error::NotExecuted(Box::new(error)),
+        }
+    }
+
+    /// This error, or the one an [`Error::NotExecuted`] carries.
+    pub(crate) fn cause(&self) -> &Error {
+        match self {
+            Error::NotExecuted(error) => error.cause(),
+            error => error,
+        }
+    }
+
+    /// The `tokio-postgres` error, for an [`Error::Postgres`] (also inside an
+    /// [`Error::NotExecuted`]).
     #[cfg(feature = "postgres")]
     pub fn as_postgres(&self) -> Option<&tokio_postgres::Error> {
-        match self {
+        match self.cause() {
             Error::Postgres(error) => Some(error),
             _ => None,
         }
     }
 
-    /// The `rusqlite` error, for an [`Error::Sqlite`].
+    /// The `rusqlite` error, for an [`Error::Sqlite`] (also inside an
+    /// [`Error::NotExecuted`]).
     #[cfg(feature = "sqlite")]
     pub fn as_sqlite(&self) -> Option<&rusqlite::Error> {
-        match self {
+        match self.cause() {
             Error::Sqlite(error) => Some(error),
             _ => None,
         }
     }
 
-    /// The `tiberius` error, for an [`Error::Mssql`].
+    /// The `tiberius` error, for an [`Error::Mssql`] (also inside an
+    /// [`Error::NotExecuted`]).
     #[cfg(feature = "mssql")]
     pub fn as_mssql(&self) -> Option<&tiberius::error::Error> {
-        match self {
+        match self.cause() {
             Error::Mssql(error) => Some(error),
             _ => None,
         }
@@ -168,7 +198,7 @@ impl Error {
     /// (`42P01`), the SQL Server error number (`208`) or the SQLite extended result
     /// code (`2067`). `None` for every other error.
     pub fn database_code(&self) -> Option<String> {
-        match self {
+        match self.cause() {
             #[cfg(feature = "postgres")]
             Error::Postgres(error) => error.as_db_error().map(|db| db.code().code().to_owned()),
             #[cfg(feature = "sqlite")]

@@ -172,7 +172,11 @@ impl Postgres {
         // layer to every statement (about 130 instructions per lease cycle by callgrind).
         let mut checkout = match self.take_usable_idle() {
             Some(checkout) => checkout,
-            None => self.pool.checkout(|| (self.open)()).await?,
+            None => self
+                .pool
+                .checkout(|| (self.open)())
+                .await
+                .map_err(Error::not_executed)?,
         };
         let result = run(checkout.conn()).await;
         if checkout.conn().is_usable() && leaves_usable(&result) {
@@ -187,7 +191,7 @@ impl Postgres {
 /// `FATAL` or `PANIC` means the server is ending the session, which the client may not
 /// have noticed yet, and a driver error on a closed connection is final.
 fn leaves_usable<T>(result: &Result<T>) -> bool {
-    match result {
+    match result.as_ref().map_err(Error::cause) {
         Err(Error::Postgres(error)) => {
             !error.is_closed()
                 && error.as_db_error().is_none_or(|db| {
@@ -201,8 +205,51 @@ fn leaves_usable<T>(result: &Result<T>) -> bool {
     }
 }
 
+/// A value that could not be encoded for its parameter (a value of the wrong type for
+/// its column, an integer out of the column's range): [`Value::to_sql`]'s error, marked
+/// so that the backend can tell that the statement was not sent.
+#[derive(Debug)]
+struct Unencodable(Box<dyn std::error::Error + Sync + Send>);
+
+impl std::fmt::Display for Unencodable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Unencodable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// Whether `error`, from running a statement that takes `expected` parameters with
+/// `given`, was raised before anything was sent: tokio-postgres checks the count and
+/// encodes every value before it sends the statement.
+fn unsent(error: &tokio_postgres::Error, expected: usize, given: usize) -> bool {
+    expected != given
+        || std::error::Error::source(error).is_some_and(|source| source.is::<Unencodable>())
+}
+
 impl ToSql for Value {
     fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        self.encode(ty, out)
+            .map_err(|error| Box::new(Unencodable(error)) as _)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+impl Value {
+    fn encode(
         &self,
         ty: &Type,
         out: &mut BytesMut,
@@ -224,12 +271,6 @@ impl ToSql for Value {
             },
         }
     }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-
-    to_sql_checked!();
 }
 
 impl ToSql for Key {
@@ -304,11 +345,15 @@ impl Backend for Postgres {
         self.with_connection(async |conn| {
             let mut prepared_again = false;
             loop {
-                let (client, statement) = conn.prepared(sql).await?;
+                let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
+                let expected = statement.params().len();
                 // The values are bound straight from the slice: no vector of references.
                 match client.execute_raw(statement, params).await {
                     Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
                         prepared_again = true;
+                    }
+                    Err(error) if unsent(&error, expected, params.len()) => {
+                        return Err(Error::not_executed(error));
                     }
                     result => return Ok(result?),
                 }
@@ -321,9 +366,13 @@ impl Backend for Postgres {
         self.with_connection(async |conn| {
             let mut prepared_again = false;
             loop {
-                let (client, statement) = conn.prepared(sql).await?;
+                let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
+                let expected = statement.params().len();
                 let row = match client.query_raw(statement, params).await {
                     Ok(rows) => first_row(rows).await,
+                    Err(error) if unsent(&error, expected, params.len()) => {
+                        return Err(Error::not_executed(error));
+                    }
                     Err(error) => Err(error),
                 };
                 match row {

@@ -345,7 +345,7 @@ mod errors {
         assert_eq!(
             error.to_string(),
             "error returned from database: relation \"fenced_no_such_table\" does not exist \
-             (SQLSTATE 42P01)"
+             (SQLSTATE 42P01); nothing was executed"
         );
         assert_eq!(error.database_code().as_deref(), Some("42P01"));
         let driver = error.as_postgres().expect("the driver's error");
@@ -370,5 +370,79 @@ mod errors {
         assert!(text.contains("refused"), "the cause is shown: {text}");
         assert!(matches!(error, Error::Postgres(_)));
         assert_eq!(error.database_code(), None);
+    }
+}
+
+/// Whether an error may have committed, by where it happened.
+mod classification {
+    use fenced_guard::{Backend, Error, Postgres, Value};
+
+    use crate::classification::{a_good_publication_is_published, publication_is_not_retried};
+    use crate::support::Place;
+    use crate::support::postgres::{TestSchema, url};
+
+    #[tokio::test]
+    async fn a_value_of_the_wrong_type_is_not_executed() {
+        let place = TestSchema::create("fenced_", 1).await;
+        let error = publication_is_not_retried(&place, vec![("Count", Value::from("seven"))]).await;
+        assert!(matches!(error, Error::NotExecuted(_)), "{error:?}");
+        assert!(
+            error.to_string().ends_with("; nothing was executed"),
+            "{error}"
+        );
+        assert!(error.as_postgres().is_some());
+        a_good_publication_is_published(&place).await;
+        place.teardown().await;
+    }
+
+    #[tokio::test]
+    async fn an_integer_out_of_its_columns_range_is_not_executed() {
+        let backend = Postgres::connect_with(&url(), 1).await.unwrap();
+        let error = backend
+            .query_row("SELECT $1::int2", &[Value::I64(1 << 20)])
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::NotExecuted(_)), "{error:?}");
+        assert!(!error.may_have_committed());
+    }
+
+    #[tokio::test]
+    async fn a_statement_that_fails_to_prepare_is_not_executed() {
+        let place = TestSchema::create("fenced_", 1).await;
+        let error = publication_is_not_retried(&place, vec![("Missing", Value::I64(1))]).await;
+        assert_eq!(error.database_code().as_deref(), Some("42703"), "{error}");
+        place.teardown().await;
+    }
+
+    #[tokio::test]
+    async fn an_error_the_server_answered_during_execution_did_not_commit() {
+        let backend = Postgres::connect_with(&url(), 1).await.unwrap();
+        let error = backend
+            .query_row("SELECT 1 / $1::bigint", &[Value::I64(0)])
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::Postgres(_)), "executed: {error:?}");
+        assert!(!error.may_have_committed());
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_cannot_be_opened_executed_nothing() {
+        let config = "host=127.0.0.1 port=1 user=postgres dbname=test"
+            .parse()
+            .unwrap();
+        let backend = Postgres::from_config(config, tokio_postgres::NoTls, 1);
+        let error = backend.execute("SELECT 1", &[]).await.unwrap_err();
+        assert!(matches!(error, Error::NotExecuted(_)), "{error:?}");
+        assert!(!error.may_have_committed());
+    }
+
+    /// The negative control of the classes above: an answer that cannot be read
+    /// after the statement ran may have committed.
+    #[tokio::test]
+    async fn an_answer_that_cannot_be_decoded_may_have_committed() {
+        let backend = Postgres::connect_with(&url(), 1).await.unwrap();
+        let error = backend.query_row("SELECT now()", &[]).await.unwrap_err();
+        assert!(matches!(error, Error::UnexpectedResult(_)), "{error:?}");
+        assert!(error.may_have_committed());
     }
 }
