@@ -83,6 +83,14 @@ pub enum Error {
     /// see through it.
     #[error("{0}; nothing was executed")]
     NotExecuted(Box<Error>),
+    /// No pooled connection became free, or none could be opened, within the pool's
+    /// checkout timeout (for PostgreSQL, `Postgres::checkout_timeout`). Nothing was
+    /// sent.
+    #[error("no pooled connection within {timeout:?}; nothing was executed")]
+    PoolTimedOut {
+        /// The checkout timeout that passed.
+        timeout: std::time::Duration,
+    },
     /// A network error while connecting to SQL Server.
     #[cfg(feature = "mssql")]
     #[error("sql server connection failed")]
@@ -124,7 +132,8 @@ impl Error {
             | Error::KeyType { .. }
             | Error::InvalidTtl { .. }
             | Error::Cancelled
-            | Error::NotExecuted(_) => false,
+            | Error::NotExecuted(_)
+            | Error::PoolTimedOut { .. } => false,
             Error::UnexpectedResult(_) | Error::Task(_) | Error::PublicationUnsettled { .. } => {
                 true
             }
@@ -151,7 +160,7 @@ impl Error {
     /// Marks a driver error raised before the statement was executed.
     pub(crate) fn not_executed(error: impl Into<Error>) -> Error {
         match error.into() {
-            already @ Error::NotExecuted(_) => already,
+            already @ (Error::NotExecuted(_) | Error::PoolTimedOut { .. }) => already,
             error => Error::NotExecuted(Box::new(error)),
         }
     }

@@ -446,3 +446,172 @@ mod classification {
         assert!(error.may_have_committed());
     }
 }
+
+/// Connections the server ended while they sat in the pool.
+mod terminated {
+    use std::time::Duration;
+
+    use fenced_guard::{Backend, Error, FencedTable, Lease, Postgres, Store, Value};
+    use uuid::Uuid;
+
+    use crate::support::Place;
+    use crate::support::postgres::{TestSchema, url};
+
+    const CONNECTIONS: usize = 4;
+
+    /// Ends every connection of the pool named `application` on the server; with
+    /// `wait`, waits for each to be gone (else only signals them, as a restart does
+    /// while the application runs).
+    async fn terminate_all(admin: &Postgres, application: &str, wait: bool) -> i64 {
+        let timeout = if wait { 5000 } else { 0 };
+        let ended = admin
+            .query_row(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid, $2::bigint) \
+                 FROM pg_stat_activity WHERE application_name = $1) AS t",
+                &[Value::from(application), Value::I64(timeout)],
+            )
+            .await
+            .unwrap();
+        match ended.as_deref() {
+            Some([Value::I64(n)]) => *n,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A store whose pool of `CONNECTIONS` is named `application` on the server, with
+    /// twice as many provisioned keys.
+    async fn store(place: &TestSchema, application: &str) -> (Store<Postgres>, Vec<Uuid>) {
+        let mut config: tokio_postgres::Config = url().parse().unwrap();
+        config.application_name(application);
+        let backend = Postgres::from_config(config, tokio_postgres::NoTls, CONNECTIONS);
+        let table = FencedTable::builder()
+            .table(place.qualified("Terminated"))
+            .build()
+            .unwrap();
+        let store = Store::new(backend, table);
+        store.create_schema().await.unwrap();
+        let keys: Vec<Uuid> = (0..CONNECTIONS * 2).map(|_| Uuid::new_v4()).collect();
+        for key in &keys {
+            store.provision(*key).await.unwrap();
+        }
+        (store, keys)
+    }
+
+    /// Acquires every key, `CONNECTIONS` statements at a time, which fills the pool.
+    async fn acquire_all(store: &Store<Postgres>, keys: &[Uuid]) -> Vec<Lease> {
+        let mut leases = Vec::new();
+        for chunk in keys.chunks(CONNECTIONS) {
+            let tasks: Vec<_> = chunk
+                .iter()
+                .map(|key| {
+                    let (store, key) = (store.clone(), *key);
+                    tokio::spawn(async move {
+                        store
+                            .try_acquire(key, Duration::from_secs(60))
+                            .await
+                            .unwrap()
+                            .expect("a provisioned, free row")
+                    })
+                })
+                .collect();
+            for task in tasks {
+                leases.push(task.await.unwrap());
+            }
+        }
+        assert_eq!(store.backend().idle_connections(), CONNECTIONS);
+        leases
+    }
+
+    /// Releases every lease; returns the errors, each of which must say that nothing
+    /// was executed.
+    async fn release_all(store: &Store<Postgres>, leases: &[Lease]) -> Vec<Error> {
+        let mut errors = Vec::new();
+        for lease in leases {
+            match store.release(lease).await {
+                Ok(outcome) => assert!(outcome.is_applied()),
+                Err(error) => {
+                    assert!(matches!(error, Error::NotExecuted(_)), "{error:?}");
+                    assert!(!error.may_have_committed(), "{error}");
+                    assert!(
+                        error.to_string().ends_with("nothing was executed"),
+                        "{error}"
+                    );
+                    errors.push(error);
+                }
+            }
+        }
+        errors
+    }
+
+    /// After the server ended every pooled connection and they are gone, each
+    /// operation succeeds or fails saying that nothing was executed: three times, so
+    /// that the later rounds run statements the connections had already prepared.
+    async fn after_termination() {
+        let place = TestSchema::create("fenced_", 1).await;
+        let application = format!("fenced_{}", Uuid::new_v4().simple());
+        let (store, keys) = store(&place, &application).await;
+        for round in 0..3 {
+            let leases = acquire_all(&store, &keys).await;
+            let ended = terminate_all(place.admin(), &application, true).await;
+            assert_eq!(ended, i64::try_from(CONNECTIONS).unwrap(), "round {round}");
+            let errors = release_all(&store, &leases).await;
+            assert!(errors.is_empty(), "round {round}: {errors:?}");
+        }
+        place.teardown().await;
+    }
+
+    #[tokio::test]
+    async fn operations_after_termination_on_one_thread() {
+        after_termination().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn operations_after_termination_on_several_threads() {
+        after_termination().await;
+    }
+
+    /// The server is ending every pooled connection while the next statements are
+    /// sent, each statement new to its connection: its preparation meets the end, and
+    /// it runs on a new connection instead of failing.
+    #[tokio::test]
+    async fn a_statement_prepared_on_an_ending_connection_runs_on_another() {
+        let place = TestSchema::create("fenced_", 1).await;
+        let application = format!("fenced_{}", Uuid::new_v4().simple());
+        let (store, keys) = store(&place, &application).await;
+        let leases = acquire_all(&store, &keys).await;
+        let ended = terminate_all(place.admin(), &application, false).await;
+        assert_eq!(ended, i64::try_from(CONNECTIONS).unwrap());
+        let errors = release_all(&store, &leases).await;
+        assert!(errors.is_empty(), "{errors:?}");
+        place.teardown().await;
+    }
+
+    /// A pool whose only connection is held: a statement waits the checkout timeout,
+    /// then fails saying that nothing was executed.
+    #[tokio::test]
+    async fn a_statement_waits_for_a_held_pool_only_the_checkout_timeout() {
+        let timeout = Duration::from_millis(200);
+        let backend = Postgres::connect_with(&url(), 1)
+            .await
+            .unwrap()
+            .checkout_timeout(timeout);
+        let held = backend.client().await.unwrap();
+        let waited = tokio::time::timeout(
+            Duration::from_secs(30),
+            backend.query_row("SELECT 1::bigint", &[]),
+        )
+        .await
+        .expect("the checkout timeout ends the wait");
+        let error = waited.unwrap_err();
+        assert!(
+            matches!(error, Error::PoolTimedOut { timeout: t } if t == timeout),
+            "{error:?}"
+        );
+        assert!(!error.may_have_committed());
+        drop(held);
+        assert_eq!(
+            backend.query_row("SELECT 1::bigint", &[]).await.unwrap(),
+            Some(vec![Value::I64(1)])
+        );
+    }
+}
