@@ -83,6 +83,15 @@ pub enum Error {
     /// see through it.
     #[error("{0}; nothing was executed")]
     NotExecuted(Box<Error>),
+    /// An operation id already applied to another key was given with a write to this
+    /// one. An operation id belongs to one key; nothing was written.
+    #[error(
+        "operation {op} was already applied to another key; an operation id belongs to one key"
+    )]
+    OperationReused {
+        /// The operation id.
+        op: uuid::Uuid,
+    },
     /// No pooled connection became free, or none could be opened, within the pool's
     /// checkout timeout (for PostgreSQL, `Postgres::checkout_timeout`). Nothing was
     /// sent.
@@ -133,7 +142,8 @@ impl Error {
             | Error::InvalidTtl { .. }
             | Error::Cancelled
             | Error::NotExecuted(_)
-            | Error::PoolTimedOut { .. } => false,
+            | Error::PoolTimedOut { .. }
+            | Error::OperationReused { .. } => false,
             Error::UnexpectedResult(_) | Error::Task(_) | Error::PublicationUnsettled { .. } => {
                 true
             }

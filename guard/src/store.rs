@@ -562,7 +562,8 @@ impl<B: Backend> Store<B> {
     ///
     /// # Errors
     ///
-    /// As for [`update`](Store::update).
+    /// As for [`update`](Store::update); [`Error::OperationReused`] when `op` was
+    /// applied to another key (nothing is written: an operation id belongs to one key).
     pub async fn update_op(
         &self,
         lease: &impl AsLease,
@@ -593,7 +594,8 @@ impl<B: Backend> Store<B> {
     ///
     /// # Errors
     ///
-    /// As for [`publish`](Store::publish). After an error, the publication may or may
+    /// As for [`publish`](Store::publish); [`Error::OperationReused`] when `op` was
+    /// applied to another key. After an error, the publication may or may
     /// not have committed: [`resolve`](Store::resolve) `op` to know.
     pub async fn publish_op(
         &self,
@@ -637,6 +639,28 @@ impl<B: Backend> Store<B> {
             Some(generation) => Resolution::Applied { generation },
             None => Resolution::NotApplied,
         })
+    }
+
+    /// [`resolve`](Store::resolve), for a write to `lease`'s key: an id applied to
+    /// another key is [`Error::OperationReused`].
+    async fn resolve_on(&self, op: Uuid, lease: &Lease) -> Result<Resolution> {
+        let row = self
+            .backend
+            .query_row(
+                &self.statements.resolve_operation_on_key,
+                &[Value::Uuid(op), Value::from(lease.key())],
+            )
+            .await?;
+        match row.as_deref() {
+            None => Ok(Resolution::NotApplied),
+            Some([Value::I64(generation), Value::I64(1)]) => Ok(Resolution::Applied {
+                generation: *generation,
+            }),
+            Some([Value::I64(_), Value::I64(0)]) => Err(Error::OperationReused { op }),
+            Some(other) => Err(Error::UnexpectedResult(format!(
+                "an operation's record read as {other:?}"
+            ))),
+        }
     }
 
     /// The current recovery epoch, which every acquisition stamps on its row and every
@@ -757,7 +781,7 @@ impl<B: Backend> Store<B> {
         let rows = match result {
             Ok(rows) => rows,
             // Another attempt with the same id committed first: its record proves it.
-            Err(error) if is_unique_violation(&error) => match self.resolve(op).await? {
+            Err(error) if is_unique_violation(&error) => match self.resolve_on(op, lease).await? {
                 Resolution::Applied { generation } => {
                     return Ok(OperationOutcome::AlreadyApplied { generation });
                 }
@@ -771,7 +795,7 @@ impl<B: Backend> Store<B> {
         // Refused: either the fence, or this id is already recorded (which the write's
         // own `NOT EXISTS` turns into no row). Records are never erased, so reading one
         // now proves an earlier attempt applied.
-        match self.resolve(op).await? {
+        match self.resolve_on(op, lease).await? {
             Resolution::Applied { generation } => {
                 Ok(OperationOutcome::AlreadyApplied { generation })
             }

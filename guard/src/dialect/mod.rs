@@ -17,6 +17,7 @@
 //! | [`update_recorded`], [`publish_recorded`] | as [`update`] / [`publish`], then n+4 operation id |
 //! | [`record_operation`] (SQLite) | 1 operation id, 2 key, 3 generation |
 //! | [`resolve_operation`] | 1 operation id; returns the generation it applied to |
+//! | [`resolve_operation_on_key`] | 1 operation id, 2 key; returns the generation and 1 if it applied to that key |
 //! | [`advance_epoch`] | 1 floor; returns the new epoch |
 //! | [`current_epoch`] | none; returns the current epoch |
 //!
@@ -361,6 +362,19 @@ pub fn resolve_operation(dialect: Dialect, table: &FencedTable) -> String {
     )
 }
 
+/// Reads the generation an operation id was applied to, and whether it was applied to
+/// key 2 (`1`) or to another (`0`): one row, or none when the operation was not
+/// applied.
+pub fn resolve_operation_on_key(dialect: Dialect, table: &FencedTable) -> String {
+    let [op, key, generation, _] = operation_columns(dialect);
+    format!(
+        "SELECT {generation}, CASE WHEN {key} = {} THEN 1 ELSE 0 END FROM {} WHERE {op} = {}",
+        dialect.placeholder(2),
+        table.operations_table().quoted(dialect),
+        dialect.placeholder(1)
+    )
+}
+
 /// SQLite's record of an applied operation, run in the write's transaction when the
 /// write changed its row: operation id 1, key 2, generation 3, recorded at the
 /// database's clock.
@@ -595,6 +609,7 @@ pub(crate) struct Statements {
     pub(crate) create_schema: String,
     pub(crate) provision: String,
     pub(crate) resolve_operation: String,
+    pub(crate) resolve_operation_on_key: String,
     pub(crate) record_operation: String,
     pub(crate) advance_epoch: String,
     pub(crate) current_epoch: String,
@@ -615,6 +630,7 @@ impl Statements {
             .join(";\n"),
             provision: provision(dialect, table),
             resolve_operation: resolve_operation(dialect, table),
+            resolve_operation_on_key: resolve_operation_on_key(dialect, table),
             record_operation: record_operation(dialect, table),
             advance_epoch: advance_epoch(dialect, table),
             current_epoch: current_epoch(dialect, table),

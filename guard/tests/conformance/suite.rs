@@ -103,6 +103,7 @@ macro_rules! conformance {
             operation_applied_resolves_applied,
             operation_refused_or_unknown_resolves_not_applied,
             retry_of_an_applied_operation_does_not_apply_twice,
+            an_operation_id_belongs_to_one_key,
             concurrent_attempts_of_one_operation_apply_once,
             outcomes_survive_later_writes,
             restored_row_image_is_refused_after_the_epoch_advances,
@@ -904,6 +905,46 @@ pub async fn operation_refused_or_unknown_resolves_not_applied<F: Fixture>(fx: A
 /// A retry of an applied operation, under a lease that would still let a new write
 /// through, is answered `AlreadyApplied` and changes nothing; the negative control, the
 /// same retry without an operation id, does overwrite.
+/// An operation id applied to one key, given with a write to another: an error, not
+/// "already applied", and nothing is written to the other row.
+pub async fn an_operation_id_belongs_to_one_key<F: Fixture>(fx: Arc<F>) {
+    let s = store(&*fx).await;
+    let (first, second) = (fresh_row(&s).await, fresh_row(&s).await);
+    let (a, b) = (acquire(&s, &first).await, acquire(&s, &second).await);
+    let op = Uuid::new_v4();
+    assert_eq!(
+        s.update_op(&a, op, &payload("first")).await.unwrap(),
+        OperationOutcome::Applied
+    );
+    for attempt in [
+        s.update_op(&b, op, &payload("second")).await,
+        s.publish_op(&b, op, &payload("second")).await,
+        s.publish_and_release_op(&b, op, &payload("second")).await,
+    ] {
+        match attempt {
+            Err(Error::OperationReused { op: reused }) => assert_eq!(reused, op),
+            other => panic!("expected OperationReused, got {other:?}"),
+        }
+    }
+    let row = read(&s, &second).await;
+    assert_eq!(row.payload, None, "nothing written to the other row");
+    assert_eq!(row.published, 0);
+    assert!(row.live, "the other lease still holds");
+    // The id still answers for its own key.
+    assert_eq!(
+        s.update_op(&a, op, &payload("again")).await.unwrap(),
+        OperationOutcome::AlreadyApplied {
+            generation: a.generation()
+        }
+    );
+    assert_eq!(
+        s.resolve(op).await.unwrap(),
+        Resolution::Applied {
+            generation: a.generation()
+        }
+    );
+}
+
 pub async fn retry_of_an_applied_operation_does_not_apply_twice<F: Fixture>(fx: Arc<F>) {
     let s = store(&*fx).await;
     let key = fresh_row(&s).await;
