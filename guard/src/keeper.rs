@@ -235,7 +235,10 @@ impl KeeperBuilder {
 ///
 /// See the [module documentation](crate::keeper) for an example and for what a keeper
 /// cannot do. Dropping the keeper or [stopping](Keeper::stop) it ends the renewals; it
-/// neither revokes nor releases the lease, which stays valid until its expiry.
+/// neither revokes nor releases the lease, which stays valid until its expiry. Giving
+/// the row back through the lease or a clone ([`Store::release`] or
+/// [`Store::publish_and_release`] applied) ends the keeper too, without a loss: its
+/// token is not cancelled.
 #[derive(Debug)]
 pub struct Keeper {
     lease: Lease,
@@ -326,7 +329,8 @@ impl Keeper {
     }
 
     /// Waits until authority is lost and says why. When it returns, the lease is revoked
-    /// and the work's token cancelled. Never completes while renewals keep succeeding.
+    /// and the work's token cancelled. Never completes while renewals keep succeeding,
+    /// nor once the lease was released.
     pub async fn lost(&self) -> Loss {
         self.shared.lost.cancelled().await;
         self.loss().unwrap_or(Loss::Refused)
@@ -372,10 +376,14 @@ async fn keep<B: Backend>(
             .unwrap_or_else(Instant::now);
         tokio::select! {
             () = stop.cancelled() => return,
+            () = lease.released() => return,
             () = tokio::time::sleep_until(due.into()) => {}
         }
         match renew_in_time(&store, &lease, &stop, retry).await {
             Some(Ok(())) => {}
+            // A renewal refused because the holder gave the row back meanwhile is the
+            // lease's end, not a loss.
+            Some(Err(_)) if lease.is_released() => return,
             Some(Err(loss)) => break loss,
             None => return,
         }
@@ -419,6 +427,7 @@ async fn renew_in_time<B: Backend>(
         let attempt = tokio::time::timeout_at(deadline.into(), store.renew(lease));
         let error = tokio::select! {
             () = stop.cancelled() => return None,
+            () = lease.released() => return None,
             result = attempt => match result {
                 Err(_elapsed) => return Some(Err(Loss::Deadline)),
                 Ok(Ok(Outcome::Applied)) => return Some(Ok(())),

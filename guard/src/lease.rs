@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::value::Key;
@@ -31,6 +32,9 @@ pub struct Lease {
 struct Shared {
     local_deadline: Mutex<Instant>,
     revoked: AtomicBool,
+    /// Cancelled once the row was given back through the lease: a release or a
+    /// publish-and-release that applied. Ends the lease's keeper.
+    released: CancellationToken,
 }
 
 impl Lease {
@@ -58,6 +62,7 @@ impl Lease {
             shared: Arc::new(Shared {
                 local_deadline: Mutex::new(saturating_add(acquired_at, ttl)),
                 revoked: AtomicBool::new(false),
+                released: CancellationToken::new(),
             }),
         }
     }
@@ -134,6 +139,24 @@ impl Lease {
     /// `true` once [`revoke`](Lease::revoke) was called on this lease or a clone.
     pub fn is_revoked(&self) -> bool {
         self.shared.revoked.load(Ordering::SeqCst)
+    }
+
+    /// `true` once the row was given back through this lease or a clone:
+    /// [`Store::release`](crate::Store::release) or
+    /// [`Store::publish_and_release`](crate::Store::publish_and_release) (or their
+    /// `_op` forms) applied. A [`Keeper`](crate::Keeper) of the lease then ends, without
+    /// reporting a loss.
+    pub fn is_released(&self) -> bool {
+        self.shared.released.is_cancelled()
+    }
+
+    pub(crate) fn mark_released(&self) {
+        self.shared.released.cancel();
+    }
+
+    /// Completes once the lease [is released](Lease::is_released).
+    pub(crate) async fn released(&self) {
+        self.shared.released.cancelled().await;
     }
 }
 

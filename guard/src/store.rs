@@ -494,8 +494,12 @@ impl<B: Backend> Store<B> {
         lease: &impl AsLease,
         assignments: &[(&str, Value)],
     ) -> Result<Outcome> {
-        self.publish_inner(lease.as_lease(), assignments, true)
-            .await
+        let lease = lease.as_lease();
+        let outcome = self.publish_inner(lease, assignments, true).await?;
+        if outcome.is_applied() {
+            lease.mark_released();
+        }
+        Ok(outcome)
     }
 
     /// Gives the row back: clears owner and expiry where generation and owner still
@@ -515,7 +519,11 @@ impl<B: Backend> Store<B> {
         let rows = self
             .rows(&self.statements.release, &lease_params(lease))
             .await?;
-        Ok(Outcome::from_rows(rows))
+        let outcome = Outcome::from_rows(rows);
+        if outcome.is_applied() {
+            lease.mark_released();
+        }
+        Ok(outcome)
     }
 
     /// Runs the caller's own statement that already carries the fence (see
@@ -619,8 +627,12 @@ impl<B: Backend> Store<B> {
         op: Uuid,
         assignments: &[(&str, Value)],
     ) -> Result<OperationOutcome> {
-        self.publish_recorded(lease.as_lease(), op, assignments, true)
-            .await
+        let lease = lease.as_lease();
+        let outcome = self.publish_recorded(lease, op, assignments, true).await?;
+        if outcome.is_in_effect() {
+            lease.mark_released();
+        }
+        Ok(outcome)
     }
 
     /// Whether operation id `op` was applied, read from the outcomes table. See
