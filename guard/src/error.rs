@@ -83,6 +83,15 @@ pub enum Error {
     /// see through it.
     #[error("{0}; nothing was executed")]
     NotExecuted(Box<Error>),
+    /// The fenced table has no row for this key: it was never
+    /// [provisioned](crate::Store::provision), or the key is mistyped.
+    #[error("table {table} has no row for key {key}; provision it first")]
+    NotProvisioned {
+        /// The fenced table.
+        table: String,
+        /// The key given.
+        key: crate::Key,
+    },
     /// An operation id already applied to another key was given with a write to this
     /// one. An operation id belongs to one key; nothing was written.
     #[error(
@@ -143,7 +152,8 @@ impl Error {
             | Error::Cancelled
             | Error::NotExecuted(_)
             | Error::PoolTimedOut { .. }
-            | Error::OperationReused { .. } => false,
+            | Error::OperationReused { .. }
+            | Error::NotProvisioned { .. } => false,
             Error::UnexpectedResult(_) | Error::Task(_) | Error::PublicationUnsettled { .. } => {
                 true
             }

@@ -160,6 +160,53 @@ impl Lease {
     }
 }
 
+/// What a fenced row says about its lease, read by
+/// [`Store::inspect`](crate::Store::inspect) in one statement, by the database's clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseState {
+    /// The owner installed by the last acquisition; `None` once released, or before
+    /// the first acquisition. An owner whose lease has expired is still shown: see
+    /// [`is_held`](LeaseState::is_held).
+    pub holder: Option<Uuid>,
+    /// The row's generation: how many times it was acquired.
+    pub generation: i64,
+    /// The expiry, in milliseconds since the Unix epoch by the database's clock;
+    /// `None` once released, or before the first acquisition.
+    pub expires_at_ms: Option<i64>,
+    /// The database's clock when the row was read, in milliseconds since the Unix
+    /// epoch.
+    pub now_ms: i64,
+    /// The generation that last published (0: none).
+    pub published_generation: i64,
+    /// The recovery epoch stamped on the row by its last acquisition.
+    pub epoch: i64,
+    /// The current recovery epoch; `None` when the epoch table has no row.
+    pub current_epoch: Option<i64>,
+}
+
+impl LeaseState {
+    /// Time left before the lease expires, by the database's clock; `None` when no
+    /// lease is set or it has expired.
+    pub fn remaining(&self) -> Option<Duration> {
+        let left = self.expires_at_ms?.checked_sub(self.now_ms)?;
+        (left > 0).then(|| Duration::from_millis(left.unsigned_abs()))
+    }
+
+    /// Whether an acquisition now would be refused: an owner is set, the lease has not
+    /// expired by the database's clock, and it was acquired in the current epoch.
+    pub fn is_held(&self) -> bool {
+        self.holder.is_some()
+            && self.remaining().is_some()
+            && self.current_epoch == Some(self.epoch)
+    }
+
+    /// Whether `lease`'s generation and owner are the row's.
+    pub fn is_of(&self, lease: &Lease) -> bool {
+        self.generation == lease.generation() && self.holder == Some(lease.owner())
+    }
+}
+
 /// Anything that carries a [`Lease`]: the lease itself, references and smart pointers
 /// to one, and an application's own newtype (`struct ReportLease(Lease)`).
 #[diagnostic::on_unimplemented(

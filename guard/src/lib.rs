@@ -98,7 +98,7 @@ pub use dialect::{
 };
 pub use error::{Error, Result};
 pub use keeper::{Keeper, KeeperBuilder, Loss};
-pub use lease::{AsLease, Lease};
+pub use lease::{AsLease, Lease, LeaseState};
 pub use operation::{OperationOutcome, Resolution};
 pub use outcome::Outcome;
 pub use store::{MAX_TTL, Store};

@@ -12,7 +12,7 @@ use crate::backend::Backend;
 use crate::dialect::procedures::{MssqlProcedures, Procedure};
 use crate::dialect::{self, Dialect, FencedSql, Statements};
 use crate::error::{Error, Result};
-use crate::lease::{AsLease, Lease};
+use crate::lease::{AsLease, Lease, LeaseState};
 use crate::operation::{OperationOutcome, Resolution, is_unique_violation};
 use crate::outcome::Outcome;
 use crate::table::{FencedTable, Identifier};
@@ -326,13 +326,15 @@ impl<B: Backend> Store<B> {
     /// installs a new random owner, if the row is free (never leased, released, or
     /// expired by the database's clock).
     ///
-    /// `None` means the row is held by an unexpired lease, **or the row does not exist**
-    /// (it was never [provisioned](Store::provision)). It never means an error.
+    /// `None` means the row is held by an unexpired lease. It never means an error.
+    /// A refused acquisition reads the row once more, to tell a held row from a
+    /// missing one.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidTtl`] for a ttl under 1 ms or above [`MAX_TTL`]; [`Error::KeyType`];
-    /// any database error, including a missing table.
+    /// [`Error::NotProvisioned`] when the table has no row for `key` (a mistyped key
+    /// must not look held forever); any database error, including a missing table.
     pub async fn try_acquire(&self, key: impl Into<Key>, ttl: Duration) -> Result<Option<Lease>> {
         let key = key.into();
         self.check_key(&key)?;
@@ -346,7 +348,10 @@ impl<B: Backend> Store<B> {
                 &[Value::from(&key), Value::Uuid(owner), Value::I64(ttl_ms)],
             )
             .await?;
-        let Some(row) = row else { return Ok(None) };
+        let Some(row) = row else {
+            self.inspect_row(&key).await?;
+            return Ok(None);
+        };
         let (Some(generation), epoch) = (
             row.first().and_then(Value::as_i64),
             row.get(1).and_then(Value::as_i64),
@@ -361,8 +366,8 @@ impl<B: Backend> Store<B> {
     }
 
     /// Acquires the row for `key`, retrying with jittered exponential backoff until
-    /// `wait`'s deadline. `None` when the deadline passed without acquiring (see
-    /// [`try_acquire`](Store::try_acquire) for what that can mean).
+    /// `wait`'s deadline. `None` when the deadline passed without acquiring: the row
+    /// stayed held.
     ///
     /// # Errors
     ///
@@ -396,6 +401,53 @@ impl<B: Backend> Store<B> {
                 () = tokio::time::sleep(pause) => {}
             }
         }
+    }
+
+    /// The lease state of the row for `key`, read in one statement by the database's
+    /// clock: its holder, generation, expiry, published generation and epochs. For
+    /// diagnostics and operations: a decision to write must still go through the
+    /// fence, since the row may change the moment after it was read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KeyType`]; [`Error::NotProvisioned`] when the table has no row for
+    /// `key`; any database error.
+    pub async fn inspect(&self, key: impl Into<Key>) -> Result<LeaseState> {
+        let key = key.into();
+        self.check_key(&key)?;
+        self.inspect_row(&key).await
+    }
+
+    async fn inspect_row(&self, key: &Key) -> Result<LeaseState> {
+        let row = self
+            .backend
+            .query_row(&self.statements.inspect, &[Value::from(key)])
+            .await?
+            .ok_or_else(|| Error::NotProvisioned {
+                table: self.table.name().to_string(),
+                key: key.clone(),
+            })?;
+        let unexpected = || Error::UnexpectedResult(format!("the row's lease read as {row:?}"));
+        let int = |i: usize| row.get(i).and_then(Value::as_i64);
+        let optional_int = |i: usize| match row.get(i) {
+            Some(Value::Null) => Ok(None),
+            Some(Value::I64(v)) => Ok(Some(*v)),
+            _ => Err(unexpected()),
+        };
+        let holder = match row.first() {
+            Some(Value::Null) => None,
+            Some(owner) => Some(owner.as_uuid().ok_or_else(unexpected)?),
+            None => return Err(unexpected()),
+        };
+        Ok(LeaseState {
+            holder,
+            generation: int(1).ok_or_else(unexpected)?,
+            published_generation: int(2).ok_or_else(unexpected)?,
+            epoch: int(3).ok_or_else(unexpected)?,
+            expires_at_ms: optional_int(4)?,
+            now_ms: int(5).ok_or_else(unexpected)?,
+            current_epoch: optional_int(6)?,
+        })
     }
 
     /// Extends the lease to `now + ttl` (the lease's own ttl), only while it still holds:

@@ -81,8 +81,8 @@ pub const DEFAULT_RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Completion<E> {
-    /// The row was not acquired: it is held by an unexpired lease, or it does not exist
-    /// (it was never provisioned). The work did not run.
+    /// The row was not acquired: it is held by an unexpired lease. The work did not
+    /// run. (A row that does not exist is [`Error::NotProvisioned`].)
     NotAcquired,
     /// The work's result was published under this generation.
     Published {

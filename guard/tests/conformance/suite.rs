@@ -91,6 +91,7 @@ macro_rules! conformance {
             negative_control_unguarded_acquire_lets_every_worker_in,
             sql_error_is_an_error_not_a_refusal,
             missing_row_is_not_acquired,
+            inspect_reports_the_lease_by_the_database_clock,
             publish_and_release_frees_the_row,
             fenced_update_and_caller_sql,
             caller_publication_is_fenced_and_once,
@@ -547,15 +548,42 @@ pub async fn sql_error_is_an_error_not_a_refusal<F: Fixture>(fx: Arc<F>) {
 
     // The table is really gone: recreating it gives an empty table.
     a.create_schema().await.unwrap();
-    assert!(a.try_acquire(key, TTL).await.unwrap().is_none());
+    assert!(matches!(
+        a.try_acquire(key, TTL).await,
+        Err(Error::NotProvisioned { .. })
+    ));
 }
 
-/// A row that was never provisioned is not acquired (`None`), and nothing is created.
+/// A row that was never provisioned is not acquired: an error, not `None` (which would
+/// make a mistyped key look held forever), and nothing is created.
 pub async fn missing_row_is_not_acquired<F: Fixture>(fx: Arc<F>) {
     let a = store(&*fx).await;
     let key = fresh_row(&a).await;
     let other = Key::Uuid(Uuid::new_v4());
-    assert!(a.try_acquire(other.clone(), TTL).await.unwrap().is_none());
+    match a.try_acquire(other.clone(), TTL).await {
+        Err(Error::NotProvisioned { key, .. }) => assert_eq!(key, other),
+        result => panic!("expected NotProvisioned, got {result:?}"),
+    }
+    let waited = a
+        .acquire(
+            other.clone(),
+            TTL,
+            &Wait::timeout(Duration::from_secs(30)),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert!(
+        matches!(waited, Err(Error::NotProvisioned { .. })),
+        "the wait ends at once: {waited:?}"
+    );
+    assert!(matches!(
+        a.inspect(other.clone()).await,
+        Err(Error::NotProvisioned { .. })
+    ));
+    // The control: a held row is `None`, not an error.
+    let held = acquire(&a, &key).await;
+    assert!(a.try_acquire(key.clone(), TTL).await.unwrap().is_none());
+    assert!(a.release(&held).await.unwrap().is_applied());
     let (_, name) = table_sql(&a);
     let count = a
         .backend()
@@ -563,7 +591,59 @@ pub async fn missing_row_is_not_acquired<F: Fixture>(fx: Arc<F>) {
         .await
         .unwrap();
     assert_eq!(count, Some(1), "only the provisioned row exists");
-    assert_eq!(read(&a, &key).await.generation, 0);
+    assert_eq!(read(&a, &key).await.generation, 1);
+}
+
+/// The lease state read by `inspect`, through a row's life, by the database's clock.
+pub async fn inspect_reports_the_lease_by_the_database_clock<F: Fixture>(fx: Arc<F>) {
+    let s = store(&*fx).await;
+    let key = fresh_row(&s).await;
+    let epoch = s.current_epoch().await.unwrap();
+    let fresh = s.inspect(key.clone()).await.unwrap();
+    assert_eq!(
+        (
+            fresh.holder,
+            fresh.generation,
+            fresh.expires_at_ms,
+            fresh.published_generation
+        ),
+        (None, 0, None, 0)
+    );
+    assert_eq!(fresh.current_epoch, Some(epoch));
+    assert!(!fresh.is_held() && fresh.remaining().is_none());
+
+    let lease = acquire(&s, &key).await;
+    let held = s.inspect(key.clone()).await.unwrap();
+    assert_eq!(held.holder, Some(lease.owner()));
+    assert_eq!((held.generation, held.epoch), (1, epoch));
+    assert!(held.is_held() && held.is_of(&lease), "{held:?}");
+    let remaining = held.remaining().expect("live");
+    assert!(remaining <= TTL && remaining > TTL / 2, "{remaining:?}");
+
+    assert!(s.publish(&lease, &payload("p")).await.unwrap().is_applied());
+    assert_eq!(
+        s.inspect(key.clone()).await.unwrap().published_generation,
+        1
+    );
+
+    expire(&s, &key).await;
+    let expired = s.inspect(key.clone()).await.unwrap();
+    assert_eq!(
+        expired.holder,
+        Some(lease.owner()),
+        "the owner stays until released"
+    );
+    assert!(
+        !expired.is_held() && expired.remaining().is_none(),
+        "{expired:?}"
+    );
+    assert!(expired.expires_at_ms.unwrap() < expired.now_ms);
+
+    assert!(s.release(&lease).await.unwrap().is_applied());
+    let released = s.inspect(key.clone()).await.unwrap();
+    assert_eq!((released.holder, released.expires_at_ms), (None, None));
+    assert!(!released.is_held() && !released.is_of(&lease));
+    assert_eq!(released.generation, 1, "the generation is kept");
 }
 
 /// Publish-and-release: published by this generation, and free at once.
