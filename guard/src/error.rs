@@ -79,8 +79,7 @@ pub enum Error {
     /// failed to prepare, or a value could not be encoded for its parameter (a value of
     /// the wrong type for its column). Nothing was written, and sending the statement
     /// again is safe. Displays its cause, then "nothing was executed";
-    /// [`as_postgres`](Error::as_postgres) and [`database_code`](Error::database_code)
-    /// see through it.
+    /// `as_postgres` and [`database_code`](Error::database_code) see through it.
     #[error("{0}; nothing was executed")]
     NotExecuted(Box<Error>),
     /// The fenced table has no row for this key: it was never

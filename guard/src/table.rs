@@ -4,21 +4,6 @@
 //! identifiers (ASCII letters, digits and `_`, not starting with a digit, at most 128
 //! characters), and is always quoted per dialect when rendered (`"x"` for PostgreSQL and
 //! SQLite, `[x]` for SQL Server). Nothing is spliced raw into SQL.
-//!
-//! # Names each database takes for one
-//!
-//! A table does not know which database it will be used with, so it is checked for all
-//! three. Each database takes some distinct names for one: SQL Server (with its default,
-//! case-insensitive collations) and SQLite compare names ignoring ASCII case, and
-//! PostgreSQL keeps only the first [`POSTGRES_MAX_IDENTIFIER_LEN`] (63) bytes of a
-//! longer name, even quoted (`Payload` and `payload` are one column on SQL Server; two
-//! 64-byte names that share their first 63 bytes are one column on PostgreSQL).
-//! [`FencedTableBuilder::build`] refuses a table with two such names, and a caller's
-//! write naming a column that is one of the protocol's under these rules is refused
-//! ([`Error::ProtectedColumn`]). The limits themselves: 128 characters is SQL Server's
-//! (`sysname`), and also the limit kept for SQLite, which has none; a name longer than
-//! 63 bytes is accepted and used on PostgreSQL as its first 63 bytes, in every
-//! statement alike.
 
 use std::fmt;
 
@@ -82,8 +67,9 @@ impl Identifier {
 
     /// `true` if some database takes both for one name: equal ignoring ASCII case (as
     /// SQL Server with its default collations and SQLite compare names) within their
-    /// first 63 bytes (all PostgreSQL keeps of a name). See the [module
-    /// documentation](crate::table) for why all three rules apply to every table.
+    /// first 63 bytes (all PostgreSQL keeps of a name). See
+    /// [`FencedTable`](FencedTable#names-each-database-takes-for-one) for why all three
+    /// rules apply to every table.
     pub fn same_as(&self, other: &str) -> bool {
         fn keep(name: &str) -> &[u8] {
             let bytes = name.as_bytes();
@@ -247,6 +233,21 @@ impl Column {
 /// before the epoch existed needs the column first (`ALTER TABLE … ADD "LeaseEpoch"
 /// bigint NOT NULL DEFAULT 0`); its rows are then free to acquire, and leases taken
 /// before cannot write.
+///
+/// # Names each database takes for one
+///
+/// A table does not know which database it will be used with, so it is checked for all
+/// three. Each database takes some distinct names for one: SQL Server (with its default,
+/// case-insensitive collations) and SQLite compare names ignoring ASCII case, and
+/// PostgreSQL keeps only the first [`POSTGRES_MAX_IDENTIFIER_LEN`] (63) bytes of a
+/// longer name, even quoted (`Payload` and `payload` are one column on SQL Server; two
+/// 64-byte names that share their first 63 bytes are one column on PostgreSQL).
+/// [`FencedTableBuilder::build`] refuses a table with two such names, and a caller's
+/// write naming a column that is one of the protocol's under these rules is refused
+/// ([`Error::ProtectedColumn`]). The limits themselves: 128 characters is SQL Server's
+/// (`sysname`), and also the limit kept for SQLite, which has none; a name longer than
+/// 63 bytes is accepted and used on PostgreSQL as its first 63 bytes, in every
+/// statement alike.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FencedTable {
     name: QualifiedName,
@@ -480,7 +481,7 @@ impl FencedTableBuilder {
     /// [`Error::InvalidIdentifier`] for a name outside the grammar, and
     /// [`Error::Config`] when two columns, or two of the fenced, epoch and outcomes
     /// tables, would be one in some database: names equal ignoring ASCII case, or
-    /// sharing their first 63 bytes (see the [module documentation](crate::table)).
+    /// sharing their first 63 bytes (see [`FencedTable`](FencedTable#names-each-database-takes-for-one)).
     pub fn build(self) -> Result<FencedTable> {
         let name = QualifiedName::parse(&self.name)?;
         let beside = |given: &Option<String>, default: &str| match given {
