@@ -101,8 +101,8 @@ pub enum Error {
         op: uuid::Uuid,
     },
     /// No pooled connection became free, or none could be opened, within the pool's
-    /// checkout timeout (for PostgreSQL, `Postgres::checkout_timeout`). Nothing was
-    /// sent.
+    /// checkout timeout (`Postgres::checkout_timeout`, `SqliteOptions::checkout_timeout`).
+    /// Nothing was sent.
     #[error("no pooled connection within {timeout:?}; nothing was executed")]
     PoolTimedOut {
         /// The checkout timeout that passed.

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 
 /// How long a statement waits for a pooled connection by default: 30 s, as sqlx's
 /// `acquire_timeout`.
-#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
 pub(crate) const DEFAULT_CHECKOUT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connections of type `T`, at most `max` at a time.
@@ -96,6 +96,7 @@ impl<T> Pool<T> {
     /// [`Pool::checkout`], given up after `timeout` with [`Error::PoolTimedOut`]: the
     /// wait for a free slot and the opening of a connection together. Saturates: a
     /// timeout too long for the timer ([`Duration::MAX`]) waits as long as it takes.
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
     pub(crate) async fn checkout_within<F, Fut>(
         self: &Arc<Self>,
         timeout: Duration,
