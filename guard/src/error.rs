@@ -177,6 +177,7 @@ impl Error {
 
 impl Error {
     /// Marks a driver error raised before the statement was executed.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn not_executed(error: impl Into<Error>) -> Error {
         match error.into() {
             already @ (Error::NotExecuted(_) | Error::PoolTimedOut { .. }) => already,
