@@ -199,11 +199,16 @@ fn connection_check(
     per_connection: &[Vec<(String, u64)>],
     sql: &CycleSql,
 ) -> Check {
-    let rendered: Vec<&str> = [Some(&sql.acquire), Some(&sql.publish), sql.release.as_ref()]
-        .into_iter()
-        .flatten()
-        .map(String::as_str)
-        .collect();
+    let rendered: Vec<&str> = [
+        Some(&sql.acquire),
+        Some(&sql.publish),
+        sql.release.as_ref(),
+        Some(&sql.inspect),
+    ]
+    .into_iter()
+    .flatten()
+    .map(String::as_str)
+    .collect();
     let counts: Vec<(usize, u64)> = per_connection
         .iter()
         .map(|c| (c.len(), c.iter().map(|s| s.1).sum()))
@@ -363,6 +368,7 @@ mod tests {
             acquire: "A".into(),
             publish: "P".into(),
             release: Some("R".into()),
+            inspect: "I".into(),
         };
         let pids: HashSet<i32> = [1, 2].into();
         let ours = vec![

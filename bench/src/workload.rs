@@ -75,6 +75,10 @@ pub(crate) struct CycleSql {
     pub(crate) publish: String,
     /// `None` for the fused shape.
     pub(crate) release: Option<String>,
+    /// The guard's read of a row it could not acquire, which tells a held row from a
+    /// missing one (`Store::try_acquire`): run by the guard only, after a refused
+    /// acquisition.
+    pub(crate) inspect: String,
 }
 
 impl CycleSql {
@@ -86,11 +90,13 @@ impl CycleSql {
                 acquire: dialect::acquire(d, table),
                 publish: dialect::publish(d, table, &[&payload], false),
                 release: Some(dialect::release(d, table)),
+                inspect: dialect::inspect(d, table),
             },
             Shape::Fused => CycleSql {
                 acquire: dialect::acquire(d, table),
                 publish: dialect::publish(d, table, &[&payload], true),
                 release: None,
+                inspect: dialect::inspect(d, table),
             },
         })
     }

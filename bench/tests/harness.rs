@@ -220,7 +220,9 @@ fn a_quick_run_prints_every_row_and_draws_a_well_formed_chart() {
                 .next()
                 .and_then(|n| n.parse().ok())
                 .unwrap_or_else(|| panic!("prepared statements cell in {line}"));
-            assert!((1..=3).contains(&most), "{line}");
+            // At most the cycle's three statements, and the guard's read of a row it
+            // could not acquire.
+            assert!((1..=4).contains(&most), "{line}");
         }
     }
 

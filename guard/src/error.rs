@@ -54,18 +54,60 @@ pub enum Error {
     /// A blocking database task could not complete.
     #[error("database task failed")]
     Task(#[source] tokio::task::JoinError),
-    /// An error reported by PostgreSQL or by the `tokio-postgres` driver.
+    /// An error reported by PostgreSQL or by the `tokio-postgres` driver. Displays what
+    /// the server said and its SQLSTATE (`error returned from database: relation "x"
+    /// does not exist (SQLSTATE 42P01)`), or the driver's error and its causes; the
+    /// driver's error is the variant's field, also reached by
+    /// [`as_postgres`](Error::as_postgres).
     #[cfg(feature = "postgres")]
-    #[error("postgresql error")]
-    Postgres(#[source] tokio_postgres::Error),
-    /// An error reported by SQLite or by the `rusqlite` driver.
+    #[error("{}", display::Postgres(.0))]
+    Postgres(tokio_postgres::Error),
+    /// An error reported by SQLite or by the `rusqlite` driver. Displays SQLite's
+    /// message and its extended result code (`error returned from database: UNIQUE
+    /// constraint failed: t.k (sqlite code 2067)`), or the driver's error and its causes.
     #[cfg(feature = "sqlite")]
-    #[error("sqlite error")]
-    Sqlite(#[source] rusqlite::Error),
-    /// An error reported by SQL Server or by the `tiberius` driver.
+    #[error("{}", display::Sqlite(.0))]
+    Sqlite(rusqlite::Error),
+    /// An error reported by SQL Server or by the `tiberius` driver. Displays the
+    /// server's message and its error number (`error returned from database: Invalid
+    /// object name 'x'. (sql server error 208)`), or the driver's error.
     #[cfg(feature = "mssql")]
-    #[error("sql server error")]
-    Mssql(#[source] tiberius::error::Error),
+    #[error("{}", display::Mssql(.0))]
+    Mssql(tiberius::error::Error),
+    /// A statement failed before the database executed any of it: its connection could
+    /// not be opened or was found closed before the statement was sent, the statement
+    /// failed to prepare, or a value could not be encoded for its parameter (a value of
+    /// the wrong type for its column). Nothing was written, and sending the statement
+    /// again is safe. Displays its cause, then "nothing was executed";
+    /// `as_postgres` and [`database_code`](Error::database_code) see through it.
+    #[error("{0}; nothing was executed")]
+    NotExecuted(Box<Error>),
+    /// The fenced table has no row for this key: it was never
+    /// [provisioned](crate::Store::provision), or the key is mistyped.
+    #[error("table {table} has no row for key {key}; provision it first")]
+    NotProvisioned {
+        /// The fenced table.
+        table: String,
+        /// The key given.
+        key: crate::Key,
+    },
+    /// An operation id already applied to another key was given with a write to this
+    /// one. An operation id belongs to one key; nothing was written.
+    #[error(
+        "operation {op} was already applied to another key; an operation id belongs to one key"
+    )]
+    OperationReused {
+        /// The operation id.
+        op: uuid::Uuid,
+    },
+    /// No pooled connection became free, or none could be opened, within the pool's
+    /// checkout timeout (`Postgres::checkout_timeout`, `SqliteOptions::checkout_timeout`).
+    /// Nothing was sent.
+    #[error("no pooled connection within {timeout:?}; nothing was executed")]
+    PoolTimedOut {
+        /// The checkout timeout that passed.
+        timeout: std::time::Duration,
+    },
     /// A network error while connecting to SQL Server.
     #[cfg(feature = "mssql")]
     #[error("sql server connection failed")]
@@ -96,8 +138,9 @@ impl Error {
     ///
     /// `false` when the database answered the statement with an error, which rolls an
     /// autocommitted statement back (SQLite runs in the process, so every error of its
-    /// own is such an answer), and for errors raised before anything was sent (bad
-    /// input or configuration, a cancelled wait, a failed connection to SQL Server).
+    /// own is such an answer), and for errors raised before the statement was executed
+    /// ([`Error::NotExecuted`]; bad input or configuration, a cancelled wait, a failed
+    /// connection to SQL Server).
     pub fn may_have_committed(&self) -> bool {
         match self {
             Error::InvalidIdentifier { .. }
@@ -105,7 +148,11 @@ impl Error {
             | Error::Config(_)
             | Error::KeyType { .. }
             | Error::InvalidTtl { .. }
-            | Error::Cancelled => false,
+            | Error::Cancelled
+            | Error::NotExecuted(_)
+            | Error::PoolTimedOut { .. }
+            | Error::OperationReused { .. }
+            | Error::NotProvisioned { .. } => false,
             Error::UnexpectedResult(_) | Error::Task(_) | Error::PublicationUnsettled { .. } => {
                 true
             }
@@ -124,6 +171,171 @@ impl Error {
             Error::Mssql(error) => !matches!(error, tiberius::error::Error::Server(_)),
             #[cfg(feature = "mssql")]
             Error::MssqlConnect(_) => false,
+        }
+    }
+}
+
+impl Error {
+    /// Marks a driver error raised before the statement was executed.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn not_executed(error: impl Into<Error>) -> Error {
+        match error.into() {
+            already @ (Error::NotExecuted(_) | Error::PoolTimedOut { .. }) => already,
+            error => Error::NotExecuted(Box::new(error)),
+        }
+    }
+
+    /// This error, or the one an [`Error::NotExecuted`] carries.
+    pub(crate) fn cause(&self) -> &Error {
+        match self {
+            Error::NotExecuted(error) => error.cause(),
+            error => error,
+        }
+    }
+
+    /// The `tokio-postgres` error, for an [`Error::Postgres`] (also inside an
+    /// [`Error::NotExecuted`]).
+    #[cfg(feature = "postgres")]
+    pub fn as_postgres(&self) -> Option<&tokio_postgres::Error> {
+        match self.cause() {
+            Error::Postgres(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The `rusqlite` error, for an [`Error::Sqlite`] (also inside an
+    /// [`Error::NotExecuted`]).
+    #[cfg(feature = "sqlite")]
+    pub fn as_sqlite(&self) -> Option<&rusqlite::Error> {
+        match self.cause() {
+            Error::Sqlite(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The `tiberius` error, for an [`Error::Mssql`] (also inside an
+    /// [`Error::NotExecuted`]).
+    #[cfg(feature = "mssql")]
+    pub fn as_mssql(&self) -> Option<&tiberius::error::Error> {
+        match self.cause() {
+            Error::Mssql(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The database's own code for an error it answered with, as text: the SQLSTATE
+    /// (`42P01`), the SQL Server error number (`208`) or the SQLite extended result
+    /// code (`2067`). `None` for every other error.
+    pub fn database_code(&self) -> Option<String> {
+        match self.cause() {
+            #[cfg(feature = "postgres")]
+            Error::Postgres(error) => error.as_db_error().map(|db| db.code().code().to_owned()),
+            #[cfg(feature = "sqlite")]
+            Error::Sqlite(error) => error.sqlite_error().map(|e| e.extended_code.to_string()),
+            #[cfg(feature = "mssql")]
+            Error::Mssql(tiberius::error::Error::Server(token)) => Some(token.code().to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// How driver errors are displayed: what the database said, as sqlx does, and
+/// otherwise the driver's error with its causes. A driver error displayed this way is
+/// not also returned by `source()`.
+#[cfg(any(feature = "postgres", feature = "sqlite", feature = "mssql"))]
+mod display {
+    use std::fmt;
+
+    /// Writes `error` and each of its causes, separated by `: `, skipping a cause whose
+    /// text the previous one already ended with.
+    fn chain(f: &mut fmt::Formatter<'_>, error: &dyn std::error::Error) -> fmt::Result {
+        let mut written = error.to_string();
+        f.write_str(&written)?;
+        let mut cause = error.source();
+        while let Some(error) = cause {
+            let text = error.to_string();
+            if !written.ends_with(&text) {
+                write!(f, ": {text}")?;
+                written = text;
+            }
+            cause = error.source();
+        }
+        Ok(())
+    }
+
+    #[cfg(feature = "postgres")]
+    pub(super) struct Postgres<'a>(pub(super) &'a tokio_postgres::Error);
+
+    #[cfg(feature = "postgres")]
+    impl fmt::Display for Postgres<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.0.as_db_error() {
+                Some(db) => {
+                    write!(
+                        f,
+                        "error returned from database: {} (SQLSTATE {})",
+                        db.message(),
+                        db.code().code()
+                    )?;
+                    if let Some(detail) = db.detail() {
+                        write!(f, "; detail: {detail}")?;
+                    }
+                    if let Some(hint) = db.hint() {
+                        write!(f, "; hint: {hint}")?;
+                    }
+                    Ok(())
+                }
+                None => {
+                    f.write_str("postgresql: ")?;
+                    chain(f, self.0)
+                }
+            }
+        }
+    }
+
+    #[cfg(feature = "sqlite")]
+    pub(super) struct Sqlite<'a>(pub(super) &'a rusqlite::Error);
+
+    #[cfg(feature = "sqlite")]
+    impl fmt::Display for Sqlite<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.0 {
+                rusqlite::Error::SqliteFailure(error, message) => {
+                    f.write_str("error returned from database: ")?;
+                    match message {
+                        Some(message) => f.write_str(message)?,
+                        None => write!(f, "{error}")?,
+                    }
+                    write!(f, " (sqlite code {})", error.extended_code)
+                }
+                other => {
+                    f.write_str("sqlite: ")?;
+                    chain(f, other)
+                }
+            }
+        }
+    }
+
+    #[cfg(feature = "mssql")]
+    pub(super) struct Mssql<'a>(pub(super) &'a tiberius::error::Error);
+
+    #[cfg(feature = "mssql")]
+    impl fmt::Display for Mssql<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.0 {
+                tiberius::error::Error::Server(token) => write!(
+                    f,
+                    "error returned from database: {} (sql server error {}, state {}, class {})",
+                    token.message(),
+                    token.code(),
+                    token.state(),
+                    token.class()
+                ),
+                other => {
+                    f.write_str("sql server: ")?;
+                    chain(f, other)
+                }
+            }
         }
     }
 }
@@ -149,5 +361,49 @@ impl From<rusqlite::Error> for Error {
 impl From<tiberius::error::Error> for Error {
     fn from(error: tiberius::error::Error) -> Self {
         Error::Mssql(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn a_sqlite_error_displays_what_sqlite_said_and_its_code() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY); INSERT INTO t VALUES (1)")
+            .unwrap();
+        let error = Error::from(conn.execute("INSERT INTO t VALUES (1)", []).unwrap_err());
+        assert_eq!(
+            error.to_string(),
+            "error returned from database: UNIQUE constraint failed: t.k (sqlite code 1555)"
+        );
+        assert_eq!(error.database_code().as_deref(), Some("1555"));
+        assert!(
+            std::error::Error::source(&error).is_none(),
+            "displayed, so not a source too"
+        );
+        let driver = error.as_sqlite().expect("the driver's error");
+        assert_eq!(
+            driver.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::ConstraintViolation)
+        );
+
+        // A driver error: the database was never asked.
+        let error = Error::from(
+            conn.query_row("SELECT 'x'", [], |row| row.get::<_, i64>(0))
+                .unwrap_err(),
+        );
+        assert_eq!(
+            error.to_string(),
+            "sqlite: Invalid column type Text at index: 0, name: 'x'"
+        );
+        assert_eq!(error.database_code(), None);
+    }
+
+    #[test]
+    fn errors_of_the_guard_have_no_database_code() {
+        assert_eq!(Error::Cancelled.database_code(), None);
     }
 }

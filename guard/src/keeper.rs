@@ -156,6 +156,7 @@ impl KeeperBuilder {
     /// The pause before retrying a renewal that failed with an error. Retries go on
     /// until the local deadline; a pause that would end past it ends at it, and the
     /// keeper then fails closed. Default: a quarter of the renewal interval, at most 1 s.
+    /// Any length is accepted: one longer than the lease's ttl means in effect no retry.
     pub fn retry_interval(mut self, interval: Duration) -> Self {
         self.retry_interval = Some(interval);
         self
@@ -170,7 +171,13 @@ impl KeeperBuilder {
                 "a keeper's renew fraction must be strictly between 0 and 1, got {f}"
             )));
         }
-        let renew = ttl.mul_f64(f);
+        // `Duration::mul_f64` panics on overflow; a ttl near `Duration::MAX` may round
+        // up in `f64`, so the product is checked instead.
+        let renew = Duration::try_from_secs_f64(ttl.as_secs_f64() * f).map_err(|_| {
+            Error::Config(format!(
+                "a renew fraction of {f} of a {ttl:?} ttl is not a representable interval"
+            ))
+        })?;
         if renew.is_zero() {
             return Err(Error::Config(format!(
                 "a renew fraction of {f} of a {ttl:?} ttl leaves no time between renewals"
@@ -228,7 +235,10 @@ impl KeeperBuilder {
 ///
 /// See the [module documentation](crate::keeper) for an example and for what a keeper
 /// cannot do. Dropping the keeper or [stopping](Keeper::stop) it ends the renewals; it
-/// neither revokes nor releases the lease, which stays valid until its expiry.
+/// neither revokes nor releases the lease, which stays valid until its expiry. Giving
+/// the row back through the lease or a clone ([`Store::release`] or
+/// [`Store::publish_and_release`] applied) ends the keeper too, without a loss: its
+/// token is not cancelled.
 #[derive(Debug)]
 pub struct Keeper {
     lease: Lease,
@@ -319,7 +329,8 @@ impl Keeper {
     }
 
     /// Waits until authority is lost and says why. When it returns, the lease is revoked
-    /// and the work's token cancelled. Never completes while renewals keep succeeding.
+    /// and the work's token cancelled. Never completes while renewals keep succeeding,
+    /// nor once the lease was released.
     pub async fn lost(&self) -> Loss {
         self.shared.lost.cancelled().await;
         self.loss().unwrap_or(Loss::Refused)
@@ -365,10 +376,14 @@ async fn keep<B: Backend>(
             .unwrap_or_else(Instant::now);
         tokio::select! {
             () = stop.cancelled() => return,
+            () = lease.released() => return,
             () = tokio::time::sleep_until(due.into()) => {}
         }
         match renew_in_time(&store, &lease, &stop, retry).await {
             Some(Ok(())) => {}
+            // A renewal refused because the holder gave the row back meanwhile is the
+            // lease's end, not a loss.
+            Some(Err(_)) if lease.is_released() => return,
             Some(Err(loss)) => break loss,
             None => return,
         }
@@ -412,6 +427,7 @@ async fn renew_in_time<B: Backend>(
         let attempt = tokio::time::timeout_at(deadline.into(), store.renew(lease));
         let error = tokio::select! {
             () = stop.cancelled() => return None,
+            () = lease.released() => return None,
             result = attempt => match result {
                 Err(_elapsed) => return Some(Err(Loss::Deadline)),
                 Ok(Ok(Outcome::Applied)) => return Some(Ok(())),

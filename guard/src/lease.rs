@@ -4,9 +4,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::value::Key;
+use crate::wait::saturating_add;
 
 /// One acquisition of a fenced row: its key, the generation the acquisition installed,
 /// and the random owner that identifies this acquisition.
@@ -30,12 +32,19 @@ pub struct Lease {
 struct Shared {
     local_deadline: Mutex<Instant>,
     revoked: AtomicBool,
+    /// Cancelled once the row was given back through the lease: a release or a
+    /// publish-and-release that applied. Ends the lease's keeper.
+    released: CancellationToken,
 }
 
 impl Lease {
     /// Assembles a lease from its parts, for example one that was persisted. The fence
     /// still decides whether it is valid. `acquired_at` should be taken *before* the
     /// acquiring statement was sent.
+    ///
+    /// Never panics: a local deadline past what an [`Instant`] can represent (a `ttl`
+    /// of [`Duration::MAX`]) saturates to the latest one. Such a ttl is refused when
+    /// the lease is renewed ([`Error::InvalidTtl`](crate::Error::InvalidTtl)).
     pub fn from_parts(
         key: Key,
         owner: Uuid,
@@ -51,8 +60,9 @@ impl Lease {
             ttl,
             acquired_at,
             shared: Arc::new(Shared {
-                local_deadline: Mutex::new(acquired_at + ttl),
+                local_deadline: Mutex::new(saturating_add(acquired_at, ttl)),
                 revoked: AtomicBool::new(false),
+                released: CancellationToken::new(),
             }),
         }
     }
@@ -129,6 +139,71 @@ impl Lease {
     /// `true` once [`revoke`](Lease::revoke) was called on this lease or a clone.
     pub fn is_revoked(&self) -> bool {
         self.shared.revoked.load(Ordering::SeqCst)
+    }
+
+    /// `true` once the row was given back through this lease or a clone:
+    /// [`Store::release`](crate::Store::release) or
+    /// [`Store::publish_and_release`](crate::Store::publish_and_release) (or their
+    /// `_op` forms) applied. A [`Keeper`](crate::Keeper) of the lease then ends, without
+    /// reporting a loss.
+    pub fn is_released(&self) -> bool {
+        self.shared.released.is_cancelled()
+    }
+
+    pub(crate) fn mark_released(&self) {
+        self.shared.released.cancel();
+    }
+
+    /// Completes once the lease [is released](Lease::is_released).
+    pub(crate) async fn released(&self) {
+        self.shared.released.cancelled().await;
+    }
+}
+
+/// What a fenced row says about its lease, read by
+/// [`Store::inspect`](crate::Store::inspect) in one statement, by the database's clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseState {
+    /// The owner installed by the last acquisition; `None` once released, or before
+    /// the first acquisition. An owner whose lease has expired is still shown: see
+    /// [`is_held`](LeaseState::is_held).
+    pub holder: Option<Uuid>,
+    /// The row's generation: how many times it was acquired.
+    pub generation: i64,
+    /// The expiry, in milliseconds since the Unix epoch by the database's clock;
+    /// `None` once released, or before the first acquisition.
+    pub expires_at_ms: Option<i64>,
+    /// The database's clock when the row was read, in milliseconds since the Unix
+    /// epoch.
+    pub now_ms: i64,
+    /// The generation that last published (0: none).
+    pub published_generation: i64,
+    /// The recovery epoch stamped on the row by its last acquisition.
+    pub epoch: i64,
+    /// The current recovery epoch; `None` when the epoch table has no row.
+    pub current_epoch: Option<i64>,
+}
+
+impl LeaseState {
+    /// Time left before the lease expires, by the database's clock; `None` when no
+    /// lease is set or it has expired.
+    pub fn remaining(&self) -> Option<Duration> {
+        let left = self.expires_at_ms?.checked_sub(self.now_ms)?;
+        (left > 0).then(|| Duration::from_millis(left.unsigned_abs()))
+    }
+
+    /// Whether an acquisition now would be refused: an owner is set, the lease has not
+    /// expired by the database's clock, and it was acquired in the current epoch.
+    pub fn is_held(&self) -> bool {
+        self.holder.is_some()
+            && self.remaining().is_some()
+            && self.current_epoch == Some(self.epoch)
+    }
+
+    /// Whether `lease`'s generation and owner are the row's.
+    pub fn is_of(&self, lease: &Lease) -> bool {
+        self.generation == lease.generation() && self.holder == Some(lease.owner())
     }
 }
 

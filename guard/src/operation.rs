@@ -108,7 +108,7 @@ pub fn new_operation_id() -> Uuid {
 /// `true` when `error` is a uniqueness violation reported by the database: for a
 /// recorded write, two attempts of one operation id raced and the other one committed.
 pub(crate) fn is_unique_violation(error: &Error) -> bool {
-    match error {
+    match error.cause() {
         #[cfg(feature = "postgres")]
         Error::Postgres(e) => e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION),
         #[cfg(feature = "sqlite")]

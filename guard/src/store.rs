@@ -12,7 +12,7 @@ use crate::backend::Backend;
 use crate::dialect::procedures::{MssqlProcedures, Procedure};
 use crate::dialect::{self, Dialect, FencedSql, Statements};
 use crate::error::{Error, Result};
-use crate::lease::{AsLease, Lease};
+use crate::lease::{AsLease, Lease, LeaseState};
 use crate::operation::{OperationOutcome, Resolution, is_unique_violation};
 use crate::outcome::Outcome;
 use crate::table::{FencedTable, Identifier};
@@ -326,13 +326,15 @@ impl<B: Backend> Store<B> {
     /// installs a new random owner, if the row is free (never leased, released, or
     /// expired by the database's clock).
     ///
-    /// `None` means the row is held by an unexpired lease, **or the row does not exist**
-    /// (it was never [provisioned](Store::provision)). It never means an error.
+    /// `None` means the row is held by an unexpired lease. It never means an error.
+    /// A refused acquisition reads the row once more, to tell a held row from a
+    /// missing one.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidTtl`] for a ttl under 1 ms or above [`MAX_TTL`]; [`Error::KeyType`];
-    /// any database error, including a missing table.
+    /// [`Error::NotProvisioned`] when the table has no row for `key` (a mistyped key
+    /// must not look held forever); any database error, including a missing table.
     pub async fn try_acquire(&self, key: impl Into<Key>, ttl: Duration) -> Result<Option<Lease>> {
         let key = key.into();
         self.check_key(&key)?;
@@ -346,7 +348,10 @@ impl<B: Backend> Store<B> {
                 &[Value::from(&key), Value::Uuid(owner), Value::I64(ttl_ms)],
             )
             .await?;
-        let Some(row) = row else { return Ok(None) };
+        let Some(row) = row else {
+            self.inspect_row(&key).await?;
+            return Ok(None);
+        };
         let (Some(generation), epoch) = (
             row.first().and_then(Value::as_i64),
             row.get(1).and_then(Value::as_i64),
@@ -361,8 +366,8 @@ impl<B: Backend> Store<B> {
     }
 
     /// Acquires the row for `key`, retrying with jittered exponential backoff until
-    /// `wait`'s deadline. `None` when the deadline passed without acquiring (see
-    /// [`try_acquire`](Store::try_acquire) for what that can mean).
+    /// `wait`'s deadline. `None` when the deadline passed without acquiring: the row
+    /// stayed held.
     ///
     /// # Errors
     ///
@@ -398,6 +403,53 @@ impl<B: Backend> Store<B> {
         }
     }
 
+    /// The lease state of the row for `key`, read in one statement by the database's
+    /// clock: its holder, generation, expiry, published generation and epochs. For
+    /// diagnostics and operations: a decision to write must still go through the
+    /// fence, since the row may change the moment after it was read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KeyType`]; [`Error::NotProvisioned`] when the table has no row for
+    /// `key`; any database error.
+    pub async fn inspect(&self, key: impl Into<Key>) -> Result<LeaseState> {
+        let key = key.into();
+        self.check_key(&key)?;
+        self.inspect_row(&key).await
+    }
+
+    async fn inspect_row(&self, key: &Key) -> Result<LeaseState> {
+        let row = self
+            .backend
+            .query_row(&self.statements.inspect, &[Value::from(key)])
+            .await?
+            .ok_or_else(|| Error::NotProvisioned {
+                table: self.table.name().to_string(),
+                key: key.clone(),
+            })?;
+        let unexpected = || Error::UnexpectedResult(format!("the row's lease read as {row:?}"));
+        let int = |i: usize| row.get(i).and_then(Value::as_i64);
+        let optional_int = |i: usize| match row.get(i) {
+            Some(Value::Null) => Ok(None),
+            Some(Value::I64(v)) => Ok(Some(*v)),
+            _ => Err(unexpected()),
+        };
+        let holder = match row.first() {
+            Some(Value::Null) => None,
+            Some(owner) => Some(owner.as_uuid().ok_or_else(unexpected)?),
+            None => return Err(unexpected()),
+        };
+        Ok(LeaseState {
+            holder,
+            generation: int(1).ok_or_else(unexpected)?,
+            published_generation: int(2).ok_or_else(unexpected)?,
+            epoch: int(3).ok_or_else(unexpected)?,
+            expires_at_ms: optional_int(4)?,
+            now_ms: int(5).ok_or_else(unexpected)?,
+            current_epoch: optional_int(6)?,
+        })
+    }
+
     /// Extends the lease to `now + ttl` (the lease's own ttl), only while it still holds:
     /// same generation and owner, and not yet expired by the database's clock. A late
     /// renewal never revives a lease.
@@ -421,7 +473,7 @@ impl<B: Backend> Store<B> {
         let params = [key, generation, owner, Value::I64(ttl_ms)];
         let outcome = Outcome::from_rows(self.rows(&self.statements.renew, &params).await?);
         if outcome.is_applied() {
-            lease.extend_local_deadline(sent_at + lease.ttl());
+            lease.extend_local_deadline(crate::wait::saturating_add(sent_at, lease.ttl()));
         }
         Ok(outcome)
     }
@@ -494,8 +546,12 @@ impl<B: Backend> Store<B> {
         lease: &impl AsLease,
         assignments: &[(&str, Value)],
     ) -> Result<Outcome> {
-        self.publish_inner(lease.as_lease(), assignments, true)
-            .await
+        let lease = lease.as_lease();
+        let outcome = self.publish_inner(lease, assignments, true).await?;
+        if outcome.is_applied() {
+            lease.mark_released();
+        }
+        Ok(outcome)
     }
 
     /// Gives the row back: clears owner and expiry where generation and owner still
@@ -515,7 +571,11 @@ impl<B: Backend> Store<B> {
         let rows = self
             .rows(&self.statements.release, &lease_params(lease))
             .await?;
-        Ok(Outcome::from_rows(rows))
+        let outcome = Outcome::from_rows(rows);
+        if outcome.is_applied() {
+            lease.mark_released();
+        }
+        Ok(outcome)
     }
 
     /// Runs the caller's own statement that already carries the fence (see
@@ -564,7 +624,8 @@ impl<B: Backend> Store<B> {
     ///
     /// # Errors
     ///
-    /// As for [`update`](Store::update).
+    /// As for [`update`](Store::update); [`Error::OperationReused`] when `op` was
+    /// applied to another key (nothing is written: an operation id belongs to one key).
     pub async fn update_op(
         &self,
         lease: &impl AsLease,
@@ -595,7 +656,8 @@ impl<B: Backend> Store<B> {
     ///
     /// # Errors
     ///
-    /// As for [`publish`](Store::publish). After an error, the publication may or may
+    /// As for [`publish`](Store::publish); [`Error::OperationReused`] when `op` was
+    /// applied to another key. After an error, the publication may or may
     /// not have committed: [`resolve`](Store::resolve) `op` to know.
     pub async fn publish_op(
         &self,
@@ -619,8 +681,12 @@ impl<B: Backend> Store<B> {
         op: Uuid,
         assignments: &[(&str, Value)],
     ) -> Result<OperationOutcome> {
-        self.publish_recorded(lease.as_lease(), op, assignments, true)
-            .await
+        let lease = lease.as_lease();
+        let outcome = self.publish_recorded(lease, op, assignments, true).await?;
+        if outcome.is_in_effect() {
+            lease.mark_released();
+        }
+        Ok(outcome)
     }
 
     /// Whether operation id `op` was applied, read from the outcomes table. See
@@ -639,6 +705,28 @@ impl<B: Backend> Store<B> {
             Some(generation) => Resolution::Applied { generation },
             None => Resolution::NotApplied,
         })
+    }
+
+    /// [`resolve`](Store::resolve), for a write to `lease`'s key: an id applied to
+    /// another key is [`Error::OperationReused`].
+    async fn resolve_on(&self, op: Uuid, lease: &Lease) -> Result<Resolution> {
+        let row = self
+            .backend
+            .query_row(
+                &self.statements.resolve_operation_on_key,
+                &[Value::Uuid(op), Value::from(lease.key())],
+            )
+            .await?;
+        match row.as_deref() {
+            None => Ok(Resolution::NotApplied),
+            Some([Value::I64(generation), Value::I64(1)]) => Ok(Resolution::Applied {
+                generation: *generation,
+            }),
+            Some([Value::I64(_), Value::I64(0)]) => Err(Error::OperationReused { op }),
+            Some(other) => Err(Error::UnexpectedResult(format!(
+                "an operation's record read as {other:?}"
+            ))),
+        }
     }
 
     /// The current recovery epoch, which every acquisition stamps on its row and every
@@ -766,7 +854,7 @@ impl<B: Backend> Store<B> {
         let rows = match result {
             Ok(rows) => rows,
             // Another attempt with the same id committed first: its record proves it.
-            Err(error) if is_unique_violation(&error) => match self.resolve(op).await? {
+            Err(error) if is_unique_violation(&error) => match self.resolve_on(op, lease).await? {
                 Resolution::Applied { generation } => {
                     return Ok(OperationOutcome::AlreadyApplied { generation });
                 }
@@ -780,7 +868,7 @@ impl<B: Backend> Store<B> {
         // Refused: either the fence, or this id is already recorded (which the write's
         // own `NOT EXISTS` turns into no row). Records are never erased, so reading one
         // now proves an earlier attempt applied.
-        match self.resolve(op).await? {
+        match self.resolve_on(op, lease).await? {
             Resolution::Applied { generation } => {
                 Ok(OperationOutcome::AlreadyApplied { generation })
             }
@@ -963,7 +1051,8 @@ fn lease_params(lease: &Lease) -> [Value; 3] {
     ]
 }
 
-fn ttl_millis(ttl: Duration) -> Result<i64> {
+/// `ttl` in whole milliseconds, or [`Error::InvalidTtl`] outside 1 ms to [`MAX_TTL`].
+pub(crate) fn ttl_millis(ttl: Duration) -> Result<i64> {
     if ttl < Duration::from_millis(1) || ttl > MAX_TTL {
         return Err(Error::InvalidTtl { ttl });
     }

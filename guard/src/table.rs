@@ -10,8 +10,13 @@ use std::fmt;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 
-/// The longest identifier accepted, in characters (SQL Server's `sysname` limit).
+/// The longest identifier accepted, in characters (SQL Server's `sysname` limit; kept
+/// for SQLite too, which has none). Identifiers are ASCII, so characters are bytes.
 pub const MAX_IDENTIFIER_LEN: usize = 128;
+
+/// How many bytes of a name PostgreSQL keeps (`NAMEDATALEN - 1`): it truncates a longer
+/// name, quoted or not, so names that share their first 63 bytes are one name there.
+pub const POSTGRES_MAX_IDENTIFIER_LEN: usize = 63;
 
 /// A validated plain identifier (one part, no schema).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -60,10 +65,17 @@ impl Identifier {
         }
     }
 
-    /// `true` if both name the same column, ignoring ASCII case (the way SQL Server and
-    /// SQLite compare names, and the safe way for PostgreSQL).
+    /// `true` if some database takes both for one name: equal ignoring ASCII case (as
+    /// SQL Server with its default collations and SQLite compare names) within their
+    /// first 63 bytes (all PostgreSQL keeps of a name). See
+    /// [`FencedTable`](FencedTable#names-each-database-takes-for-one) for why all three
+    /// rules apply to every table.
     pub fn same_as(&self, other: &str) -> bool {
-        self.0.eq_ignore_ascii_case(other)
+        fn keep(name: &str) -> &[u8] {
+            let bytes = name.as_bytes();
+            &bytes[..bytes.len().min(POSTGRES_MAX_IDENTIFIER_LEN)]
+        }
+        keep(&self.0).eq_ignore_ascii_case(keep(other))
     }
 }
 
@@ -221,6 +233,21 @@ impl Column {
 /// before the epoch existed needs the column first (`ALTER TABLE … ADD "LeaseEpoch"
 /// bigint NOT NULL DEFAULT 0`); its rows are then free to acquire, and leases taken
 /// before cannot write.
+///
+/// # Names each database takes for one
+///
+/// A table does not know which database it will be used with, so it is checked for all
+/// three. Each database takes some distinct names for one: SQL Server (with its default,
+/// case-insensitive collations) and SQLite compare names ignoring ASCII case, and
+/// PostgreSQL keeps only the first [`POSTGRES_MAX_IDENTIFIER_LEN`] (63) bytes of a
+/// longer name, even quoted (`Payload` and `payload` are one column on SQL Server; two
+/// 64-byte names that share their first 63 bytes are one column on PostgreSQL).
+/// [`FencedTableBuilder::build`] refuses a table with two such names, and a caller's
+/// write naming a column that is one of the protocol's under these rules is refused
+/// ([`Error::ProtectedColumn`]). The limits themselves: 128 characters is SQL Server's
+/// (`sysname`), and also the limit kept for SQLite, which has none; a name longer than
+/// 63 bytes is accepted and used on PostgreSQL as its first 63 bytes, in every
+/// statement alike.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FencedTable {
     name: QualifiedName,
@@ -452,7 +479,9 @@ impl FencedTableBuilder {
     /// # Errors
     ///
     /// [`Error::InvalidIdentifier`] for a name outside the grammar, and
-    /// [`Error::Config`] when two columns share a name.
+    /// [`Error::Config`] when two columns, or two of the fenced, epoch and outcomes
+    /// tables, would be one in some database: names equal ignoring ASCII case, or
+    /// sharing their first 63 bytes (see [`FencedTable`](FencedTable#names-each-database-takes-for-one)).
     pub fn build(self) -> Result<FencedTable> {
         let name = QualifiedName::parse(&self.name)?;
         let beside = |given: &Option<String>, default: &str| match given {
@@ -502,11 +531,19 @@ impl FencedTableBuilder {
         names.extend(&table.published_at);
         names.extend(table.columns.iter().map(|c| &c.name));
         for (i, a) in names.iter().enumerate() {
-            if names[..i].iter().any(|b| b.same_as(a.as_str())) {
-                return Err(Error::Config(format!(
-                    "column {a} is declared more than once in table {}",
-                    table.name
-                )));
+            if let Some(b) = names[..i].iter().find(|b| b.same_as(a.as_str())) {
+                return Err(Error::Config(if a == b {
+                    format!(
+                        "column {a} is declared more than once in table {}",
+                        table.name
+                    )
+                } else {
+                    format!(
+                        "columns {b} and {a} of table {} would be one column: {}",
+                        table.name,
+                        why_one(a, b)
+                    )
+                }));
             }
         }
         for other in [&table.epoch_table, &table.operations_table] {
@@ -523,6 +560,15 @@ impl FencedTableBuilder {
             )));
         }
         Ok(table)
+    }
+}
+
+/// Why two distinct names that [`Identifier::same_as`] matches are one name.
+fn why_one(a: &Identifier, b: &Identifier) -> &'static str {
+    if a.as_str().eq_ignore_ascii_case(b.as_str()) {
+        "sql server and sqlite compare names ignoring case"
+    } else {
+        "postgresql keeps only the first 63 bytes of a name"
     }
 }
 
@@ -656,6 +702,74 @@ mod tests {
                 .build(),
             Err(Error::Config(_))
         ));
+    }
+
+    /// A name of 64 bytes: 63 `x`s, then `last`.
+    fn long(last: char) -> String {
+        format!("{}{last}", "x".repeat(63))
+    }
+
+    #[test]
+    fn names_that_share_their_first_63_bytes_are_one_column() {
+        let error = FencedTable::builder()
+            .column(long('a'), ColumnType::Text)
+            .column(long('b'), ColumnType::Text)
+            .build()
+            .unwrap_err();
+        assert!(error.to_string().contains("first 63 bytes"), "{error}");
+        // A protocol column too: a caller column would alias the generation.
+        assert!(matches!(
+            FencedTable::builder()
+                .generation_column(long('a'))
+                .column(long('b'), ColumnType::BigInt)
+                .build(),
+            Err(Error::Config(_))
+        ));
+        // Names that differ within their first 63 bytes stay apart.
+        let apart = FencedTable::builder()
+            .column(format!("{}a", "x".repeat(62)), ColumnType::Text)
+            .column(format!("{}b", "x".repeat(62)), ColumnType::Text)
+            .build();
+        assert!(apart.is_ok(), "{apart:?}");
+    }
+
+    #[test]
+    fn names_equal_ignoring_case_are_one_column() {
+        let error = FencedTable::builder()
+            .column("Payload", ColumnType::Text)
+            .column("payload", ColumnType::Text)
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid configuration: columns Payload and payload of table ReportPublication \
+             would be one column: sql server and sqlite compare names ignoring case"
+        );
+    }
+
+    #[test]
+    fn tables_that_share_their_first_63_bytes_are_one_table() {
+        assert!(matches!(
+            FencedTable::builder()
+                .table(long('a'))
+                .epoch_table(long('b'))
+                .build(),
+            Err(Error::Config(_))
+        ));
+    }
+
+    #[test]
+    fn a_caller_column_cannot_reach_a_protocol_column_by_truncation() {
+        let t = FencedTable::builder()
+            .generation_column(long('a'))
+            .build()
+            .unwrap();
+        assert!(t.is_protocol_column(&long('b')));
+        assert!(t.is_protocol_column(&long('a').to_uppercase()));
+        assert!(t.is_protocol_column(&"x".repeat(63)));
+        assert!(!t.is_protocol_column(&"x".repeat(62)));
+        // Any text, however long or wherever its 63rd byte falls, is compared safely.
+        assert!(!t.is_protocol_column(&"é".repeat(100)));
     }
 
     #[test]

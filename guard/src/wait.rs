@@ -23,12 +23,15 @@ impl Wait {
         }
     }
 
-    /// Keeps trying for `timeout` from now.
+    /// Keeps trying for `timeout` from now. A timeout too long for an [`Instant`]
+    /// (such as [`Duration::MAX`]) saturates: the deadline is the latest instant the
+    /// platform can represent from now, which in effect waits forever.
     pub fn timeout(timeout: Duration) -> Self {
-        Wait::until(Instant::now() + timeout)
+        Wait::until(saturating_add(Instant::now(), timeout))
     }
 
-    /// The first backoff; each later one doubles up to the maximum. Default 50 ms.
+    /// The first backoff; each later one doubles up to the maximum. Default 50 ms. Any
+    /// length is accepted: no sleep lasts past the deadline.
     pub fn initial_backoff(mut self, backoff: Duration) -> Self {
         self.initial_backoff = backoff;
         self
@@ -63,9 +66,39 @@ impl Wait {
     }
 }
 
+/// `instant + duration`, or the latest instant the platform can represent past
+/// `instant` when the sum overflows: never panics.
+pub(crate) fn saturating_add(instant: Instant, duration: Duration) -> Instant {
+    if let Some(sum) = instant.checked_add(duration) {
+        return sum;
+    }
+    // Halving finds a representable step in at most 64 + 30 tries; a zero step always is.
+    let mut step = duration;
+    let mut latest = instant;
+    while !step.is_zero() {
+        match latest.checked_add(step) {
+            Some(later) => latest = later,
+            None => step /= 2,
+        }
+    }
+    latest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_too_far_saturates() {
+        let now = Instant::now();
+        let far = saturating_add(now, Duration::MAX);
+        assert!(far > now + Duration::from_secs(100 * 365 * 24 * 3600));
+        assert_eq!(
+            saturating_add(now, Duration::from_secs(1)),
+            now + Duration::from_secs(1)
+        );
+        assert!(Wait::timeout(Duration::MAX).deadline() >= far);
+    }
 
     #[test]
     fn backoff_doubles_up_to_the_maximum() {

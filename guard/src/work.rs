@@ -81,8 +81,8 @@ pub const DEFAULT_RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Completion<E> {
-    /// The row was not acquired: it is held by an unexpired lease, or it does not exist
-    /// (it was never provisioned). The work did not run.
+    /// The row was not acquired: it is held by an unexpired lease. The work did not
+    /// run. (A row that does not exist is [`Error::NotProvisioned`].)
     NotAcquired,
     /// The work's result was published under this generation.
     Published {
@@ -155,14 +155,16 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
     }
 
     /// The lease's ttl. Default [`DEFAULT_WORK_TTL`] (30 s). Validated by
-    /// [`run`](Work::run).
+    /// [`run`](Work::run): one under 1 ms or above [`MAX_TTL`](crate::MAX_TTL)
+    /// ([`Duration::MAX`] included) is [`Error::InvalidTtl`], before anything is sent.
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
     }
 
     /// Waits up to `timeout` for the row, with the backoff of [`Wait`]'s defaults.
-    /// Default: one attempt, no waiting.
+    /// Default: one attempt, no waiting. A timeout too long for an `Instant`
+    /// ([`Duration::MAX`]) saturates, as in [`Wait::timeout`]: it waits in effect forever.
     pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
         self.acquire_timeout = Some(timeout);
         self
@@ -186,7 +188,8 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
     }
 
     /// The bound on the release after the work, separate from every other timeout and
-    /// from cancellation. Default [`DEFAULT_RELEASE_TIMEOUT`] (5 s).
+    /// from cancellation. Default [`DEFAULT_RELEASE_TIMEOUT`] (5 s). A timeout too long
+    /// for an `Instant` ([`Duration::MAX`]) saturates: the release is then unbounded.
     pub fn release_timeout(mut self, timeout: Duration) -> Self {
         self.release_timeout = timeout;
         self
@@ -241,8 +244,8 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] for invalid keeper settings, before
-    /// anything is sent; every error of [`Store::try_acquire`] and
+    /// [`Error::InvalidTtl`] for an invalid [ttl](Work::ttl), then [`Error::Config`] for
+    /// invalid keeper settings, before anything is sent; every error of [`Store::try_acquire`] and
     /// [`Store::acquire`], and [`Error::Cancelled`] when the [parent
     /// token](Work::cancel) is cancelled before the row is acquired;
     /// every error of [`Store::publish`], returned after the release was attempted. A
@@ -256,10 +259,9 @@ impl<'s, B: Backend + Clone> Work<'s, B> {
         Fut: Future<Output = std::result::Result<Vec<(S, Value)>, E>>,
         S: AsRef<str>,
     {
-        if !self.ttl.is_zero() {
-            // Invalid keeper settings fail before anything is sent.
-            self.keeper.intervals(self.ttl)?;
-        }
+        // An invalid ttl, then invalid keeper settings, fail before anything is sent.
+        crate::store::ttl_millis(self.ttl)?;
+        self.keeper.intervals(self.ttl)?;
         if self
             .cancel
             .as_ref()

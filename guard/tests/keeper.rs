@@ -64,6 +64,7 @@ macro_rules! suite {
             transient_renewal_errors_are_retried,
             renewal_in_flight_at_the_deadline_fails_closed,
             stopping_or_dropping_the_keeper_ends_renewals,
+            a_keeper_ends_when_its_lease_is_released,
             work_publishes_then_releases,
             work_does_not_run_when_the_row_is_held,
             work_failure_is_returned_and_the_row_released,
@@ -758,6 +759,35 @@ async fn stopping_or_dropping_the_keeper_ends_renewals<F: Fixture>(fx: Arc<F>) {
         store.publish(&a, &payload("a")).await.unwrap(),
         Outcome::Refused
     );
+}
+
+/// Giving the row back ends the keeper: no later renewal is refused, no loss is
+/// reported, the work's token is not cancelled.
+async fn a_keeper_ends_when_its_lease_is_released<F: Fixture>(fx: Arc<F>) {
+    let ttl = Duration::from_millis(900);
+    let (store, key) = fresh(&*fx).await;
+    for publish in [false, true] {
+        let lease = acquire(&store, &key, ttl).await;
+        let keeper = Keeper::start(&store, &lease);
+        let outcome = if publish {
+            store.publish_and_release(&lease, &payload("done")).await
+        } else {
+            store.release(&lease).await
+        };
+        assert_eq!(outcome.unwrap(), Outcome::Applied);
+        assert!(lease.is_released() && keeper.lease().is_released());
+        // Past several renewal periods and the lease's local deadline: a keeper still
+        // running would have had a renewal refused by now.
+        tokio::time::sleep(ttl * 2).await;
+        assert!(
+            keeper.loss().is_none(),
+            "publish {publish}: {:?}",
+            keeper.loss()
+        );
+        assert!(!keeper.token().is_cancelled(), "publish {publish}");
+        assert!(!lease.is_revoked(), "publish {publish}");
+        assert!(keeper.stop().await.is_none());
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -8,9 +8,16 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use std::time::Duration;
+
 use tokio::sync::Notify;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// How long a statement waits for a pooled connection by default: 30 s, as sqlx's
+/// `acquire_timeout`.
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+pub(crate) const DEFAULT_CHECKOUT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connections of type `T`, at most `max` at a time.
 ///
@@ -84,6 +91,25 @@ impl<T> Pool<T> {
             checkout.conn = Some(Box::new(open().await?));
         }
         Ok(checkout)
+    }
+
+    /// [`Pool::checkout`], given up after `timeout` with [`Error::PoolTimedOut`]: the
+    /// wait for a free slot and the opening of a connection together. Saturates: a
+    /// timeout too long for the timer ([`Duration::MAX`]) waits as long as it takes.
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+    pub(crate) async fn checkout_within<F, Fut>(
+        self: &Arc<Self>,
+        timeout: Duration,
+        open: F,
+    ) -> Result<Checkout<T>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        match tokio::time::timeout(timeout, self.checkout(open)).await {
+            Ok(checkout) => checkout,
+            Err(_elapsed) => Err(Error::PoolTimedOut { timeout }),
+        }
     }
 
     /// Takes an idle connection at once, if one is idle and a slot is free, without a
@@ -182,7 +208,6 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use super::*;
-    use crate::error::Error;
 
     struct Opener(AtomicU32);
 
@@ -309,6 +334,29 @@ mod tests {
         drop(held); // as after an error: closed, its slot freed
         let got = soon("the second waiter's wake-up", next).await.unwrap();
         assert_eq!(got, 99, "the freed slot opened a new connection");
+    }
+
+    #[tokio::test]
+    async fn a_checkout_gives_up_after_its_timeout() {
+        let pool = Pool::new(1);
+        let held = pool.checkout(|| async { Ok(1_u32) }).await.unwrap();
+        let timeout = Duration::from_millis(20);
+        let waited = soon(
+            "the checkout's timeout",
+            pool.checkout_within(timeout, || async { Ok(2) }),
+        )
+        .await;
+        assert!(
+            matches!(waited, Err(Error::PoolTimedOut { timeout: t }) if t == timeout),
+            "{:?}",
+            waited.map(|_| ())
+        );
+        held.give_back();
+        let mut next = pool
+            .checkout_within(Duration::MAX, || async { Ok(3) })
+            .await
+            .unwrap();
+        assert_eq!(*next.conn(), 1, "the slot is free again once given back");
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@ mod connection;
 use std::future::poll_fn;
 use std::pin::pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use futures_core::Stream;
@@ -15,7 +16,7 @@ use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Row, RowStream, Socket};
 
 use crate::backend::Backend;
-use crate::backend::pool::{Checkout, Pool};
+use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::value::{Key, Value};
@@ -37,13 +38,24 @@ const DEFAULT_MAX_CONNECTIONS: usize = 16;
 ///
 /// A connection goes back to the pool after a statement that completed, successfully or
 /// with an SQL error; one the server or the network closed, or whose statement was
-/// cancelled (its future dropped), is discarded and replaced when next needed.
+/// cancelled (its future dropped), is discarded and replaced when next needed. An idle
+/// connection the client knows to be closed is discarded before it is used. A statement
+/// that fails before it was executed because its connection turned out closed (when it
+/// was being prepared on it) is run again on another connection, up to as many times as
+/// the pool has connections, since every idle one may have been ended at once (a server
+/// restart, a failover). A statement that fails after it was sent is never run again: it
+/// may have committed ([`Error::may_have_committed`]).
+///
+/// A statement waits at most the [checkout timeout](Postgres::checkout_timeout)
+/// (default 30 s) for a connection, then fails with [`Error::PoolTimedOut`].
 ///
 /// The expiry column is `timestamptz`, written and compared with `clock_timestamp()`.
 #[derive(Clone)]
 pub struct Postgres {
     pool: Arc<Pool<Connection>>,
     open: Opener,
+    max_connections: usize,
+    checkout_timeout: Duration,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -117,7 +129,19 @@ impl Postgres {
         Postgres {
             pool: Pool::new(max_connections),
             open: opener(config, tls),
+            max_connections: max_connections.max(1),
+            checkout_timeout: DEFAULT_CHECKOUT_TIMEOUT,
         }
+    }
+
+    /// How long a statement (or [`client`](Postgres::client)) waits for a pooled
+    /// connection, the opening of a new one included, before failing with
+    /// [`Error::PoolTimedOut`]. Default 30 s. A timeout too long for the timer
+    /// ([`Duration::MAX`]) waits as long as it takes. Applies to this value and the
+    /// clones made from it afterwards.
+    pub fn checkout_timeout(mut self, timeout: Duration) -> Self {
+        self.checkout_timeout = timeout;
+        self
     }
 
     /// A connection from the pool, for statements of the application's own, waiting
@@ -131,7 +155,8 @@ impl Postgres {
     ///
     /// # Errors
     ///
-    /// [`Error::Postgres`] if a new connection was needed and could not be opened.
+    /// [`Error::Postgres`] if a new connection was needed and could not be opened;
+    /// [`Error::PoolTimedOut`] after the [checkout timeout](Postgres::checkout_timeout).
     pub async fn client(&self) -> Result<PooledClient> {
         Ok(PooledClient::new(self.checkout().await?))
     }
@@ -146,7 +171,11 @@ impl Postgres {
     async fn checkout(&self) -> Result<Checkout<Connection>> {
         match self.take_usable_idle() {
             Some(checkout) => Ok(checkout),
-            None => self.pool.checkout(|| (self.open)()).await,
+            None => {
+                self.pool
+                    .checkout_within(self.checkout_timeout, || (self.open)())
+                    .await
+            }
         }
     }
 
@@ -163,23 +192,63 @@ impl Postgres {
     }
 
     /// Runs `run` on a pooled connection, and gives the connection back unless the
-    /// connection is closing (see [`leaves_usable`]).
+    /// connection is closing (see [`leaves_usable`]). [`Attempt::Again`] when `run`
+    /// failed before it was executed ([`Error::NotExecuted`]) because its connection
+    /// turned out closed: the caller runs it again, on another connection, while
+    /// [`Postgres::again`] allows.
     async fn with_connection<T>(
         &self,
         run: impl AsyncFnOnce(&mut Connection) -> Result<T>,
-    ) -> Result<T> {
+    ) -> Attempt<T> {
         // What `checkout` does, written out: awaiting `checkout()` here adds a future
         // layer to every statement (about 130 instructions per lease cycle by callgrind).
         let mut checkout = match self.take_usable_idle() {
             Some(checkout) => checkout,
-            None => self.pool.checkout(|| (self.open)()).await?,
+            None => match self
+                .pool
+                .checkout_within(self.checkout_timeout, || (self.open)())
+                .await
+            {
+                Ok(checkout) => checkout,
+                Err(error) => return Attempt::Done(Err(Error::not_executed(error))),
+            },
         };
         let result = run(checkout.conn()).await;
-        if checkout.conn().is_usable() && leaves_usable(&result) {
+        let usable = checkout.conn().is_usable() && leaves_usable(&result);
+        if usable {
             checkout.give_back();
         }
-        result
+        match result {
+            Err(error @ Error::NotExecuted(_)) if !usable => Attempt::Again(error),
+            result => Attempt::Done(result),
+        }
     }
+
+    /// Whether a statement that failed with `error` before it was executed, on a
+    /// connection that turned out closed, is run again: at most as many times as the
+    /// pool has connections, since each idle one may have been ended at once (a server
+    /// restart, a failover). Otherwise the error.
+    fn again(&self, attempts: &mut usize, error: Error) -> Result<()> {
+        if *attempts >= self.max_connections {
+            return Err(error);
+        }
+        *attempts += 1;
+        tracing::debug!(
+            error = &error as &dyn std::error::Error,
+            attempts = *attempts,
+            "a pooled postgresql connection was closed before the statement ran; running it \
+             on another"
+        );
+        Ok(())
+    }
+}
+
+/// How one run of a statement on a pooled connection ended.
+enum Attempt<T> {
+    /// With this result.
+    Done(Result<T>),
+    /// Before the statement was executed, on a connection that turned out closed.
+    Again(Error),
 }
 
 /// Whether a connection is still usable after a statement that ended with `result`.
@@ -187,7 +256,7 @@ impl Postgres {
 /// `FATAL` or `PANIC` means the server is ending the session, which the client may not
 /// have noticed yet, and a driver error on a closed connection is final.
 fn leaves_usable<T>(result: &Result<T>) -> bool {
-    match result {
+    match result.as_ref().map_err(Error::cause) {
         Err(Error::Postgres(error)) => {
             !error.is_closed()
                 && error.as_db_error().is_none_or(|db| {
@@ -201,8 +270,51 @@ fn leaves_usable<T>(result: &Result<T>) -> bool {
     }
 }
 
+/// A value that could not be encoded for its parameter (a value of the wrong type for
+/// its column, an integer out of the column's range): [`Value::to_sql`]'s error, marked
+/// so that the backend can tell that the statement was not sent.
+#[derive(Debug)]
+struct Unencodable(Box<dyn std::error::Error + Sync + Send>);
+
+impl std::fmt::Display for Unencodable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Unencodable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// Whether `error`, from running a statement that takes `expected` parameters with
+/// `given`, was raised before anything was sent: tokio-postgres checks the count and
+/// encodes every value before it sends the statement.
+fn unsent(error: &tokio_postgres::Error, expected: usize, given: usize) -> bool {
+    expected != given
+        || std::error::Error::source(error).is_some_and(|source| source.is::<Unencodable>())
+}
+
 impl ToSql for Value {
     fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        self.encode(ty, out)
+            .map_err(|error| Box::new(Unencodable(error)) as _)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+impl Value {
+    fn encode(
         &self,
         ty: &Type,
         out: &mut BytesMut,
@@ -224,12 +336,6 @@ impl ToSql for Value {
             },
         }
     }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-
-    to_sql_checked!();
 }
 
 impl ToSql for Key {
@@ -301,44 +407,77 @@ impl Backend for Postgres {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        self.with_connection(async |conn| {
-            let mut prepared_again = false;
-            loop {
-                let (client, statement) = conn.prepared(sql).await?;
-                // The values are bound straight from the slice: no vector of references.
-                match client.execute_raw(statement, params).await {
-                    Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
-                        prepared_again = true;
+        let mut attempts = 0;
+        loop {
+            let attempt = self
+                .with_connection(async |conn| {
+                    let mut prepared_again = false;
+                    loop {
+                        let (client, statement) =
+                            conn.prepared(sql).await.map_err(Error::not_executed)?;
+                        let expected = statement.params().len();
+                        // The values are bound straight from the slice: no vector of references.
+                        match client.execute_raw(statement, params).await {
+                            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+                                prepared_again = true;
+                            }
+                            Err(error) if unsent(&error, expected, params.len()) => {
+                                return Err(Error::not_executed(error));
+                            }
+                            result => return Ok(result?),
+                        }
                     }
-                    result => return Ok(result?),
-                }
+                })
+                .await;
+            match attempt {
+                Attempt::Done(result) => return result,
+                Attempt::Again(error) => self.again(&mut attempts, error)?,
             }
-        })
-        .await
+        }
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        self.with_connection(async |conn| {
-            let mut prepared_again = false;
-            loop {
-                let (client, statement) = conn.prepared(sql).await?;
-                let row = match client.query_raw(statement, params).await {
-                    Ok(rows) => first_row(rows).await,
-                    Err(error) => Err(error),
-                };
-                match row {
-                    Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
-                        prepared_again = true;
+        let mut attempts = 0;
+        loop {
+            let attempt = self
+                .with_connection(async |conn| {
+                    let mut prepared_again = false;
+                    loop {
+                        let (client, statement) =
+                            conn.prepared(sql).await.map_err(Error::not_executed)?;
+                        let expected = statement.params().len();
+                        let row = match client.query_raw(statement, params).await {
+                            Ok(rows) => first_row(rows).await,
+                            Err(error) if unsent(&error, expected, params.len()) => {
+                                return Err(Error::not_executed(error));
+                            }
+                            Err(error) => Err(error),
+                        };
+                        match row {
+                            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+                                prepared_again = true;
+                            }
+                            row => return row?.as_ref().map(decode).transpose(),
+                        }
                     }
-                    row => return row?.as_ref().map(decode).transpose(),
-                }
+                })
+                .await;
+            match attempt {
+                Attempt::Done(result) => return result,
+                Attempt::Again(error) => self.again(&mut attempts, error)?,
             }
-        })
-        .await
+        }
     }
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {
-        self.with_connection(async |conn| Ok(conn.client().batch_execute(sql).await?))
+        // A batch is sent as one simple query, with no preparation: nothing marks a
+        // failure as before its execution, so it is never run again.
+        match self
+            .with_connection(async |conn| Ok(conn.client().batch_execute(sql).await?))
             .await
+        {
+            Attempt::Done(result) => result,
+            Attempt::Again(error) => Err(error),
+        }
     }
 }

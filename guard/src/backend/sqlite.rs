@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
-use crate::backend::pool::{Checkout, Pool};
+use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::value::{Key, Value};
@@ -58,11 +58,15 @@ pub enum SqliteExecution {
     InPlace,
 }
 
+/// The longest busy timeout SQLite takes: `i32::MAX` milliseconds.
+const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// Options for [`Sqlite::open_with`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SqliteOptions {
     max_connections: usize,
     busy_timeout: Duration,
+    checkout_timeout: Duration,
     execution: SqliteExecution,
 }
 
@@ -71,6 +75,7 @@ impl Default for SqliteOptions {
         SqliteOptions {
             max_connections: 4,
             busy_timeout: Duration::from_secs(5),
+            checkout_timeout: DEFAULT_CHECKOUT_TIMEOUT,
             execution: SqliteExecution::HandOff,
         }
     }
@@ -85,9 +90,20 @@ impl SqliteOptions {
 
     /// How long a statement waits for another connection's write lock before failing
     /// with `SQLITE_BUSY` (an error, never a refusal). Default 5 s. The wait is a sleep
-    /// of the statement's task between tries (see [`SqliteExecution`]).
+    /// of the statement's task between tries (see [`SqliteExecution`]). Saturates at
+    /// `i32::MAX` milliseconds (about 24.8 days), the most SQLite takes: a longer
+    /// timeout, [`Duration::MAX`] included, waits that long.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
+        self.busy_timeout = timeout.min(MAX_BUSY_TIMEOUT);
+        self
+    }
+
+    /// How long a statement waits for a pooled connection, the opening of a new one
+    /// included, before failing with [`Error::PoolTimedOut`]: all of them may be held
+    /// by statements waiting for another connection's lock. Default 30 s. A timeout too
+    /// long for the timer ([`Duration::MAX`]) waits as long as it takes.
+    pub fn checkout_timeout(mut self, timeout: Duration) -> Self {
+        self.checkout_timeout = timeout;
         self
     }
 
@@ -205,7 +221,7 @@ impl Sqlite {
         let inner = Arc::clone(&self.inner);
         self.inner
             .pool
-            .checkout(|| async move {
+            .checkout_within(self.inner.options.checkout_timeout, || async move {
                 tokio::task::spawn_blocking(move || inner.connect())
                     .await
                     .map_err(Error::Task)?
@@ -882,6 +898,43 @@ mod tests {
                 "{execution:?}: waited {waited:?}"
             );
         }
+    }
+
+    /// The pool's only connection is held by a statement waiting for another
+    /// connection's lock: the next statement waits the checkout timeout, then fails.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_statement_waits_for_a_held_pool_only_the_checkout_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let timeout = Duration::from_millis(100);
+        let options = SqliteOptions::default()
+            .max_connections(1)
+            .busy_timeout(Duration::from_secs(30))
+            .checkout_timeout(timeout)
+            .execution(SqliteExecution::InPlace);
+        let sqlite = with_table_t(&path, options).await;
+        let (release_tx, holder) = hold_the_write_lock(&path);
+        let waiting = tokio::spawn({
+            let sqlite = sqlite.clone();
+            async move { sqlite.execute("INSERT INTO t (v) VALUES (1)", &[]).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let started = Instant::now();
+        let second = tokio::time::timeout(
+            Duration::from_secs(10),
+            sqlite.execute("INSERT INTO t (v) VALUES (2)", &[]),
+        )
+        .await
+        .expect("the checkout timeout ends the wait");
+        assert!(
+            matches!(second, Err(Error::PoolTimedOut { timeout: t }) if t == timeout),
+            "{second:?}"
+        );
+        assert!(started.elapsed() >= timeout);
+        assert!(!second.unwrap_err().may_have_committed());
+        release_tx.send(()).unwrap();
+        assert_eq!(waiting.await.unwrap().unwrap(), 1, "the first still ran");
+        holder.join().unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,6 +17,8 @@
 //! | [`update_recorded`], [`publish_recorded`] | as [`update`] / [`publish`], then n+4 operation id |
 //! | [`record_operation`] (SQLite) | 1 operation id, 2 key, 3 generation |
 //! | [`resolve_operation`] | 1 operation id; returns the generation it applied to |
+//! | [`resolve_operation_on_key`] | 1 operation id, 2 key; returns the generation and 1 if it applied to that key |
+//! | [`inspect`] | 1 key; returns the row's lease state |
 //! | [`advance_epoch`] | 1 floor; returns the new epoch |
 //! | [`current_epoch`] | none; returns the current epoch |
 //!
@@ -409,6 +411,19 @@ pub fn resolve_operation(dialect: Dialect, table: &FencedTable) -> String {
     )
 }
 
+/// Reads the generation an operation id was applied to, and whether it was applied to
+/// key 2 (`1`) or to another (`0`): one row, or none when the operation was not
+/// applied.
+pub fn resolve_operation_on_key(dialect: Dialect, table: &FencedTable) -> String {
+    let [op, key, generation, _] = operation_columns(dialect);
+    format!(
+        "SELECT {generation}, CASE WHEN {key} = {} THEN 1 ELSE 0 END FROM {} WHERE {op} = {}",
+        dialect.placeholder(2),
+        table.operations_table().quoted(dialect),
+        dialect.placeholder(1)
+    )
+}
+
 /// SQLite's record of an applied operation, run in the write's transaction when the
 /// write changed its row: operation id 1, key 2, generation 3, recorded at the
 /// database's clock.
@@ -493,6 +508,30 @@ pub fn acquire(dialect: Dialect, table: &FencedTable) -> String {
             )
         }
     }
+}
+
+/// Reads the row of key 1 as [`Store::inspect`](crate::Store::inspect) reports it:
+/// owner, generation, published generation, the row's epoch, the expiry and the
+/// database's clock (both in milliseconds since the Unix epoch), and the current epoch.
+pub fn inspect(dialect: Dialect, table: &FencedTable) -> String {
+    let expiry = q(dialect, table.expiry_column());
+    let expiry_ms = match dialect {
+        Dialect::Postgres => format!("CAST(EXTRACT(EPOCH FROM {expiry}) * 1000 AS bigint)"),
+        Dialect::Sqlite => expiry,
+        Dialect::Mssql => format!("DATEDIFF_BIG(millisecond, '1970-01-01', {expiry})"),
+    };
+    format!(
+        "SELECT {}, {}, {}, {}, {expiry_ms}, {}, {} FROM {} WHERE {} = {}",
+        q(dialect, table.owner_column()),
+        q(dialect, table.generation_column()),
+        q(dialect, table.published_column()),
+        q(dialect, table.epoch_column()),
+        dialect.clock_millis(),
+        epoch_subquery(dialect, table),
+        table.name().quoted(dialect),
+        q(dialect, table.key_column()),
+        dialect.placeholder(1)
+    )
 }
 
 /// Renews the lease: moves the expiry to `now + ttl` only while the lease still holds
@@ -671,6 +710,8 @@ pub(crate) struct Statements {
     pub(crate) create_schema: String,
     pub(crate) provision: String,
     pub(crate) resolve_operation: String,
+    pub(crate) resolve_operation_on_key: String,
+    pub(crate) inspect: String,
     pub(crate) record_operation: String,
     pub(crate) advance_epoch: String,
     pub(crate) current_epoch: String,
@@ -691,6 +732,8 @@ impl Statements {
             .join(";\n"),
             provision: provision(dialect, table),
             resolve_operation: resolve_operation(dialect, table),
+            resolve_operation_on_key: resolve_operation_on_key(dialect, table),
+            inspect: inspect(dialect, table),
             record_operation: record_operation(dialect, table),
             advance_epoch: advance_epoch(dialect, table),
             current_epoch: current_epoch(dialect, table),

@@ -8,6 +8,8 @@
     allow(dead_code)
 )]
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod classification;
 mod suite;
 
 // Each test binary compiles the shared fixtures on its own and uses only part of them.

@@ -91,6 +91,7 @@ macro_rules! conformance {
             negative_control_unguarded_acquire_lets_every_worker_in,
             sql_error_is_an_error_not_a_refusal,
             missing_row_is_not_acquired,
+            inspect_reports_the_lease_by_the_database_clock,
             publish_and_release_frees_the_row,
             fenced_update_and_caller_sql,
             caller_publication_is_fenced_and_once,
@@ -103,6 +104,7 @@ macro_rules! conformance {
             operation_applied_resolves_applied,
             operation_refused_or_unknown_resolves_not_applied,
             retry_of_an_applied_operation_does_not_apply_twice,
+            an_operation_id_belongs_to_one_key,
             concurrent_attempts_of_one_operation_apply_once,
             outcomes_survive_later_writes,
             restored_row_image_is_refused_after_the_epoch_advances,
@@ -549,15 +551,42 @@ pub async fn sql_error_is_an_error_not_a_refusal<F: Fixture>(fx: Arc<F>) {
 
     // The table is really gone: recreating it gives an empty table.
     a.create_schema().await.unwrap();
-    assert!(a.try_acquire(key, TTL).await.unwrap().is_none());
+    assert!(matches!(
+        a.try_acquire(key, TTL).await,
+        Err(Error::NotProvisioned { .. })
+    ));
 }
 
-/// A row that was never provisioned is not acquired (`None`), and nothing is created.
+/// A row that was never provisioned is not acquired: an error, not `None` (which would
+/// make a mistyped key look held forever), and nothing is created.
 pub async fn missing_row_is_not_acquired<F: Fixture>(fx: Arc<F>) {
     let a = store(&*fx).await;
     let key = fresh_row(&a).await;
     let other = Key::Uuid(Uuid::new_v4());
-    assert!(a.try_acquire(other.clone(), TTL).await.unwrap().is_none());
+    match a.try_acquire(other.clone(), TTL).await {
+        Err(Error::NotProvisioned { key, .. }) => assert_eq!(key, other),
+        result => panic!("expected NotProvisioned, got {result:?}"),
+    }
+    let waited = a
+        .acquire(
+            other.clone(),
+            TTL,
+            &Wait::timeout(Duration::from_secs(30)),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert!(
+        matches!(waited, Err(Error::NotProvisioned { .. })),
+        "the wait ends at once: {waited:?}"
+    );
+    assert!(matches!(
+        a.inspect(other.clone()).await,
+        Err(Error::NotProvisioned { .. })
+    ));
+    // The control: a held row is `None`, not an error.
+    let held = acquire(&a, &key).await;
+    assert!(a.try_acquire(key.clone(), TTL).await.unwrap().is_none());
+    assert!(a.release(&held).await.unwrap().is_applied());
     let (_, name) = table_sql(&a);
     let count = a
         .backend()
@@ -565,7 +594,59 @@ pub async fn missing_row_is_not_acquired<F: Fixture>(fx: Arc<F>) {
         .await
         .unwrap();
     assert_eq!(count, Some(1), "only the provisioned row exists");
-    assert_eq!(read(&a, &key).await.generation, 0);
+    assert_eq!(read(&a, &key).await.generation, 1);
+}
+
+/// The lease state read by `inspect`, through a row's life, by the database's clock.
+pub async fn inspect_reports_the_lease_by_the_database_clock<F: Fixture>(fx: Arc<F>) {
+    let s = store(&*fx).await;
+    let key = fresh_row(&s).await;
+    let epoch = s.current_epoch().await.unwrap();
+    let fresh = s.inspect(key.clone()).await.unwrap();
+    assert_eq!(
+        (
+            fresh.holder,
+            fresh.generation,
+            fresh.expires_at_ms,
+            fresh.published_generation
+        ),
+        (None, 0, None, 0)
+    );
+    assert_eq!(fresh.current_epoch, Some(epoch));
+    assert!(!fresh.is_held() && fresh.remaining().is_none());
+
+    let lease = acquire(&s, &key).await;
+    let held = s.inspect(key.clone()).await.unwrap();
+    assert_eq!(held.holder, Some(lease.owner()));
+    assert_eq!((held.generation, held.epoch), (1, epoch));
+    assert!(held.is_held() && held.is_of(&lease), "{held:?}");
+    let remaining = held.remaining().expect("live");
+    assert!(remaining <= TTL && remaining > TTL / 2, "{remaining:?}");
+
+    assert!(s.publish(&lease, &payload("p")).await.unwrap().is_applied());
+    assert_eq!(
+        s.inspect(key.clone()).await.unwrap().published_generation,
+        1
+    );
+
+    expire(&s, &key).await;
+    let expired = s.inspect(key.clone()).await.unwrap();
+    assert_eq!(
+        expired.holder,
+        Some(lease.owner()),
+        "the owner stays until released"
+    );
+    assert!(
+        !expired.is_held() && expired.remaining().is_none(),
+        "{expired:?}"
+    );
+    assert!(expired.expires_at_ms.unwrap() < expired.now_ms);
+
+    assert!(s.release(&lease).await.unwrap().is_applied());
+    let released = s.inspect(key.clone()).await.unwrap();
+    assert_eq!((released.holder, released.expires_at_ms), (None, None));
+    assert!(!released.is_held() && !released.is_of(&lease));
+    assert_eq!(released.generation, 1, "the generation is kept");
 }
 
 /// Publish-and-release: published by this generation, and free at once.
@@ -907,6 +988,46 @@ pub async fn operation_refused_or_unknown_resolves_not_applied<F: Fixture>(fx: A
 /// A retry of an applied operation, under a lease that would still let a new write
 /// through, is answered `AlreadyApplied` and changes nothing; the negative control, the
 /// same retry without an operation id, does overwrite.
+/// An operation id applied to one key, given with a write to another: an error, not
+/// "already applied", and nothing is written to the other row.
+pub async fn an_operation_id_belongs_to_one_key<F: Fixture>(fx: Arc<F>) {
+    let s = store(&*fx).await;
+    let (first, second) = (fresh_row(&s).await, fresh_row(&s).await);
+    let (a, b) = (acquire(&s, &first).await, acquire(&s, &second).await);
+    let op = Uuid::new_v4();
+    assert_eq!(
+        s.update_op(&a, op, &payload("first")).await.unwrap(),
+        OperationOutcome::Applied
+    );
+    for attempt in [
+        s.update_op(&b, op, &payload("second")).await,
+        s.publish_op(&b, op, &payload("second")).await,
+        s.publish_and_release_op(&b, op, &payload("second")).await,
+    ] {
+        match attempt {
+            Err(Error::OperationReused { op: reused }) => assert_eq!(reused, op),
+            other => panic!("expected OperationReused, got {other:?}"),
+        }
+    }
+    let row = read(&s, &second).await;
+    assert_eq!(row.payload, None, "nothing written to the other row");
+    assert_eq!(row.published, 0);
+    assert!(row.live, "the other lease still holds");
+    // The id still answers for its own key.
+    assert_eq!(
+        s.update_op(&a, op, &payload("again")).await.unwrap(),
+        OperationOutcome::AlreadyApplied {
+            generation: a.generation()
+        }
+    );
+    assert_eq!(
+        s.resolve(op).await.unwrap(),
+        Resolution::Applied {
+            generation: a.generation()
+        }
+    );
+}
+
 pub async fn retry_of_an_applied_operation_does_not_apply_twice<F: Fixture>(fx: Arc<F>) {
     let s = store(&*fx).await;
     let key = fresh_row(&s).await;
