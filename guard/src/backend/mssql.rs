@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use crate::backend::Backend;
-use crate::backend::pool::{Checkout, Pool};
+use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::value::{Key, Value};
@@ -23,6 +23,7 @@ const DEFAULT_MAX_CONNECTIONS: usize = 8;
 struct Inner {
     config: Config,
     session: Option<String>,
+    checkout_timeout: std::time::Duration,
     pool: Arc<Pool<Connection>>,
 }
 
@@ -31,6 +32,7 @@ struct Inner {
 pub struct MssqlOptions {
     max_connections: usize,
     open_at_connect: usize,
+    checkout_timeout: std::time::Duration,
     session: Option<String>,
 }
 
@@ -39,6 +41,7 @@ impl Default for MssqlOptions {
         MssqlOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             open_at_connect: 1,
+            checkout_timeout: DEFAULT_CHECKOUT_TIMEOUT,
             session: None,
         }
     }
@@ -48,6 +51,13 @@ impl MssqlOptions {
     /// How many connections the pool may open. Default 8; at least 1.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
+        self
+    }
+
+    /// How long a statement waits for a pooled connection when all are taken, before
+    /// it fails with [`Error::PoolTimedOut`] (nothing was sent). Default 30 s.
+    pub fn checkout_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.checkout_timeout = timeout;
         self
     }
 
@@ -110,8 +120,9 @@ impl Mssql {
     ///
     /// # Errors
     ///
-    /// [`Error::Mssql`] for a bad connection string or a failed login,
-    /// [`Error::MssqlConnect`] if the server cannot be reached.
+    /// [`Error::Mssql`] for a bad connection string; [`Error::NotExecuted`] around
+    /// [`Error::MssqlConnect`] if the server cannot be reached, or around
+    /// [`Error::Mssql`] for a failed login.
     pub async fn connect(ado: &str) -> Result<Self> {
         Self::connect_with(ado, DEFAULT_MAX_CONNECTIONS).await
     }
@@ -141,6 +152,7 @@ impl Mssql {
         let inner = Arc::new(Inner {
             config,
             session: options.session,
+            checkout_timeout: options.checkout_timeout,
             pool: Pool::new(options.max_connections),
         });
         let mssql = Mssql { inner };
@@ -167,14 +179,21 @@ impl Mssql {
         Ok(client)
     }
 
+    /// A pooled connection, or a new one. Nothing of the caller's statement was sent
+    /// if this fails: a failed login or session batch is [`Error::NotExecuted`].
     async fn checkout(&self) -> Result<Checkout<Connection>> {
         let Inner {
-            config, session, ..
+            config,
+            session,
+            checkout_timeout,
+            pool,
         } = &*self.inner;
-        self.inner
-            .pool
-            .checkout(|| Self::open(config, session.as_deref()))
-            .await
+        pool.checkout_within(*checkout_timeout, || async {
+            Self::open(config, session.as_deref())
+                .await
+                .map_err(Error::not_executed)
+        })
+        .await
     }
 }
 

@@ -303,13 +303,23 @@ pub mod procedures {
             let row = read(&plain, &Key::from(key)).await;
             assert_ne!(row.payload.as_deref(), Some("bypass"));
 
-            drop(app);
+            drop((through, app));
             for batch in [
                 format!("ALTER ROLE [{role}] DROP MEMBER [{login}]"),
                 format!("DROP USER [{login}]"),
-                format!("DROP LOGIN [{login}]"),
             ] {
                 admin.execute_batch(&batch).await.expect(&batch);
+            }
+            // The server ends the login's sessions once it sees their sockets close.
+            let drop_login = format!("DROP LOGIN [{login}]");
+            for attempt in 1..=50 {
+                match admin.execute_batch(&drop_login).await {
+                    Ok(()) => break,
+                    Err(error) if attempt < 50 && error.to_string().contains("logged in") => {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    Err(error) => panic!("{drop_login}: {error:?}"),
+                }
             }
             // The role holds permissions on the schema's objects: the teardown drops
             // them, then the role can go.
