@@ -587,3 +587,33 @@ fn a_concat_is_checked_as_one_statement() {
         [(Rule::UnfencedWrite, 3, 10)]
     );
 }
+
+/// pg_dump's layout: `COPY ... FROM stdin;`, data lines (with `[`, an odd `"`, an
+/// apostrophe), `\.`, then more statements, which must all be checked.
+#[test]
+fn statements_after_copy_data_are_checked() {
+    let text = format!(
+        "COPY dbo.ReportPublication (ReportId, Payload) FROM stdin;\n1\t[open\n2\t\"odd\n3\tit's\n\\.\n{UNFENCED};\n\\.\n{UNFENCED};\n"
+    );
+    assert_eq!(
+        found("dump.sql", text.as_bytes()),
+        [(Rule::UnfencedWrite, 6, 1), (Rule::UnfencedWrite, 8, 1)]
+    );
+}
+
+/// A PostgreSQL rule's actions are statements; its event (`ON UPDATE TO t`) is not.
+#[test]
+fn rule_actions_are_checked() {
+    let text = "CREATE RULE r AS ON UPDATE TO dbo.ReportPublication\n    DO INSTEAD UPDATE dbo.ReportPublication SET Payload = NEW.Payload WHERE ReportId = OLD.ReportId;\n\
+CREATE RULE s AS ON DELETE TO v DO ALSO (DELETE FROM dbo.ReportPublication WHERE ReportId = OLD.ReportId; UPDATE dbo.ReportPublication SET Payload = NULL WHERE ReportId = 1);\n\
+CREATE RULE q AS ON INSERT TO v DO UPDATE dbo.ReportPublication SET Payload = NULL WHERE ReportId = 1;\n";
+    assert_eq!(
+        found("rules.sql", text.as_bytes()),
+        [
+            (Rule::UnfencedWrite, 2, 16),
+            (Rule::FencedRowDelete, 3, 42),
+            (Rule::UnfencedWrite, 3, 107),
+            (Rule::UnfencedWrite, 4, 36),
+        ]
+    );
+}

@@ -250,8 +250,11 @@ const CLAUSE_WORDS: &[&str] = &[
     "GO",
 ];
 
+/// Words after which `UPDATE`, `DELETE`... name an event or a privilege, not a statement.
+/// Not `DO` nor `INSTEAD`: a rule's action (`DO INSTEAD UPDATE t SET ...`, `DO DELETE
+/// FROM t`) is a statement, and an upsert's `DO UPDATE SET` is told apart by its `SET`.
 const BEFORE_NON_STATEMENT: &[&str] = &[
-    "FOR", "AFTER", "BEFORE", "OF", "GRANT", "DENY", "REVOKE", "OR", "INSTEAD", "DO", "NO", "TO",
+    "FOR", "AFTER", "BEFORE", "OF", "GRANT", "DENY", "REVOKE", "OR", "NO", "TO",
 ];
 
 /// After `ON UPDATE` / `ON DELETE` of a foreign key.
@@ -377,9 +380,10 @@ pub fn find_statements(text: &str, tokens: &[Token]) -> Vec<Found> {
             continue;
         }
         let next = next.unwrap_or(token);
-        // `SET NOCOUNT ON` then a statement, versus `ON DELETE CASCADE`.
+        // `SET NOCOUNT ON` then a statement, versus `ON DELETE CASCADE` and a rule's
+        // event, `CREATE RULE r AS ON UPDATE TO t`.
         if prev.is_some_and(|p| is_word(text, p, "ON"))
-            && is_any_word(text, next, REFERENTIAL_ACTIONS)
+            && (is_any_word(text, next, REFERENTIAL_ACTIONS) || is_word(text, next, "TO"))
         {
             continue;
         }
