@@ -512,49 +512,9 @@ impl Linter {
                 let start = finding.range.start;
                 findings.push((finding.range.clone(), vec![start], finding));
             }
-            // Dynamic SQL: string literals that mention a fenced table
-            // (`EXEC sp_executesql N'UPDATE ...'`).
-            for (position, token) in lexed.tokens.iter().enumerate() {
-                if token.kind != lexer::TokenKind::String
-                    || !prefilter.is_match(&text[token.range.clone()])
-                {
-                    continue;
-                }
-                let (value, offsets) = lexer::string_value(text, token);
-                // Suppressions are comments of the file (`//` in Rust, `--` in SQL); a
-                // comment inside the string is part of the SQL text, often a fixture's.
-                let (found, checked, coverage) = self.check_literal(&value, true);
-                report.statements_checked += checked;
-                add_coverage(&mut report.coverage, coverage);
-                let concatenated = [position.checked_sub(1), Some(position + 1)]
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|i| lexed.tokens.get(i))
-                    .any(|t| matches!(&text[t.range.clone()], "+" | "||"));
-                let mut seen = Vec::new();
-                for mut finding in found {
-                    if concatenated {
-                        // Part of a statement assembled at run time: what the rules see
-                        // is not what runs.
-                        if seen.contains(&finding.range) {
-                            continue;
-                        }
-                        seen.push(finding.range.clone());
-                        finding.rule = Rule::UnanalysedWrite;
-                        finding.message = format!(
-                            "dynamic SQL assembled by concatenation writes fenced table `{}` and cannot be analysed",
-                            finding.table.as_deref().unwrap_or("?")
-                        );
-                        finding.help = Some(
-                            "write the statement whole, with parameters, so its fence can be checked"
-                                .to_owned(),
-                        );
-                    }
-                    let start = offsets[finding.range.start.min(offsets.len() - 1)];
-                    let end = offsets[finding.range.end.min(offsets.len() - 1)];
-                    findings.push((start..end, vec![start, token.range.start], finding));
-                }
-            }
+            // Dynamic SQL: executed string literals that mention a fenced table
+            // (`EXEC sp_executesql N'UPDATE ...'`), to any depth.
+            self.check_dynamic(text, &lexed.tokens, None, 0, &mut report, &mut findings);
         }
 
         let mut diagnostics = Vec::new();
@@ -615,6 +575,78 @@ impl Linter {
         diagnostics.dedup();
         report.diagnostics = diagnostics;
         report
+    }
+
+    /// Checks the executed string literals among `tokens` (of `text`) as SQL, and the
+    /// string literals executed inside those, down to [`MAX_DYNAMIC_DEPTH`] levels.
+    /// `offsets` maps byte offsets of `text` to offsets of the file (`None`: `text` is
+    /// the file).
+    fn check_dynamic(
+        &self,
+        text: &str,
+        tokens: &[lexer::Token],
+        offsets: Option<&[usize]>,
+        depth: usize,
+        report: &mut FileReport,
+        findings: &mut Vec<(Range<usize>, Vec<usize>, Finding)>,
+    ) {
+        if depth >= MAX_DYNAMIC_DEPTH {
+            return;
+        }
+        let in_file = |offset: usize| match offsets {
+            Some(map) => map[offset.min(map.len() - 1)],
+            None => offset,
+        };
+        let executed = sql::executed_strings(text, tokens);
+        for position in executed {
+            let token = &tokens[position];
+            if !self.prefilter.is_match(&text[token.range.clone()]) {
+                continue;
+            }
+            let (value, inner) = lexer::string_value(text, token);
+            let lexed = lexer::lex(&value);
+            let (found, checked, coverage) = self.check_tokens(&value, &lexed.tokens, true);
+            report.statements_checked += checked;
+            add_coverage(&mut report.coverage, coverage);
+            let concatenated = [position.checked_sub(1), Some(position + 1)]
+                .into_iter()
+                .flatten()
+                .filter_map(|i| tokens.get(i))
+                .any(|t| matches!(&text[t.range.clone()], "+" | "||"));
+            let mut seen = Vec::new();
+            // Offsets of the value in the file.
+            let map: Vec<usize> = inner.iter().map(|&o| in_file(o)).collect();
+            for mut finding in found {
+                if concatenated {
+                    // Part of a statement assembled at run time: what the rules see
+                    // is not what runs.
+                    if seen.contains(&finding.range) {
+                        continue;
+                    }
+                    seen.push(finding.range.clone());
+                    finding.rule = Rule::UnanalysedWrite;
+                    finding.message = format!(
+                        "dynamic SQL assembled by concatenation writes fenced table `{}` and cannot be analysed",
+                        finding.table.as_deref().unwrap_or("?")
+                    );
+                    finding.help = Some(
+                        "write the statement whole, with parameters, so its fence can be checked"
+                            .to_owned(),
+                    );
+                }
+                let start = map[finding.range.start.min(map.len() - 1)];
+                let end = map[finding.range.end.min(map.len() - 1)];
+                findings.push((start..end, vec![start, in_file(token.range.start)], finding));
+            }
+            self.check_dynamic(
+                &value,
+                &lexed.tokens,
+                Some(&map),
+                depth + 1,
+                report,
+                findings,
+            );
+        }
     }
 
     /// Checks the SQL in a Rust string literal. `prose_possible`: the text may be a
@@ -687,6 +719,9 @@ impl Linter {
         (findings, analysed.len() - prose, coverage)
     }
 }
+
+/// How many levels of dynamic SQL inside dynamic SQL are checked.
+const MAX_DYNAMIC_DEPTH: usize = 8;
 
 /// A finding of [`Linter::check_sql`]: like a [`Diagnostic`], with a byte range into
 /// the SQL text instead of a file position.

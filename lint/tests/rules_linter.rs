@@ -238,7 +238,7 @@ fn rust_suppressions() {
 #[test]
 fn dynamic_sql_is_checked() {
     let text = "EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id', N'@p nvarchar(max), @id uniqueidentifier', @p, @id;
-DECLARE @sql nvarchar(max) = N'UPDATE dbo.ReportPublication SET Payload = NULL WHERE ' + @filter;
+DECLARE @sql nvarchar(max) = N'UPDATE dbo.ReportPublication SET Payload = NULL WHERE ' + @filter; EXEC (@sql);
 EXEC (N'SELECT ''not a write on ReportPublication''');
 EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME()';";
     assert_eq!(
@@ -614,6 +614,43 @@ CREATE RULE q AS ON INSERT TO v DO UPDATE dbo.ReportPublication SET Payload = NU
             (Rule::FencedRowDelete, 3, 42),
             (Rule::UnfencedWrite, 3, 107),
             (Rule::UnfencedWrite, 4, 36),
+        ]
+    );
+}
+
+/// A string is SQL only where it is executed: a message (`RAISERROR`, `PRINT`, `THROW`,
+/// PL/pgSQL `RAISE`), a value selected or inserted, or a variable never executed, is not.
+#[test]
+fn messages_and_values_are_not_sql() {
+    let text = "RAISERROR('UPDATE dbo.ReportPublication SET Payload = NULL failed', 16, 1);
+PRINT N'DELETE FROM dbo.ReportPublication WHERE ReportId = 1';
+PRINT 'run: ' + N'UPDATE dbo.ReportPublication SET Payload = 1';
+SELECT 'UPDATE dbo.ReportPublication SET Payload = 1' AS Example;
+INSERT INTO dbo.Help (Text) VALUES (N'DELETE dbo.ReportPublication');
+SET @msg = N'UPDATE dbo.ReportPublication SET Payload = 1'; RAISERROR(@msg, 16, 1);
+DO $$ BEGIN RAISE NOTICE 'UPDATE dbo.ReportPublication SET Payload = 1'; END $$;
+SET @sql = N'UPDATE dbo.ReportPublication SET Payload = 2'; EXEC sys.sp_executesql @stmt = @sql;
+";
+    assert_eq!(
+        found("messages.sql", text.as_bytes()),
+        [(Rule::UnfencedWrite, 8, 14)]
+    );
+}
+
+/// Dynamic SQL inside dynamic SQL, in T-SQL quotes and in PostgreSQL dollar quotes: the
+/// finding points at the innermost statement in the file.
+#[test]
+fn nested_dynamic_sql_is_checked() {
+    let text = "EXEC sp_executesql N'EXEC sp_executesql N''EXEC (N''''UPDATE dbo.ReportPublication SET Payload = 1 WHERE ReportId = 1'''')''';
+CREATE FUNCTION f() RETURNS void AS $body$ BEGIN EXECUTE $q$ EXECUTE 'DELETE FROM dbo.ReportPublication WHERE ReportId = 1' $q$; END $body$ LANGUAGE plpgsql;
+DO $$ BEGIN EXECUTE format('UPDATE dbo.ReportPublication SET Payload = %L WHERE ReportId = 1', 'x'); END $$;
+";
+    assert_eq!(
+        found("nested.sql", text.as_bytes()),
+        [
+            (Rule::UnfencedWrite, 1, 55),
+            (Rule::FencedRowDelete, 2, 71),
+            (Rule::UnfencedWrite, 3, 29),
         ]
     );
 }
