@@ -467,7 +467,7 @@ impl Linter {
             for unit in rust_units(&scanned) {
                 let pieces = &scanned.literals[unit];
                 let literal = &pieces[0];
-                if literal.skipped {
+                if literal.skipped || is_message(text, literal.range.start) {
                     continue;
                 }
                 let (value, offsets) = match pieces {
@@ -759,6 +759,42 @@ fn rust_units(scanned: &rust::Scanned) -> Vec<Range<usize>> {
         }
     }
     units
+}
+
+/// Macros and methods whose first argument is a message for people, never SQL.
+const MESSAGE_CALLS: &[&str] = &[
+    "info",
+    "warn",
+    "error",
+    "debug",
+    "trace",
+    "println",
+    "eprintln",
+    "print",
+    "eprint",
+    "panic",
+    "unreachable",
+    "todo",
+    "unimplemented",
+    "bail",
+    "anyhow",
+    "expect",
+    "context",
+];
+
+/// Whether the Rust literal starting at `start` is the first argument of a logging or
+/// printing macro or of `expect`/`context` (`info!("Delete instance blocks ...")`).
+fn is_message(text: &str, start: usize) -> bool {
+    let before = text[..start].trim_end();
+    let Some(before) = before.strip_suffix('(') else {
+        return false;
+    };
+    let before = before.trim_end();
+    let before = before.strip_suffix('!').unwrap_or(before).trim_end();
+    let name_start = before
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1);
+    MESSAGE_CALLS.contains(&&before[name_start..])
 }
 
 fn add_coverage(total: &mut Coverage, more: Coverage) {

@@ -654,3 +654,26 @@ DO $$ BEGIN EXECUTE format('UPDATE dbo.ReportPublication SET Payload = %L WHERE 
         ]
     );
 }
+
+/// A log or panic message in Rust is prose even when it reads like SQL.
+#[test]
+fn rust_messages_are_not_sql() {
+    let text = r#"fn f() {
+    info!("Delete ReportPublication rows when expired ...");
+    log::warn!( "Update dbo.ReportPublication set failed");
+    let x = y.expect("delete from ReportPublication failed");
+    client.execute("DELETE FROM ReportPublication WHERE ReportId = $1", &[&id]);
+}
+"#;
+    assert_eq!(
+        found("a.rs", text.as_bytes()),
+        [(Rule::FencedRowDelete, 5, 21)]
+    );
+}
+
+/// A MERGE's `THEN DELETE` arm closing a CTE is not a DELETE statement of its own.
+#[test]
+fn a_merge_delete_arm_closing_a_cte_is_not_a_statement() {
+    let text = "WITH c AS (MERGE INTO t USING s ON (true) WHEN MATCHED THEN DELETE)\nSELECT * FROM dbo.ReportPublication;\n";
+    assert_eq!(found("merge.sql", text.as_bytes()), []);
+}

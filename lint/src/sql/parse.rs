@@ -390,9 +390,10 @@ pub fn find_statements(text: &str, tokens: &[Token]) -> Vec<Found> {
         match kind {
             StatementKind::Update if is_any_word(text, next, &["SET", "STATISTICS"]) => continue,
             StatementKind::Merge if is_word(text, next, "JOIN") => continue,
+            // A MERGE arm (`THEN DELETE`), also the last thing in a CTE (`... DELETE)`).
             StatementKind::Delete
                 if is_any_word(text, next, &["WHEN", "OUTPUT", "END"])
-                    || next.kind == TokenKind::Semicolon =>
+                    || matches!(next.kind, TokenKind::Semicolon | TokenKind::RParen) =>
             {
                 continue;
             }
