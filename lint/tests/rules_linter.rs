@@ -677,3 +677,32 @@ fn a_merge_delete_arm_closing_a_cte_is_not_a_statement() {
     let text = "WITH c AS (MERGE INTO t USING s ON (true) WHEN MATCHED THEN DELETE)\nSELECT * FROM dbo.ReportPublication;\n";
     assert_eq!(found("merge.sql", text.as_bytes()), []);
 }
+
+/// A fence column buried in an expression does not fence the write, and the finding
+/// says why: the predicate must be a plain conjunct of the top-level AND.
+#[test]
+fn fences_inside_expressions_are_named_in_the_finding() {
+    let linter = linter();
+    for sql in [
+        "UPDATE dbo.ReportPublication SET Payload = 1 WHERE ReportId = @id AND NOT (Generation <> @g OR LeaseOwner <> @o OR LeaseUntilUtc <= SYSUTCDATETIME())",
+        "UPDATE dbo.ReportPublication SET Payload = 1 WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND DATEDIFF(second, SYSUTCDATETIME(), LeaseUntilUtc) > 0",
+        "UPDATE dbo.ReportPublication SET Payload = 1 WHERE ReportId = @id AND (Generation, LeaseOwner) = (@g, @o) AND LeaseUntilUtc > SYSUTCDATETIME()",
+    ] {
+        let findings = linter.check_sql(sql);
+        assert_eq!(findings.len(), 1, "{sql}: {findings:?}");
+        assert_eq!(findings[0].rule, Rule::UnfencedWrite, "{sql}");
+        assert!(
+            findings[0].message.contains("must be a plain conjunct"),
+            "{sql}: {}",
+            findings[0].message
+        );
+    }
+    // Negative control: the missing predicate named nowhere keeps the plain message.
+    let findings =
+        linter.check_sql("UPDATE dbo.ReportPublication SET Payload = 1 WHERE ReportId = @id");
+    assert!(
+        !findings[0].message.contains("plain conjunct"),
+        "{}",
+        findings[0].message
+    );
+}

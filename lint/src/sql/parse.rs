@@ -488,6 +488,7 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
         tokens,
         pos: found.keyword,
         ctes: Vec::new(),
+        cte_filters: Vec::new(),
         nesting: 0,
     };
     if found.first < found.keyword {
@@ -514,6 +515,13 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
             .iter()
             .find(|(_, name)| name.eq_ignore_ascii_case(&target.name))
     {
+        // The dequeue idiom, `WITH c AS (SELECT TOP (1) ... FROM t WHERE <fence>) UPDATE c
+        // SET ...`: the CTE's condition restricts the rows written as a WHERE would.
+        if let Some(conditions) = parser.cte_conditions(&target.name) {
+            for arm in &mut statement.updates {
+                arm.conditions.extend(conditions.iter().cloned());
+            }
+        }
         statement.target = Some(table.clone());
         statement.target_names.push(table.name.clone());
     }
@@ -526,6 +534,9 @@ struct Parser<'a> {
     pos: usize,
     /// `(table read by the CTE, CTE name)` for a leading CTE list.
     ctes: Vec<(TableName, String)>,
+    /// `(CTE name, index of its WHERE)` for the CTEs whose condition restricts a write
+    /// through them.
+    cte_filters: Vec<(String, usize)>,
     /// Current recursion depth of conditions and calls, bounded by [`MAX_NESTING`].
     nesting: usize,
 }
@@ -857,10 +868,13 @@ impl<'a> Parser<'a> {
                         _ => {}
                     }
                 }
-                if let Some(table) = tables_in(self.text, &self.tokens[open..close])
-                    .into_iter()
-                    .next()
+                let tables = tables_in(self.text, &self.tokens[open..close]);
+                if tables.len() == 1
+                    && let Some(filter) = self.cte_filter(open, close)
                 {
+                    self.cte_filters.push((name.clone(), filter));
+                }
+                if let Some(table) = tables.into_iter().next() {
                     out.push((table, name));
                 }
                 i = close + 1;
@@ -869,6 +883,72 @@ impl<'a> Parser<'a> {
             }
         }
         out
+    }
+
+    /// The `WHERE` of a CTE body `( SELECT [TOP (n)] ... FROM t ... WHERE ... )` between
+    /// the parentheses at `open` and `close`, when the body is one plain SELECT of one
+    /// table (no join, set operation or grouping), so that its condition restricts the
+    /// rows a write through the CTE changes: the index of `WHERE`.
+    fn cte_filter(&self, open: usize, close: usize) -> Option<usize> {
+        let body = &self.tokens[open + 1..close];
+        if !body
+            .first()
+            .is_some_and(|t| is_word(self.text, t, "SELECT"))
+        {
+            return None;
+        }
+        let mut depth = 0usize;
+        let mut filter = None;
+        for (j, t) in body.iter().enumerate() {
+            match t.kind {
+                TokenKind::LParen => depth += 1,
+                TokenKind::RParen => depth = depth.saturating_sub(1),
+                TokenKind::Word if depth == 0 => {
+                    if is_any_word(
+                        self.text,
+                        t,
+                        &[
+                            "JOIN",
+                            "APPLY",
+                            "UNION",
+                            "EXCEPT",
+                            "INTERSECT",
+                            "GROUP",
+                            "HAVING",
+                        ],
+                    ) {
+                        return None;
+                    }
+                    if is_word(self.text, t, "WHERE") {
+                        filter.get_or_insert(open + 1 + j);
+                    }
+                }
+                _ => {}
+            }
+        }
+        filter
+    }
+
+    /// The conditions of the CTE named `name` (see [`Parser::cte_filter`]), when they
+    /// parse to the end of its WHERE clause.
+    fn cte_conditions(&self, name: &str) -> Option<Vec<Predicate>> {
+        let (_, at) = self
+            .cte_filters
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
+        let mut sub = Parser {
+            text: self.text,
+            tokens: self.tokens,
+            pos: *at,
+            ctes: Vec::new(),
+            cte_filters: Vec::new(),
+            nesting: 0,
+        };
+        let (conditions, _) = sub.where_clause().ok()?;
+        let ends = sub.peek().is_some_and(|t| {
+            t.kind == TokenKind::RParen || is_any_word(self.text, t, &["ORDER", "OPTION", "FOR"])
+        });
+        ends.then_some(conditions)
     }
 
     fn update(&mut self) -> Result<Statement, SqlError> {
@@ -2185,6 +2265,7 @@ pub fn tables_in(text: &str, tokens: &[Token]) -> Vec<TableName> {
                 tokens,
                 pos: i + 1,
                 ctes: Vec::new(),
+                cte_filters: Vec::new(),
                 nesting: 0,
             };
             parser.eat_word("ONLY");
