@@ -706,3 +706,27 @@ fn fences_inside_expressions_are_named_in_the_finding() {
         findings[0].message
     );
 }
+
+/// The help line writes the missing predicates' values as the statement writes its
+/// parameters: never `@name` in a PostgreSQL statement.
+#[test]
+fn help_placeholders_follow_the_statement() {
+    let linter = linter();
+    let help = |sql: &str| linter.check_sql(sql)[0].help.clone().unwrap();
+    assert_eq!(
+        help("UPDATE dbo.ReportPublication SET Payload = $1 WHERE ReportId = $2"),
+        "add `AND Generation = $3 AND LeaseOwner = $4 AND LeaseUntilUtc > <database clock>` to the WHERE clause"
+    );
+    assert!(
+        help("UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id")
+            .contains("Generation = @generation")
+    );
+    assert!(
+        help("UPDATE dbo.ReportPublication SET Payload = ?1 WHERE ReportId = ?2")
+            .contains("Generation = ?")
+    );
+    assert!(
+        help("UPDATE dbo.ReportPublication SET Payload = p_payload WHERE ReportId = p_id")
+            .contains("Generation = <generation>")
+    );
+}

@@ -257,13 +257,38 @@ fn required(
     let Some(table) = context.table else {
         return Vec::new();
     };
-    let key = ("key", facts.key, format!("{} = @key", table.key));
+    // Placeholders written as the statement writes its parameters; numbered ones in
+    // the order the advice lists them, for the predicates the statement lacks.
+    let style = context.statement.param_style;
+    let mut next = 0;
+    let mut value = |present: fence::Presence, name: &str| {
+        let index = if present == fence::Presence::Absent {
+            next += 1;
+            next - 1
+        } else {
+            0
+        };
+        style.placeholder(name, index)
+    };
+    let key = (
+        "key",
+        facts.key,
+        format!("{} = {}", table.key, value(facts.key, "key")),
+    );
     let generation = (
         "generation",
         facts.generation,
-        format!("{} = @generation", table.generation),
+        format!(
+            "{} = {}",
+            table.generation,
+            value(facts.generation, "generation")
+        ),
     );
-    let owner = ("owner", facts.owner, format!("{} = @owner", table.owner));
+    let owner = (
+        "owner",
+        facts.owner,
+        format!("{} = {}", table.owner, value(facts.owner, "owner")),
+    );
     let unexpired = (
         "unexpired lease",
         facts.unexpired,

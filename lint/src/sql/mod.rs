@@ -8,7 +8,8 @@ pub mod shape;
 
 pub use expr::{ColumnRef, CompareOp, Operand, Predicate};
 pub use parse::{
-    Assignment, Grant, InsertPart, SqlError, Statement, StatementKind, TableName, UpdateArm,
+    Assignment, Grant, InsertPart, ParamStyle, SqlError, Statement, StatementKind, TableName,
+    UpdateArm,
 };
 pub use shape::{Placeholder, SetShape, UpdateShape, parse_update};
 

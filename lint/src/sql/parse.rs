@@ -79,9 +79,82 @@ pub struct InsertPart {
     pub replace: bool,
 }
 
+/// How a statement writes its parameters, so that advice can be written the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ParamStyle {
+    /// `@name` (T-SQL), or T-SQL without parameters (`[brackets]`, `TOP`, `OUTPUT`...).
+    At,
+    /// `$1`, `$2` (PostgreSQL); holds the highest number used.
+    Numbered(u32),
+    /// `?` or `?1` (SQLite).
+    Question,
+    /// `:name`.
+    Colon,
+    /// No parameter and no dialect-specific syntax (a PL/pgSQL body using variables).
+    #[default]
+    Unknown,
+}
+
+impl ParamStyle {
+    /// The parameters and dialect hints among `tokens`.
+    pub fn of(text: &str, tokens: &[Token]) -> ParamStyle {
+        let mut numbered = None;
+        let mut tsql = false;
+        for t in tokens {
+            let raw = &text[t.range.clone()];
+            match t.kind {
+                TokenKind::Parameter if raw.starts_with("@@") => tsql = true,
+                TokenKind::Parameter if raw.starts_with('@') => return ParamStyle::At,
+                TokenKind::Parameter if raw.starts_with('?') => return ParamStyle::Question,
+                TokenKind::Parameter if raw.starts_with(':') => return ParamStyle::Colon,
+                TokenKind::Parameter if raw.starts_with('$') => {
+                    let n = raw[1..].parse::<u32>().unwrap_or(0);
+                    numbered = Some(numbered.unwrap_or(0).max(n));
+                }
+                TokenKind::QuotedIdent if raw.starts_with('[') => tsql = true,
+                TokenKind::Word
+                    if [
+                        "TOP",
+                        "OUTPUT",
+                        "SYSUTCDATETIME",
+                        "GETUTCDATE",
+                        "GETDATE",
+                        "NOLOCK",
+                    ]
+                    .iter()
+                    .any(|w| raw.eq_ignore_ascii_case(w)) =>
+                {
+                    tsql = true;
+                }
+                _ => {}
+            }
+        }
+        match numbered {
+            Some(n) => ParamStyle::Numbered(n),
+            None if tsql => ParamStyle::At,
+            None => ParamStyle::Unknown,
+        }
+    }
+
+    /// The placeholder for the `index`-th (from 0) value a piece of advice adds, named
+    /// `name`: `@name`, `$<next number>`, `?`, `:name` or `<name>`.
+    pub fn placeholder(self, name: &str, index: u32) -> String {
+        match self {
+            ParamStyle::At => format!("@{name}"),
+            ParamStyle::Numbered(n) => format!("${}", n + 1 + index),
+            ParamStyle::Question => "?".to_owned(),
+            ParamStyle::Colon => format!(":{name}"),
+            ParamStyle::Unknown => format!("<{name}>"),
+        }
+    }
+}
+
 /// One analysed statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Statement {
+    /// How its parameters are written (for advice).
+    pub param_style: ParamStyle,
     /// What kind.
     pub kind: StatementKind,
     /// Byte range from the first keyword (`WITH` of a leading CTE, or the statement's
@@ -504,6 +577,7 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
     };
     let last = parser.pos.saturating_sub(1).max(found.keyword);
     statement.range = tokens[found.first].range.start..tokens[last].range.end;
+    statement.param_style = ParamStyle::of(text, &tokens[found.first..=last]);
     for (table, _) in &parser.ctes {
         statement.mentioned.push(table.clone());
     }
@@ -1002,6 +1076,7 @@ impl<'a> Parser<'a> {
         }
         names.push(target.name.clone());
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Update,
             range: 0..0,
             target: Some(target),
@@ -1050,6 +1125,7 @@ impl<'a> Parser<'a> {
         self.tail();
         names.extend(alias);
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Delete,
             range: 0..0,
             target: Some(target),
@@ -1076,6 +1152,7 @@ impl<'a> Parser<'a> {
         }
         self.skip_clause();
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Truncate,
             range: 0..0,
             target_names: vec![target.name.clone()],
@@ -1159,6 +1236,7 @@ impl<'a> Parser<'a> {
         let mut names = vec![target.name.clone()];
         names.extend(alias);
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Merge,
             range: 0..0,
             target: Some(target),
@@ -1235,6 +1313,7 @@ impl<'a> Parser<'a> {
         let mut names = vec![target.name.clone()];
         names.extend(alias);
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Insert,
             range: 0..0,
             target: Some(target),
@@ -1503,6 +1582,7 @@ impl<'a> Parser<'a> {
             self.skip_clause();
         }
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Grant,
             range: 0..0,
             target: objects.first().cloned(),
