@@ -639,6 +639,29 @@ fn many_findings_on_one_long_line_are_linear() {
     assert!(run.stdout.len() < n * 1_000, "{} bytes", run.stdout.len());
 }
 
+/// `--format github`: one workflow command per finding, pointing at the statement.
+#[test]
+fn github_format_writes_one_annotation_per_finding() {
+    let tree = Tree::configured();
+    tree.file("sql/fix#1.sql", UNFENCED_SQL);
+    let run = tree.run(&["--format", "github"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stdout);
+    assert!(
+        lines[0].starts_with(
+            "::error file=sql/fix#1.sql,line=3,col=1,endLine=6,endColumn=30,title=FL001 unfenced-write::write to fenced table"
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("%0Ahelp: add `AND LeaseOwner = @owner"),
+        "{}",
+        lines[0]
+    );
+}
+
 #[test]
 fn a_closed_stdout_is_not_an_error() {
     let tree = Tree::configured();
