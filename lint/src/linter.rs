@@ -55,6 +55,9 @@ pub struct Scan {
 #[derive(Debug, Clone)]
 pub struct Linter {
     tables: Vec<TableSpec>,
+    /// Indices into `tables` by lower-cased table name, in order: a name is looked up
+    /// once, not compared with every fenced table.
+    by_name: std::collections::HashMap<String, Vec<usize>>,
     /// Table names, the suppression marker and `GRANT`, case-insensitive.
     prefilter: Words,
     /// Generation column names, to find `CREATE TABLE` candidates for discovery.
@@ -90,14 +93,36 @@ impl Linter {
         generation_names.push(config::DEFAULT_GENERATION);
         generation_names.push("generation");
         let discovery = Words::new(generation_names);
+        let mut by_name: std::collections::HashMap<String, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, table) in tables.iter().enumerate() {
+            by_name
+                .entry(table.name.to_lowercase())
+                .or_default()
+                .push(i);
+        }
         Linter {
             exclude: Exclude::default(),
+            by_name,
             tables,
             scanned: prefilter.clone(),
             unscanned: Words::new(Vec::<String>::new()),
             prefilter,
             discovery,
         }
+    }
+
+    /// The first fenced table a reference (`schema.name` or `name`) denotes.
+    fn table(&self, schema: Option<&str>, name: &str) -> Option<&TableSpec> {
+        let indices = if name.bytes().any(|b| b.is_ascii_uppercase()) || !name.is_ascii() {
+            self.by_name.get(&name.to_lowercase())
+        } else {
+            self.by_name.get(name)
+        }?;
+        indices
+            .iter()
+            .map(|&i| &self.tables[i])
+            .find(|t| t.matches(schema, name))
     }
 
     /// The fenced tables: configured, then discovered.
@@ -597,12 +622,11 @@ impl Linter {
             Some(map) => map[offset.min(map.len() - 1)],
             None => offset,
         };
-        let executed = sql::executed_strings(text, tokens);
+        let executed = sql::executed_strings(text, tokens, |token| {
+            self.prefilter.is_match(&text[token.range.clone()])
+        });
         for position in executed {
             let token = &tokens[position];
-            if !self.prefilter.is_match(&text[token.range.clone()]) {
-                continue;
-            }
             let (value, inner) = lexer::string_value(text, token);
             let lexed = lexer::lex(&value);
             let (found, checked, coverage) = self.check_tokens(&value, &lexed.tokens, true);
@@ -694,15 +718,17 @@ impl Linter {
             match &statement.result {
                 Ok(parsed) => {
                     coverage.parsed += 1;
-                    findings.extend(rules::check_statement(parsed, &self.tables));
+                    let target = parsed
+                        .target
+                        .as_ref()
+                        .and_then(|t| self.table(t.schema.as_deref(), &t.name));
+                    findings.extend(rules::check_statement(parsed, target, &self.tables));
                 }
                 Err((error, range, mentioned)) => {
                     coverage.unparsed += 1;
-                    let table = mentioned.iter().find_map(|m| {
-                        self.tables
-                            .iter()
-                            .find(|t| t.matches(m.schema.as_deref(), &m.name))
-                    });
+                    let table = mentioned
+                        .iter()
+                        .find_map(|m| self.table(m.schema.as_deref(), &m.name));
                     if let Some(table) = table {
                         coverage.unanalysed_fenced += 1;
                         findings.push(Finding {
@@ -792,8 +818,10 @@ fn is_message(text: &str, start: usize) -> bool {
     let before = before.trim_end();
     let before = before.strip_suffix('!').unwrap_or(before).trim_end();
     let name_start = before
-        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     MESSAGE_CALLS.contains(&&before[name_start..])
 }
 

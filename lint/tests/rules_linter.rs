@@ -663,6 +663,7 @@ fn rust_messages_are_not_sql() {
     log::warn!( "Update dbo.ReportPublication set failed");
     let x = y.expect("delete from ReportPublication failed");
     client.execute("DELETE FROM ReportPublication WHERE ReportId = $1", &[&id]);
+    —info!("Delete ReportPublication rows when expired");
 }
 "#;
     assert_eq!(

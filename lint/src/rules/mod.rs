@@ -199,12 +199,12 @@ pub(crate) struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    pub(crate) fn new(statement: &'a Statement, tables: &'a [TableSpec]) -> Context<'a> {
-        let table = statement.target.as_ref().and_then(|t| {
-            tables
-                .iter()
-                .find(|spec| spec.matches(t.schema.as_deref(), &t.name))
-        });
+    /// The context of a statement whose target denotes the fenced table `table`.
+    pub(crate) fn with_target(
+        statement: &'a Statement,
+        table: Option<&'a TableSpec>,
+        tables: &'a [TableSpec],
+    ) -> Context<'a> {
         let arms = table
             .map(|table| {
                 statement
@@ -234,8 +234,14 @@ impl<'a> Context<'a> {
 }
 
 /// Runs every statement rule.
-pub(crate) fn check_statement(statement: &Statement, tables: &[TableSpec]) -> Vec<Finding> {
-    let context = Context::new(statement, tables);
+/// Runs every rule over a parsed statement. `target` is the fenced table its target
+/// denotes, looked up by the caller.
+pub(crate) fn check_statement(
+    statement: &Statement,
+    target: Option<&TableSpec>,
+    tables: &[TableSpec],
+) -> Vec<Finding> {
+    let context = Context::with_target(statement, target, tables);
     let mut out = Vec::new();
     unfenced_write::check(&context, &mut out);
     fence_in_disjunction::check(&context, &mut out);

@@ -120,6 +120,9 @@ pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
         .collect()
 }
 
+/// How far back from a string literal [`executed_strings`] looks for what executes it.
+const MAX_EXPRESSION_TOKENS: usize = 512;
+
 /// Functions whose string arguments end up in the text they return, so a string inside
 /// one of them is executed when its result is (`EXECUTE format('UPDATE %I ...', t)`).
 const STRING_FUNCTIONS: &[&str] = &[
@@ -143,14 +146,18 @@ const STRING_FUNCTIONS: &[&str] = &[
 ];
 
 fn is_sp_executesql(text: &str, token: &lexer::Token) -> bool {
-    matches!(
-        token.kind,
-        lexer::TokenKind::Word | lexer::TokenKind::QuotedIdent
-    ) && lexer::ident_text(text, token).eq_ignore_ascii_case("sp_executesql")
+    // `sp_executesql` or `[sp_executesql]`: the length rules out nearly every token.
+    matches!(token.range.len(), 13 | 15)
+        && matches!(
+            token.kind,
+            lexer::TokenKind::Word | lexer::TokenKind::QuotedIdent
+        )
+        && lexer::ident_text(text, token).eq_ignore_ascii_case("sp_executesql")
 }
 
 fn is_exec(text: &str, token: &lexer::Token) -> bool {
     token.kind == lexer::TokenKind::Word
+        && matches!(token.range.len(), 4 | 7)
         && ["EXEC", "EXECUTE"]
             .iter()
             .any(|w| text[token.range.clone()].eq_ignore_ascii_case(w))
@@ -201,8 +208,22 @@ fn executed_variables(text: &str, tokens: &[lexer::Token]) -> Vec<String> {
 /// [`STRING_FUNCTIONS`] call), a value assigned (`=`, `+=`, `:=`) to a variable that is
 /// executed, or a quoted body after `AS`/`DO`. A message (`PRINT`, `RAISERROR`, `RAISE`,
 /// `THROW`) or a value selected, inserted or compared is not.
-pub fn executed_strings(text: &str, tokens: &[lexer::Token]) -> Vec<usize> {
+///
+/// Only the strings `candidate` accepts are examined (the linter passes those that
+/// mention a fenced table), and the walk back from each is bounded, so a long `VALUES`
+/// list of strings costs time linear in its length.
+pub fn executed_strings(
+    text: &str,
+    tokens: &[lexer::Token],
+    candidate: impl Fn(&lexer::Token) -> bool,
+) -> Vec<usize> {
     use lexer::TokenKind;
+    if !tokens
+        .iter()
+        .any(|t| t.kind == TokenKind::String && candidate(t))
+    {
+        return Vec::new();
+    }
     let variables = executed_variables(text, tokens);
     let executed_variable = |token: &lexer::Token| {
         matches!(token.kind, TokenKind::Parameter | TokenKind::Word)
@@ -212,14 +233,17 @@ pub fn executed_strings(text: &str, tokens: &[lexer::Token]) -> Vec<usize> {
     };
     let mut out = Vec::new();
     for (position, token) in tokens.iter().enumerate() {
-        if token.kind != TokenKind::String {
+        if token.kind != TokenKind::String || !candidate(token) {
             continue;
         }
         // Walk back over the expression the string is part of.
         let mut j = position;
         let mut depth = 0usize;
         let stop = loop {
-            let Some(prev) = j.checked_sub(1) else {
+            let Some(prev) = j
+                .checked_sub(1)
+                .filter(|p| position - p <= MAX_EXPRESSION_TOKENS)
+            else {
                 break None;
             };
             j = prev;
