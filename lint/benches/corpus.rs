@@ -15,6 +15,7 @@
 //! - the lint with no table fenced, for scale.
 //!
 //! It prints the median of each and the median of the per-round ratios lint / ripgrep.
+//! `FENCED_BENCH_KEEP_CONFIG=FILE` keeps a copy of the configuration, for profiling.
 //! Timings are printed, never asserted.
 
 #[allow(dead_code)]
@@ -72,6 +73,10 @@ fn main() {
     let survey = count::survey(&corpus);
     let fenced = temp.path().join("fenced.toml");
     std::fs::write(&fenced, count::config(&survey.tables)).expect("config written");
+    if let Some(keep) = std::env::var_os("FENCED_BENCH_KEEP_CONFIG") {
+        // For profiling the same run outside the benchmark.
+        std::fs::copy(&fenced, keep).expect("config copied");
+    }
     let empty = temp.path().join("empty.toml");
     std::fs::write(&empty, "").expect("config written");
     let rg = Command::new("rg")

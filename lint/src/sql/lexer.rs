@@ -91,7 +91,11 @@ const MAX_BODY_NESTING: usize = 4;
 
 fn lex_nested(text: &str, nesting: usize) -> Lexed {
     let bytes = text.as_bytes();
-    let mut out = Lexed::default();
+    // About one token in six bytes of SQL: one allocation, not a dozen doublings.
+    let mut out = Lexed {
+        tokens: Vec::with_capacity(text.len() / 6),
+        comments: Vec::new(),
+    };
     let mut i = 0;
     let mut line_start = true;
     while i < bytes.len() {
@@ -420,6 +424,17 @@ fn operator_continues(so_far: &[u8], next: u8) -> bool {
 }
 
 fn ident_end(text: &str, mut i: usize) -> usize {
+    // ASCII, the usual case, byte by byte; anything else by characters.
+    let bytes = text.as_bytes();
+    while let Some(&b) = bytes.get(i) {
+        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'#') {
+            i += 1;
+        } else if b.is_ascii() {
+            return i;
+        } else {
+            break;
+        }
+    }
     for c in text[i..].chars() {
         if is_ident_continue(c) {
             i += c.len_utf8();

@@ -224,10 +224,12 @@ pub fn executed_strings(
     {
         return Vec::new();
     }
-    let variables = executed_variables(text, tokens);
+    // Found only when a string is assigned to a variable: most files never need them.
+    let variables = std::cell::OnceCell::new();
     let executed_variable = |token: &lexer::Token| {
         matches!(token.kind, TokenKind::Parameter | TokenKind::Word)
             && variables
+                .get_or_init(|| executed_variables(text, tokens))
                 .binary_search(&text[token.range.clone()].to_ascii_lowercase())
                 .is_ok()
     };
