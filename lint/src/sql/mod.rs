@@ -204,9 +204,9 @@ fn executed_variables(text: &str, tokens: &[lexer::Token]) -> Vec<String> {
 }
 
 /// The indices of the string tokens whose value is executed as SQL: an argument of
-/// `EXEC`/`EXECUTE` or `sp_executesql` (directly, in a concatenation, or in a
-/// [`STRING_FUNCTIONS`] call), a value assigned (`=`, `+=`, `:=`) to a variable that is
-/// executed, or a quoted body after `AS`/`DO`. A message (`PRINT`, `RAISERROR`, `RAISE`,
+/// `EXEC`/`EXECUTE` or `sp_executesql` (directly, in a concatenation, or in a string
+/// function such as `format()` or `concat()`), a value assigned (`=`, `+=`, `:=`) to a
+/// variable that is executed, or a quoted body after `AS`/`DO`. A message (`PRINT`, `RAISERROR`, `RAISE`,
 /// `THROW`) or a value selected, inserted or compared is not.
 ///
 /// Only the strings `candidate` accepts are examined (the linter passes those that
