@@ -731,3 +731,21 @@ fn help_placeholders_follow_the_statement() {
             .contains("Generation = <generation>")
     );
 }
+
+/// A file that names a fenced table but holds no statement the rules examine (nor a
+/// suppression) is not lexed; one with such a keyword, in any case, is.
+#[test]
+fn files_without_statement_keywords_are_not_analysed() {
+    let linter = linter();
+    let quiet = linter.check_file(
+        Path::new("a.sql"),
+        b"SELECT * FROM dbo.ReportPublication WHERE ReportId = 1;",
+    );
+    assert!(!quiet.analysed);
+    let write = linter.check_file(
+        Path::new("a.sql"),
+        b"SELECT * FROM dbo.ReportPublication; uPdAtE dbo.ReportPublication SET Payload = 1;",
+    );
+    assert!(write.analysed);
+    assert_eq!(write.diagnostics.len(), 1);
+}
