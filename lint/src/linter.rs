@@ -55,10 +55,16 @@ pub struct Scan {
 #[derive(Debug, Clone)]
 pub struct Linter {
     tables: Vec<TableSpec>,
+    /// Indices into `tables` by lower-cased table name, in order: a name is looked up
+    /// once, not compared with every fenced table.
+    by_name: std::collections::HashMap<String, Vec<usize>>,
     /// Table names, the suppression marker and `GRANT`, case-insensitive.
     prefilter: Words,
     /// Generation column names, to find `CREATE TABLE` candidates for discovery.
     discovery: Words,
+    /// The keywords of the statements the rules examine, and the suppression marker: a
+    /// file that names a fenced table but holds none of them has nothing to report.
+    statements: Words,
     /// The prefilter of the linter this one was derived from by `with_discovered`: what
     /// a [`Scan`] made by any linter of the chain has searched for.
     scanned: Words,
@@ -90,14 +96,47 @@ impl Linter {
         generation_names.push(config::DEFAULT_GENERATION);
         generation_names.push("generation");
         let discovery = Words::new(generation_names);
+        let mut by_name: std::collections::HashMap<String, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, table) in tables.iter().enumerate() {
+            by_name
+                .entry(table.name.to_lowercase())
+                .or_default()
+                .push(i);
+        }
+        let statements = Words::new([
+            "UPDATE",
+            "DELETE",
+            "MERGE",
+            "INSERT",
+            "REPLACE",
+            "GRANT",
+            "TRUNCATE",
+            suppress::MARKER,
+        ]);
         Linter {
             exclude: Exclude::default(),
+            statements,
+            by_name,
             tables,
             scanned: prefilter.clone(),
             unscanned: Words::new(Vec::<String>::new()),
             prefilter,
             discovery,
         }
+    }
+
+    /// The first fenced table a reference (`schema.name` or `name`) denotes.
+    fn table(&self, schema: Option<&str>, name: &str) -> Option<&TableSpec> {
+        let indices = if name.bytes().any(|b| b.is_ascii_uppercase()) || !name.is_ascii() {
+            self.by_name.get(&name.to_lowercase())
+        } else {
+            self.by_name.get(name)
+        }?;
+        indices
+            .iter()
+            .map(|&i| &self.tables[i])
+            .find(|t| t.matches(schema, name))
     }
 
     /// The fenced tables: configured, then discovered.
@@ -431,6 +470,11 @@ impl Linter {
 
     /// The check of a text that got past the prefilter.
     fn check_matched(&self, path: &Path, text: &str) -> FileReport {
+        // A short table name (`t`) is in nearly every file; lexing is worth it only
+        // where a statement the rules examine, or a suppression, can be.
+        if !self.statements.is_match(text) {
+            return FileReport::default();
+        }
         let prefilter = &self.prefilter;
         let mut report = FileReport {
             analysed: true,
@@ -467,7 +511,7 @@ impl Linter {
             for unit in rust_units(&scanned) {
                 let pieces = &scanned.literals[unit];
                 let literal = &pieces[0];
-                if literal.skipped {
+                if literal.skipped || is_message(text, literal.range.start) {
                     continue;
                 }
                 let (value, offsets) = match pieces {
@@ -512,49 +556,9 @@ impl Linter {
                 let start = finding.range.start;
                 findings.push((finding.range.clone(), vec![start], finding));
             }
-            // Dynamic SQL: string literals that mention a fenced table
-            // (`EXEC sp_executesql N'UPDATE ...'`).
-            for (position, token) in lexed.tokens.iter().enumerate() {
-                if token.kind != lexer::TokenKind::String
-                    || !prefilter.is_match(&text[token.range.clone()])
-                {
-                    continue;
-                }
-                let (value, offsets) = lexer::string_value(text, token);
-                // Suppressions are comments of the file (`//` in Rust, `--` in SQL); a
-                // comment inside the string is part of the SQL text, often a fixture's.
-                let (found, checked, coverage) = self.check_literal(&value, true);
-                report.statements_checked += checked;
-                add_coverage(&mut report.coverage, coverage);
-                let concatenated = [position.checked_sub(1), Some(position + 1)]
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|i| lexed.tokens.get(i))
-                    .any(|t| matches!(&text[t.range.clone()], "+" | "||"));
-                let mut seen = Vec::new();
-                for mut finding in found {
-                    if concatenated {
-                        // Part of a statement assembled at run time: what the rules see
-                        // is not what runs.
-                        if seen.contains(&finding.range) {
-                            continue;
-                        }
-                        seen.push(finding.range.clone());
-                        finding.rule = Rule::UnanalysedWrite;
-                        finding.message = format!(
-                            "dynamic SQL assembled by concatenation writes fenced table `{}` and cannot be analysed",
-                            finding.table.as_deref().unwrap_or("?")
-                        );
-                        finding.help = Some(
-                            "write the statement whole, with parameters, so its fence can be checked"
-                                .to_owned(),
-                        );
-                    }
-                    let start = offsets[finding.range.start.min(offsets.len() - 1)];
-                    let end = offsets[finding.range.end.min(offsets.len() - 1)];
-                    findings.push((start..end, vec![start, token.range.start], finding));
-                }
-            }
+            // Dynamic SQL: executed string literals that mention a fenced table
+            // (`EXEC sp_executesql N'UPDATE ...'`), to any depth.
+            self.check_dynamic(text, &lexed.tokens, None, 0, &mut report, &mut findings);
         }
 
         let mut diagnostics = Vec::new();
@@ -617,6 +621,77 @@ impl Linter {
         report
     }
 
+    /// Checks the executed string literals among `tokens` (of `text`) as SQL, and the
+    /// string literals executed inside those, down to [`MAX_DYNAMIC_DEPTH`] levels.
+    /// `offsets` maps byte offsets of `text` to offsets of the file (`None`: `text` is
+    /// the file).
+    fn check_dynamic(
+        &self,
+        text: &str,
+        tokens: &[lexer::Token],
+        offsets: Option<&[usize]>,
+        depth: usize,
+        report: &mut FileReport,
+        findings: &mut Vec<(Range<usize>, Vec<usize>, Finding)>,
+    ) {
+        if depth >= MAX_DYNAMIC_DEPTH {
+            return;
+        }
+        let in_file = |offset: usize| match offsets {
+            Some(map) => map[offset.min(map.len() - 1)],
+            None => offset,
+        };
+        let executed = sql::executed_strings(text, tokens, |token| {
+            self.prefilter.is_match(&text[token.range.clone()])
+        });
+        for position in executed {
+            let token = &tokens[position];
+            let (value, inner) = lexer::string_value(text, token);
+            let lexed = lexer::lex(&value);
+            let (found, checked, coverage) = self.check_tokens(&value, &lexed.tokens, true);
+            report.statements_checked += checked;
+            add_coverage(&mut report.coverage, coverage);
+            let concatenated = [position.checked_sub(1), Some(position + 1)]
+                .into_iter()
+                .flatten()
+                .filter_map(|i| tokens.get(i))
+                .any(|t| matches!(&text[t.range.clone()], "+" | "||"));
+            let mut seen = Vec::new();
+            // Offsets of the value in the file.
+            let map: Vec<usize> = inner.iter().map(|&o| in_file(o)).collect();
+            for mut finding in found {
+                if concatenated {
+                    // Part of a statement assembled at run time: what the rules see
+                    // is not what runs.
+                    if seen.contains(&finding.range) {
+                        continue;
+                    }
+                    seen.push(finding.range.clone());
+                    finding.rule = Rule::UnanalysedWrite;
+                    finding.message = format!(
+                        "dynamic SQL assembled by concatenation writes fenced table `{}` and cannot be analysed",
+                        finding.table.as_deref().unwrap_or("?")
+                    );
+                    finding.help = Some(
+                        "write the statement whole, with parameters, so its fence can be checked"
+                            .to_owned(),
+                    );
+                }
+                let start = map[finding.range.start.min(map.len() - 1)];
+                let end = map[finding.range.end.min(map.len() - 1)];
+                findings.push((start..end, vec![start, in_file(token.range.start)], finding));
+            }
+            self.check_dynamic(
+                &value,
+                &lexed.tokens,
+                Some(&map),
+                depth + 1,
+                report,
+                findings,
+            );
+        }
+    }
+
     /// Checks the SQL in a Rust string literal. `prose_possible`: the text may be a
     /// message rather than SQL, so an unparseable "statement" whose keyword sits mid-sentence
     /// is not reported as `unanalysed-write`.
@@ -662,15 +737,17 @@ impl Linter {
             match &statement.result {
                 Ok(parsed) => {
                     coverage.parsed += 1;
-                    findings.extend(rules::check_statement(parsed, &self.tables));
+                    let target = parsed
+                        .target
+                        .as_ref()
+                        .and_then(|t| self.table(t.schema.as_deref(), &t.name));
+                    findings.extend(rules::check_statement(parsed, target, &self.tables));
                 }
                 Err((error, range, mentioned)) => {
                     coverage.unparsed += 1;
-                    let table = mentioned.iter().find_map(|m| {
-                        self.tables
-                            .iter()
-                            .find(|t| t.matches(m.schema.as_deref(), &m.name))
-                    });
+                    let table = mentioned
+                        .iter()
+                        .find_map(|m| self.table(m.schema.as_deref(), &m.name));
                     if let Some(table) = table {
                         coverage.unanalysed_fenced += 1;
                         findings.push(Finding {
@@ -687,6 +764,9 @@ impl Linter {
         (findings, analysed.len() - prose, coverage)
     }
 }
+
+/// How many levels of dynamic SQL inside dynamic SQL are checked.
+const MAX_DYNAMIC_DEPTH: usize = 8;
 
 /// A finding of [`Linter::check_sql`]: like a [`Diagnostic`], with a byte range into
 /// the SQL text instead of a file position.
@@ -724,6 +804,44 @@ fn rust_units(scanned: &rust::Scanned) -> Vec<Range<usize>> {
         }
     }
     units
+}
+
+/// Macros and methods whose first argument is a message for people, never SQL.
+const MESSAGE_CALLS: &[&str] = &[
+    "info",
+    "warn",
+    "error",
+    "debug",
+    "trace",
+    "println",
+    "eprintln",
+    "print",
+    "eprint",
+    "panic",
+    "unreachable",
+    "todo",
+    "unimplemented",
+    "bail",
+    "anyhow",
+    "expect",
+    "context",
+];
+
+/// Whether the Rust literal starting at `start` is the first argument of a logging or
+/// printing macro or of `expect`/`context` (`info!("Delete instance blocks ...")`).
+fn is_message(text: &str, start: usize) -> bool {
+    let before = text[..start].trim_end();
+    let Some(before) = before.strip_suffix('(') else {
+        return false;
+    };
+    let before = before.trim_end();
+    let before = before.strip_suffix('!').unwrap_or(before).trim_end();
+    let name_start = before
+        .char_indices()
+        .rev()
+        .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    MESSAGE_CALLS.contains(&&before[name_start..])
 }
 
 fn add_coverage(total: &mut Coverage, more: Coverage) {

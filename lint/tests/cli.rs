@@ -563,6 +563,105 @@ fn unreadable_files_are_one_finding_each_and_never_a_crash() {
     assert!(run.stderr.is_empty(), "{}", run.stderr);
 }
 
+/// Runs the binary in `cwd`, killing it and failing the test if it has not finished
+/// within `limit`. Its output is read while it runs, so a full pipe cannot stall it.
+#[cfg(unix)]
+fn run_with_limit(cwd: &Path, args: &[&str], limit: std::time::Duration) -> Run {
+    let child = Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(limit) {
+        Ok(output) => Run::from(output.unwrap()),
+        Err(_) => {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            panic!("fenced-lint {args:?} still running after {limit:?}");
+        }
+    }
+}
+
+/// A named pipe called `*.sql` would block the read forever: walked, it is skipped;
+/// named, it is one `unreadable-file` finding saying what it is.
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_never_hangs_the_run() {
+    let tree = Tree::configured();
+    tree.file("lease.sql", UNFENCED_SQL);
+    let made = Command::new("mkfifo")
+        .arg(tree.path("pipe.sql"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let limit = std::time::Duration::from_secs(20);
+    let walked = run_with_limit(tree.dir.path(), &["--format", "json"], limit);
+    assert_eq!(
+        walked.findings(),
+        [finding("lease.sql", 3, Rule::UnfencedWrite)]
+    );
+    let named = run_with_limit(tree.dir.path(), &["--format", "json", "pipe.sql"], limit);
+    assert_eq!(named.code, 1, "{named:?}");
+    assert_eq!(
+        named.findings(),
+        [finding("pipe.sql", 1, Rule::UnreadableFile)]
+    );
+    let message = named.json()["findings"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("named pipe"), "{message}");
+}
+
+/// A one-line file of 2 MB with 38,000 findings: positions and snippets cost time in
+/// the findings, not findings times the line's length (which took minutes).
+#[cfg(unix)]
+#[test]
+fn many_findings_on_one_long_line_are_linear() {
+    let tree = Tree::configured();
+    let statement = "UPDATE dbo.{T} SET Payload = 1 WHERE ReportId = 1; ";
+    let n = 2_000_000 / statement.len();
+    tree.file("one.sql", &statement.repeat(n));
+    let limit = std::time::Duration::from_secs(90);
+    let run = run_with_limit(tree.dir.path(), &["one.sql"], limit);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let summary = format!("fenced-lint: {n} errors in 1 file (statements checked: {n})\n");
+    assert!(
+        run.stdout.ends_with(&summary),
+        "{}",
+        &run.stdout[run.stdout.len().saturating_sub(200)..]
+    );
+    // Each snippet shows a window of the line, not the line.
+    assert!(run.stdout.len() < n * 1_000, "{} bytes", run.stdout.len());
+}
+
+/// `--format github`: one workflow command per finding, pointing at the statement.
+#[test]
+fn github_format_writes_one_annotation_per_finding() {
+    let tree = Tree::configured();
+    tree.file("sql/fix#1.sql", UNFENCED_SQL);
+    let run = tree.run(&["--format", "github"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stdout);
+    assert!(
+        lines[0].starts_with(
+            "::error file=sql/fix#1.sql,line=3,col=1,endLine=6,endColumn=30,title=FL001 unfenced-write::write to fenced table"
+        ),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("%0Ahelp: add `AND LeaseOwner = @owner"),
+        "{}",
+        lines[0]
+    );
+}
+
 #[test]
 fn a_closed_stdout_is_not_an_error() {
     let tree = Tree::configured();

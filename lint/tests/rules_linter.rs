@@ -238,7 +238,7 @@ fn rust_suppressions() {
 #[test]
 fn dynamic_sql_is_checked() {
     let text = "EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id', N'@p nvarchar(max), @id uniqueidentifier', @p, @id;
-DECLARE @sql nvarchar(max) = N'UPDATE dbo.ReportPublication SET Payload = NULL WHERE ' + @filter;
+DECLARE @sql nvarchar(max) = N'UPDATE dbo.ReportPublication SET Payload = NULL WHERE ' + @filter; EXEC (@sql);
 EXEC (N'SELECT ''not a write on ReportPublication''');
 EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME()';";
     assert_eq!(
@@ -586,4 +586,166 @@ fn a_concat_is_checked_as_one_statement() {
         found("src/repo.rs", unfenced.as_bytes()),
         [(Rule::UnfencedWrite, 3, 10)]
     );
+}
+
+/// pg_dump's layout: `COPY ... FROM stdin;`, data lines (with `[`, an odd `"`, an
+/// apostrophe), `\.`, then more statements, which must all be checked.
+#[test]
+fn statements_after_copy_data_are_checked() {
+    let text = format!(
+        "COPY dbo.ReportPublication (ReportId, Payload) FROM stdin;\n1\t[open\n2\t\"odd\n3\tit's\n\\.\n{UNFENCED};\n\\.\n{UNFENCED};\n"
+    );
+    assert_eq!(
+        found("dump.sql", text.as_bytes()),
+        [(Rule::UnfencedWrite, 6, 1), (Rule::UnfencedWrite, 8, 1)]
+    );
+}
+
+/// A PostgreSQL rule's actions are statements; its event (`ON UPDATE TO t`) is not.
+#[test]
+fn rule_actions_are_checked() {
+    let text = "CREATE RULE r AS ON UPDATE TO dbo.ReportPublication\n    DO INSTEAD UPDATE dbo.ReportPublication SET Payload = NEW.Payload WHERE ReportId = OLD.ReportId;\n\
+CREATE RULE s AS ON DELETE TO v DO ALSO (DELETE FROM dbo.ReportPublication WHERE ReportId = OLD.ReportId; UPDATE dbo.ReportPublication SET Payload = NULL WHERE ReportId = 1);\n\
+CREATE RULE q AS ON INSERT TO v DO UPDATE dbo.ReportPublication SET Payload = NULL WHERE ReportId = 1;\n";
+    assert_eq!(
+        found("rules.sql", text.as_bytes()),
+        [
+            (Rule::UnfencedWrite, 2, 16),
+            (Rule::FencedRowDelete, 3, 42),
+            (Rule::UnfencedWrite, 3, 107),
+            (Rule::UnfencedWrite, 4, 36),
+        ]
+    );
+}
+
+/// A string is SQL only where it is executed: a message (`RAISERROR`, `PRINT`, `THROW`,
+/// PL/pgSQL `RAISE`), a value selected or inserted, or a variable never executed, is not.
+#[test]
+fn messages_and_values_are_not_sql() {
+    let text = "RAISERROR('UPDATE dbo.ReportPublication SET Payload = NULL failed', 16, 1);
+PRINT N'DELETE FROM dbo.ReportPublication WHERE ReportId = 1';
+PRINT 'run: ' + N'UPDATE dbo.ReportPublication SET Payload = 1';
+SELECT 'UPDATE dbo.ReportPublication SET Payload = 1' AS Example;
+INSERT INTO dbo.Help (Text) VALUES (N'DELETE dbo.ReportPublication');
+SET @msg = N'UPDATE dbo.ReportPublication SET Payload = 1'; RAISERROR(@msg, 16, 1);
+DO $$ BEGIN RAISE NOTICE 'UPDATE dbo.ReportPublication SET Payload = 1'; END $$;
+SET @sql = N'UPDATE dbo.ReportPublication SET Payload = 2'; EXEC sys.sp_executesql @stmt = @sql;
+";
+    assert_eq!(
+        found("messages.sql", text.as_bytes()),
+        [(Rule::UnfencedWrite, 8, 14)]
+    );
+}
+
+/// Dynamic SQL inside dynamic SQL, in T-SQL quotes and in PostgreSQL dollar quotes: the
+/// finding points at the innermost statement in the file.
+#[test]
+fn nested_dynamic_sql_is_checked() {
+    let text = "EXEC sp_executesql N'EXEC sp_executesql N''EXEC (N''''UPDATE dbo.ReportPublication SET Payload = 1 WHERE ReportId = 1'''')''';
+CREATE FUNCTION f() RETURNS void AS $body$ BEGIN EXECUTE $q$ EXECUTE 'DELETE FROM dbo.ReportPublication WHERE ReportId = 1' $q$; END $body$ LANGUAGE plpgsql;
+DO $$ BEGIN EXECUTE format('UPDATE dbo.ReportPublication SET Payload = %L WHERE ReportId = 1', 'x'); END $$;
+";
+    assert_eq!(
+        found("nested.sql", text.as_bytes()),
+        [
+            (Rule::UnfencedWrite, 1, 55),
+            (Rule::FencedRowDelete, 2, 71),
+            (Rule::UnfencedWrite, 3, 29),
+        ]
+    );
+}
+
+/// A log or panic message in Rust is prose even when it reads like SQL.
+#[test]
+fn rust_messages_are_not_sql() {
+    let text = r#"fn f() {
+    info!("Delete ReportPublication rows when expired ...");
+    log::warn!( "Update dbo.ReportPublication set failed");
+    let x = y.expect("delete from ReportPublication failed");
+    client.execute("DELETE FROM ReportPublication WHERE ReportId = $1", &[&id]);
+    —info!("Delete ReportPublication rows when expired");
+}
+"#;
+    assert_eq!(
+        found("a.rs", text.as_bytes()),
+        [(Rule::FencedRowDelete, 5, 21)]
+    );
+}
+
+/// A MERGE's `THEN DELETE` arm closing a CTE is not a DELETE statement of its own.
+#[test]
+fn a_merge_delete_arm_closing_a_cte_is_not_a_statement() {
+    let text = "WITH c AS (MERGE INTO t USING s ON (true) WHEN MATCHED THEN DELETE)\nSELECT * FROM dbo.ReportPublication;\n";
+    assert_eq!(found("merge.sql", text.as_bytes()), []);
+}
+
+/// A fence column buried in an expression does not fence the write, and the finding
+/// says why: the predicate must be a plain conjunct of the top-level AND.
+#[test]
+fn fences_inside_expressions_are_named_in_the_finding() {
+    let linter = linter();
+    for sql in [
+        "UPDATE dbo.ReportPublication SET Payload = 1 WHERE ReportId = @id AND NOT (Generation <> @g OR LeaseOwner <> @o OR LeaseUntilUtc <= SYSUTCDATETIME())",
+        "UPDATE dbo.ReportPublication SET Payload = 1 WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND DATEDIFF(second, SYSUTCDATETIME(), LeaseUntilUtc) > 0",
+        "UPDATE dbo.ReportPublication SET Payload = 1 WHERE ReportId = @id AND (Generation, LeaseOwner) = (@g, @o) AND LeaseUntilUtc > SYSUTCDATETIME()",
+    ] {
+        let findings = linter.check_sql(sql);
+        assert_eq!(findings.len(), 1, "{sql}: {findings:?}");
+        assert_eq!(findings[0].rule, Rule::UnfencedWrite, "{sql}");
+        assert!(
+            findings[0].message.contains("must be a plain conjunct"),
+            "{sql}: {}",
+            findings[0].message
+        );
+    }
+    // Negative control: the missing predicate named nowhere keeps the plain message.
+    let findings =
+        linter.check_sql("UPDATE dbo.ReportPublication SET Payload = 1 WHERE ReportId = @id");
+    assert!(
+        !findings[0].message.contains("plain conjunct"),
+        "{}",
+        findings[0].message
+    );
+}
+
+/// The help line writes the missing predicates' values as the statement writes its
+/// parameters: never `@name` in a PostgreSQL statement.
+#[test]
+fn help_placeholders_follow_the_statement() {
+    let linter = linter();
+    let help = |sql: &str| linter.check_sql(sql)[0].help.clone().unwrap();
+    assert_eq!(
+        help("UPDATE dbo.ReportPublication SET Payload = $1 WHERE ReportId = $2"),
+        "add `AND Generation = $3 AND LeaseOwner = $4 AND LeaseUntilUtc > <database clock>` to the WHERE clause"
+    );
+    assert!(
+        help("UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id")
+            .contains("Generation = @generation")
+    );
+    assert!(
+        help("UPDATE dbo.ReportPublication SET Payload = ?1 WHERE ReportId = ?2")
+            .contains("Generation = ?")
+    );
+    assert!(
+        help("UPDATE dbo.ReportPublication SET Payload = p_payload WHERE ReportId = p_id")
+            .contains("Generation = <generation>")
+    );
+}
+
+/// A file that names a fenced table but holds no statement the rules examine (nor a
+/// suppression) is not lexed; one with such a keyword, in any case, is.
+#[test]
+fn files_without_statement_keywords_are_not_analysed() {
+    let linter = linter();
+    let quiet = linter.check_file(
+        Path::new("a.sql"),
+        b"SELECT * FROM dbo.ReportPublication WHERE ReportId = 1;",
+    );
+    assert!(!quiet.analysed);
+    let write = linter.check_file(
+        Path::new("a.sql"),
+        b"SELECT * FROM dbo.ReportPublication; uPdAtE dbo.ReportPublication SET Payload = 1;",
+    );
+    assert!(write.analysed);
+    assert_eq!(write.diagnostics.len(), 1);
 }

@@ -60,6 +60,8 @@ pub(crate) enum FormatArg {
     Json,
     /// SARIF 2.1.0 for code scanning.
     Sarif,
+    /// GitHub Actions annotations (workflow commands).
+    Github,
 }
 
 impl From<FormatArg> for Format {
@@ -68,6 +70,7 @@ impl From<FormatArg> for Format {
             FormatArg::Human => Format::Human,
             FormatArg::Json => Format::Json,
             FormatArg::Sarif => Format::Sarif,
+            FormatArg::Github => Format::Github,
         }
     }
 }

@@ -86,8 +86,18 @@ pub(crate) fn read_tree<T: Send>(
                     if is_dir || linked_dir || (entry.depth() > 0 && !wanted(entry.path())) {
                         return WalkState::Continue;
                     }
+                    // A FIFO, socket or device is not source, and opening or reading one
+                    // can block forever: skipped inside directories (as ripgrep does),
+                    // reported when named.
+                    let special = special_file(entry.path());
+                    if special.is_some() && entry.depth() > 0 {
+                        return WalkState::Continue;
+                    }
                     let path = reported(entry.path(), strip_dot);
-                    let content = read(entry.path()).map(|bytes| load(&path, bytes));
+                    let content = match special {
+                        Some(kind) => Err(format!("not a regular file ({kind}), not read")),
+                        None => read(entry.path()).map(|bytes| load(&path, bytes)),
+                    };
                     Input { path, content }
                 }
                 Err(err) => Input {
@@ -111,6 +121,30 @@ pub(crate) fn read_tree<T: Send>(
     // A file reached twice (`fenced-lint sql sql/a.sql`) is one file.
     inputs.dedup_by(|a, b| a.path == b.path);
     inputs
+}
+
+/// What a path is when it is neither a regular file nor a directory (after following
+/// symbolic links), such as a named pipe; `None` for regular files, directories and paths
+/// whose metadata cannot be read (reading them reports why).
+fn special_file(path: &Path) -> Option<&'static str> {
+    let file_type = std::fs::metadata(path).ok()?.file_type();
+    if file_type.is_file() || file_type.is_dir() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return Some("a named pipe");
+        }
+        if file_type.is_socket() {
+            return Some("a socket");
+        }
+        if file_type.is_char_device() || file_type.is_block_device() {
+            return Some("a device");
+        }
+    }
+    Some("a special file")
 }
 
 /// Reads a whole file, refusing one too large to be source without reading all of it.

@@ -5,6 +5,7 @@
 //! [`Format`]. Every format prints the same findings in the same order, so two runs over
 //! the same tree produce the same bytes.
 
+mod github;
 mod human;
 mod json;
 mod sarif;
@@ -17,6 +18,7 @@ use std::str::FromStr;
 
 use crate::diagnostic::{Diagnostic, Severity};
 
+pub use github::Github;
 pub use human::Human;
 pub use json::Json;
 pub use sarif::Sarif;
@@ -77,11 +79,14 @@ pub enum Format {
     Json,
     /// SARIF 2.1.0, for code-scanning services.
     Sarif,
+    /// GitHub Actions workflow commands, shown as annotations on pull requests.
+    Github,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: &'static [Format] = &[Format::Human, Format::Json, Format::Sarif];
+    pub const ALL: &'static [Format] =
+        &[Format::Human, Format::Json, Format::Sarif, Format::Github];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -89,6 +94,7 @@ impl Format {
             Format::Human => "human",
             Format::Json => "json",
             Format::Sarif => "sarif",
+            Format::Github => "github",
         }
     }
 
@@ -98,6 +104,7 @@ impl Format {
             Format::Human => Box::new(Human::new(color)),
             Format::Json => Box::new(Json),
             Format::Sarif => Box::new(Sarif),
+            Format::Github => Box::new(Github),
         }
     }
 }
@@ -110,7 +117,7 @@ impl fmt::Display for Format {
 
 /// The error for a `--format` value that is not a format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown format `{0}`; expected human, json or sarif")]
+#[error("unknown format `{0}`; expected human, json, sarif or github")]
 pub struct UnknownFormat(pub String);
 
 impl FromStr for Format {

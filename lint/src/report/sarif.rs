@@ -1,6 +1,7 @@
 //! The SARIF 2.1.0 format, for code-scanning services.
 
 use std::io::{self, Write};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
@@ -75,7 +76,7 @@ fn result(d: &Diagnostic) -> Value {
         "message": { "text": text },
         "locations": [{
             "physicalLocation": {
-                "artifactLocation": { "uri": display_path(&d.path) },
+                "artifactLocation": { "uri": artifact_uri(&d.path) },
                 "region": {
                     "startLine": d.range.start.line,
                     "startColumn": d.range.start.column,
@@ -86,6 +87,33 @@ fn result(d: &Diagnostic) -> Value {
             }
         }],
     })
+}
+
+/// A path as a SARIF `artifactLocation.uri` (an RFC 3986 URI reference): relative paths
+/// stay relative, absolute ones become `file://` URIs, and every byte outside the
+/// unreserved characters and `/` is percent-encoded (`fix#1.sql` is `fix%231.sql`, a
+/// space `%20`).
+fn artifact_uri(path: &Path) -> String {
+    let text = display_path(path);
+    let mut out = String::with_capacity(text.len() + 8);
+    let drive = text.as_bytes().get(1) == Some(&b':') && text.as_bytes()[0].is_ascii_alphabetic();
+    if path.is_absolute() || drive {
+        out.push_str("file://");
+        if !text.starts_with('/') {
+            out.push('/');
+        }
+    }
+    for (i, byte) in text.bytes().enumerate() {
+        let keep = byte.is_ascii_alphanumeric()
+            || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/')
+            || (drive && i == 1);
+        if keep {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// The paragraph under the documentation's "What it does" heading, joined into one line.
@@ -103,6 +131,26 @@ fn what_it_does(doc: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn artifact_uris_are_percent_encoded_and_absolute_paths_are_file_uris() {
+        assert_eq!(artifact_uri(Path::new("sql/fix#1.sql")), "sql/fix%231.sql");
+        assert_eq!(
+            artifact_uri(Path::new("my dir/a b.sql")),
+            "my%20dir/a%20b.sql"
+        );
+        assert_eq!(artifact_uri(Path::new("é%.sql")), "%C3%A9%25.sql");
+        assert_eq!(
+            artifact_uri(Path::new("sql/a-b_c.~1.sql")),
+            "sql/a-b_c.~1.sql"
+        );
+        if cfg!(unix) {
+            assert_eq!(
+                artifact_uri(Path::new("/srv/repo/fix #1.sql")),
+                "file:///srv/repo/fix%20%231.sql"
+            );
+        }
+    }
 
     #[test]
     fn the_full_description_is_the_what_it_does_paragraph() {

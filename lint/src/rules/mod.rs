@@ -199,12 +199,12 @@ pub(crate) struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    pub(crate) fn new(statement: &'a Statement, tables: &'a [TableSpec]) -> Context<'a> {
-        let table = statement.target.as_ref().and_then(|t| {
-            tables
-                .iter()
-                .find(|spec| spec.matches(t.schema.as_deref(), &t.name))
-        });
+    /// The context of a statement whose target denotes the fenced table `table`.
+    pub(crate) fn with_target(
+        statement: &'a Statement,
+        table: Option<&'a TableSpec>,
+        tables: &'a [TableSpec],
+    ) -> Context<'a> {
         let arms = table
             .map(|table| {
                 statement
@@ -234,8 +234,14 @@ impl<'a> Context<'a> {
 }
 
 /// Runs every statement rule.
-pub(crate) fn check_statement(statement: &Statement, tables: &[TableSpec]) -> Vec<Finding> {
-    let context = Context::new(statement, tables);
+/// Runs every rule over a parsed statement. `target` is the fenced table its target
+/// denotes, looked up by the caller.
+pub(crate) fn check_statement(
+    statement: &Statement,
+    target: Option<&TableSpec>,
+    tables: &[TableSpec],
+) -> Vec<Finding> {
+    let context = Context::with_target(statement, target, tables);
     let mut out = Vec::new();
     unfenced_write::check(&context, &mut out);
     fence_in_disjunction::check(&context, &mut out);
@@ -257,13 +263,38 @@ fn required(
     let Some(table) = context.table else {
         return Vec::new();
     };
-    let key = ("key", facts.key, format!("{} = @key", table.key));
+    // Placeholders written as the statement writes its parameters; numbered ones in
+    // the order the advice lists them, for the predicates the statement lacks.
+    let style = context.statement.param_style;
+    let mut next = 0;
+    let mut value = |present: fence::Presence, name: &str| {
+        let index = if present == fence::Presence::Absent {
+            next += 1;
+            next - 1
+        } else {
+            0
+        };
+        style.placeholder(name, index)
+    };
+    let key = (
+        "key",
+        facts.key,
+        format!("{} = {}", table.key, value(facts.key, "key")),
+    );
     let generation = (
         "generation",
         facts.generation,
-        format!("{} = @generation", table.generation),
+        format!(
+            "{} = {}",
+            table.generation,
+            value(facts.generation, "generation")
+        ),
     );
-    let owner = ("owner", facts.owner, format!("{} = @owner", table.owner));
+    let owner = (
+        "owner",
+        facts.owner,
+        format!("{} = {}", table.owner, value(facts.owner, "owner")),
+    );
     let unexpired = (
         "unexpired lease",
         facts.unexpired,

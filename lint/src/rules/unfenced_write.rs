@@ -2,6 +2,7 @@
 
 use super::fence::Presence;
 use super::{Context, Finding, Rule, required};
+use crate::sql::Predicate;
 
 pub(crate) const DOC: &str = "\
 # unfenced-write (FL001)
@@ -39,7 +40,7 @@ WHERE ReportId = @reportId
 
 pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
     let Some(table) = context.table else { return };
-    for facts in &context.arms {
+    for (facts, arm) in context.arms.iter().zip(&context.statement.updates) {
         let mut missing: Vec<(&str, String)> = required(context, facts)
             .into_iter()
             .filter(|(_, presence, _)| *presence == Presence::Absent)
@@ -53,7 +54,27 @@ pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
             continue;
         }
         let names: Vec<&str> = missing.iter().map(|(what, _)| *what).collect();
-        let message = if facts.has_condition {
+        // Columns of missing predicates that the condition does mention, inside an
+        // expression (`DATEDIFF(...) > 0`, a row value, `NOT (a <> x OR ...)`).
+        let mentioned = mentioned_columns(context, arm);
+        let buried: Vec<&str> = names
+            .iter()
+            .filter_map(|what| column_of(table, what))
+            .filter(|column| mentioned.iter().any(|m| m.eq_ignore_ascii_case(column)))
+            .collect();
+        let message = if facts.has_condition && !buried.is_empty() {
+            format!(
+                "write to fenced table `{}` does not require the {} in its top-level WHERE: `{}` {} only inside an expression, and a fence predicate must be a plain conjunct (`column = value`, `expiry > clock`) of the top-level AND",
+                table.display_name(),
+                english_list(&names),
+                buried.join("`, `"),
+                if buried.len() == 1 {
+                    "appears"
+                } else {
+                    "appear"
+                }
+            )
+        } else if facts.has_condition {
             format!(
                 "write to fenced table `{}` does not require the {} in its top-level WHERE",
                 table.display_name(),
@@ -75,6 +96,40 @@ pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
             )),
         ));
     }
+}
+
+/// The fence column a missing predicate is about.
+fn column_of<'a>(table: &'a crate::config::TableSpec, what: &str) -> Option<&'a str> {
+    match what {
+        "key" => Some(&table.key),
+        "generation" => Some(&table.generation),
+        "owner" => Some(&table.owner),
+        "unexpired lease" => Some(&table.expiry),
+        _ => None,
+    }
+}
+
+/// The target's columns named anywhere in an arm's conditions.
+fn mentioned_columns(context: &Context<'_>, arm: &crate::sql::UpdateArm) -> Vec<String> {
+    let mut out = Vec::new();
+    for condition in &arm.conditions {
+        for (leaf, _) in condition.leaves() {
+            let operands: Vec<&crate::sql::Operand> = match leaf {
+                Predicate::Compare { left, right, .. } => vec![left, right],
+                Predicate::IsNull { operand, .. } => vec![operand],
+                Predicate::Other { operands } => operands.iter().collect(),
+                _ => Vec::new(),
+            };
+            for operand in operands {
+                for column in &operand.columns {
+                    if super::fence::is_target_column(context.statement, column, &column.name) {
+                        out.push(column.name.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// `a`, `a and b`, `a, b and c`: the missing predicates as a reader would list them.
@@ -122,6 +177,10 @@ mod tests {
         merge_unfenced: "MERGE dbo.ReportPublication AS t USING (SELECT @id AS ReportId) AS s ON t.ReportId = s.ReportId WHEN MATCHED THEN UPDATE SET Payload = @p;" => true;
         merge_fenced: "MERGE dbo.ReportPublication AS t USING (SELECT @id AS ReportId) AS s ON t.ReportId = s.ReportId WHEN MATCHED AND t.Generation = @g AND t.LeaseOwner = @o AND t.LeaseUntilUtc > SYSUTCDATETIME() THEN UPDATE SET Payload = @p;" => false;
         cte_target: "WITH c AS (SELECT TOP 1 * FROM dbo.ReportPublication WHERE ReportId = @id) UPDATE c SET Payload = @p" => true;
+        // The T-SQL dequeue idiom: the CTE's WHERE restricts the rows written.
+        cte_target_fenced: "WITH c AS (SELECT TOP (1) * FROM dbo.ReportPublication WITH (ROWLOCK, READPAST) WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME() ORDER BY ReportId) UPDATE c SET Payload = @p" => false;
+        cte_target_fenced_in_a_join: "WITH c AS (SELECT TOP (1) r.* FROM dbo.ReportPublication r JOIN dbo.Other o ON o.Id = r.ReportId WHERE r.ReportId = @id AND r.Generation = @g AND r.LeaseOwner = @o AND r.LeaseUntilUtc > SYSUTCDATETIME()) UPDATE c SET Payload = @p" => true;
+        cte_target_partly_fenced: "WITH c AS (SELECT TOP (1) * FROM dbo.ReportPublication WHERE ReportId = @id AND Generation = @g ORDER BY ReportId) UPDATE c SET Payload = @p" => true;
         in_procedure_without_semicolons: "CREATE PROCEDURE dbo.P @id uniqueidentifier, @p nvarchar(max) AS BEGIN UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id SELECT @@ROWCOUNT END" => true;
         sqlite_subsec: "UPDATE report_publication SET payload = ?1 WHERE report_id = ?2 AND generation = ?3 AND lease_owner = ?4 AND lease_until > unixepoch('subsec') * 1000" => false;
         sqlite_fenced_now: "UPDATE report_publication SET payload = ?1 WHERE report_id = ?2 AND generation = ?3 AND lease_owner = ?4 AND lease_until > CAST(unixepoch('subsec', 'now') * 1000 AS INTEGER)" => false;

@@ -3,6 +3,7 @@
 pub mod rust;
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 /// Files larger than this are not source code and are reported instead of read.
 pub const MAX_FILE_SIZE: usize = 8 * 1024 * 1024;
@@ -67,10 +68,26 @@ pub fn decode_owned(bytes: Vec<u8>) -> Result<String, Undecodable> {
     String::from_utf8(bytes).map_err(|_| Undecodable::InvalidEncoding("UTF-8"))
 }
 
-/// Maps byte offsets of a text to 1-based line and character column.
+/// Maps byte offsets of a text to 1-based line and character column, and back.
+///
+/// Every query costs at most a binary search and a count over [`CHECKPOINT`] bytes, so
+/// positions of many findings on one very long line cost time linear in the findings,
+/// not findings times line length.
 #[derive(Debug, Clone)]
 pub struct LineIndex {
     starts: Vec<usize>,
+    /// Characters before byte `k * CHECKPOINT`, for every `k`; built on the first query
+    /// that would otherwise count more than `CHECKPOINT` bytes.
+    checkpoints: std::sync::OnceLock<Vec<usize>>,
+}
+
+/// The distance, in bytes, between two character-count checkpoints of a [`LineIndex`].
+pub const CHECKPOINT: usize = 4096;
+
+/// Characters in `bytes`, a slice of UTF-8 that may begin or end inside a character:
+/// the bytes that are not continuation bytes.
+fn char_starts(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|b| (**b as i8) >= -0x40).count()
 }
 
 impl LineIndex {
@@ -78,7 +95,10 @@ impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
         let mut starts = vec![0];
         starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
-        LineIndex { starts }
+        LineIndex {
+            starts,
+            checkpoints: std::sync::OnceLock::new(),
+        }
     }
 
     /// The 1-based line of a byte offset.
@@ -86,16 +106,82 @@ impl LineIndex {
         (self.starts.partition_point(|&s| s <= offset)) as u32
     }
 
+    /// The byte range of a 1-based line, without its line feed; `None` past the end.
+    pub fn line_range(&self, text: &str, line: u32) -> Option<Range<usize>> {
+        let start = *self.starts.get((line as usize).checked_sub(1)?)?;
+        let end = self
+            .starts
+            .get(line as usize)
+            .map_or(text.len(), |next| next - 1);
+        Some(start..end.max(start))
+    }
+
+    fn checkpoints(&self, text: &str) -> &[usize] {
+        self.checkpoints.get_or_init(|| {
+            let mut total = 0;
+            let mut out = vec![0];
+            for block in text.as_bytes().chunks(CHECKPOINT) {
+                total += char_starts(block);
+                out.push(total);
+            }
+            out
+        })
+    }
+
+    /// Characters before byte `offset` (a character boundary) in the whole text.
+    fn chars_before(&self, text: &str, offset: usize) -> usize {
+        let block = offset / CHECKPOINT;
+        self.checkpoints(text)[block] + char_starts(&text.as_bytes()[block * CHECKPOINT..offset])
+    }
+
+    /// Characters in `text[from..to]`, both character boundaries.
+    fn chars_between(&self, text: &str, from: usize, to: usize) -> usize {
+        if to - from <= CHECKPOINT {
+            char_starts(&text.as_bytes()[from..to])
+        } else {
+            self.chars_before(text, to) - self.chars_before(text, from)
+        }
+    }
+
     /// The 1-based line and 1-based character column of a byte offset.
     pub fn position(&self, text: &str, offset: usize) -> crate::diagnostic::Position {
-        let offset = offset.min(text.len());
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
         let line = self.line(offset);
         let start = self.starts[line as usize - 1];
-        let column = text
-            .get(start..offset)
-            .map_or(offset - start, |s| s.chars().count()) as u32
-            + 1;
+        let column = self.chars_between(text, start, offset) as u32 + 1;
         crate::diagnostic::Position { line, column }
+    }
+
+    /// The byte offset of a 1-based line and 1-based character column, clamped to the
+    /// line's end; `None` for a line past the end of the text.
+    pub fn offset(&self, text: &str, line: u32, column: u32) -> Option<usize> {
+        let range = self.line_range(text, line)?;
+        let wanted = column.max(1) as usize - 1;
+        let bytes = text.as_bytes();
+        // Short distances are walked; long ones start from the checkpoint before them.
+        let mut at = range.start;
+        let mut left = wanted;
+        if wanted > CHECKPOINT {
+            let target = self.chars_before(text, range.start) + wanted;
+            let checkpoints = self.checkpoints(text);
+            let block = checkpoints
+                .partition_point(|&c| c <= target)
+                .saturating_sub(1);
+            let block_start = (block * CHECKPOINT).max(range.start);
+            at = block_start;
+            left = target - self.chars_before(text, block_start);
+        }
+        while left > 0 && at < range.end {
+            at += 1;
+            while at < range.end && (bytes[at] as i8) < -0x40 {
+                at += 1;
+            }
+            left -= 1;
+        }
+        Some(at.min(range.end))
     }
 }
 
@@ -157,6 +243,50 @@ mod tests {
             decode(&vec![b' '; MAX_FILE_SIZE + 1]),
             Err(Undecodable::TooLarge(_))
         ));
+    }
+
+    /// Positions on a long line with multi-byte characters, and the offsets they map
+    /// back to, agree with counting characters from the line's start.
+    #[test]
+    fn positions_on_long_lines_agree_with_counting() {
+        let line: String = (0..3 * CHECKPOINT)
+            .map(|i| if i % 7 == 0 { 'é' } else { 'x' })
+            .collect();
+        let text = format!("first\n{line}\nlast");
+        let index = LineIndex::new(&text);
+        for (offset, _) in text.char_indices().step_by(331) {
+            let position = index.position(&text, offset);
+            let start = index.line_range(&text, position.line).unwrap().start;
+            assert_eq!(
+                position.column as usize,
+                text[start..offset].chars().count() + 1
+            );
+            assert_eq!(
+                index.offset(&text, position.line, position.column),
+                Some(offset)
+            );
+        }
+        assert_eq!(index.offset(&text, 9, 1), None);
+        assert_eq!(index.offset(&text, 3, 99), Some(text.len()));
+    }
+
+    /// Many findings on one 8 MB line: each position costs a bounded count, not the
+    /// line's length (was 2,000 x 4 MB on average).
+    #[test]
+    fn many_positions_on_one_huge_line_are_fast() {
+        let text = "é".repeat(4 * 1024 * 1024);
+        let index = LineIndex::new(&text);
+        let started = std::time::Instant::now();
+        let mut sum = 0u64;
+        for offset in (0..text.len()).step_by((text.len() / 2_000) & !1) {
+            sum += u64::from(index.position(&text, offset).column);
+        }
+        assert!(sum > 0);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

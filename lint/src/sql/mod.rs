@@ -8,7 +8,8 @@ pub mod shape;
 
 pub use expr::{ColumnRef, CompareOp, Operand, Predicate};
 pub use parse::{
-    Assignment, Grant, InsertPart, SqlError, Statement, StatementKind, TableName, UpdateArm,
+    Assignment, Grant, InsertPart, ParamStyle, SqlError, Statement, StatementKind, TableName,
+    UpdateArm,
 };
 pub use shape::{Placeholder, SetShape, UpdateShape, parse_update};
 
@@ -117,6 +118,197 @@ pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
             }
         })
         .collect()
+}
+
+/// How far back from a string literal [`executed_strings`] looks for what executes it.
+const MAX_EXPRESSION_TOKENS: usize = 512;
+
+/// Functions whose string arguments end up in the text they return, so a string inside
+/// one of them is executed when its result is (`EXECUTE format('UPDATE %I ...', t)`).
+const STRING_FUNCTIONS: &[&str] = &[
+    "format",
+    "concat",
+    "concat_ws",
+    "replace",
+    "cast",
+    "convert",
+    "quotename",
+    "quote_ident",
+    "quote_literal",
+    "quote_nullable",
+    "coalesce",
+    "isnull",
+    "ltrim",
+    "rtrim",
+    "trim",
+    "upper",
+    "lower",
+];
+
+fn is_sp_executesql(text: &str, token: &lexer::Token) -> bool {
+    // `sp_executesql` or `[sp_executesql]`: the length rules out nearly every token.
+    matches!(token.range.len(), 13 | 15)
+        && matches!(
+            token.kind,
+            lexer::TokenKind::Word | lexer::TokenKind::QuotedIdent
+        )
+        && lexer::ident_text(text, token).eq_ignore_ascii_case("sp_executesql")
+}
+
+fn is_exec(text: &str, token: &lexer::Token) -> bool {
+    token.kind == lexer::TokenKind::Word
+        && matches!(token.range.len(), 4 | 7)
+        && ["EXEC", "EXECUTE"]
+            .iter()
+            .any(|w| text[token.range.clone()].eq_ignore_ascii_case(w))
+}
+
+/// The variables whose value a statement executes: `EXEC (@sql)`, `EXEC sp_executesql
+/// @sql`, `EXECUTE sp_executesql @stmt = @sql`, PL/pgSQL `EXECUTE sql_text`; lowercase.
+fn executed_variables(text: &str, tokens: &[lexer::Token]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        if !(is_exec(text, token) || is_sp_executesql(text, token)) {
+            continue;
+        }
+        let mut j = i + 1;
+        while tokens
+            .get(j)
+            .is_some_and(|t| t.kind == lexer::TokenKind::LParen)
+        {
+            j += 1;
+        }
+        // `EXEC [sys].[sp_executesql] ...`: the procedure is handled at its own name.
+        let Some(next) = tokens.get(j) else { continue };
+        let named_stmt = tokens
+            .get(j + 1)
+            .is_some_and(|t| &text[t.range.clone()] == "=")
+            && next.kind == lexer::TokenKind::Parameter;
+        let operand = if named_stmt {
+            tokens.get(j + 2)
+        } else {
+            Some(next)
+        };
+        if let Some(operand) = operand
+            && matches!(
+                operand.kind,
+                lexer::TokenKind::Parameter | lexer::TokenKind::Word
+            )
+        {
+            out.push(text[operand.range.clone()].to_ascii_lowercase());
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The indices of the string tokens whose value is executed as SQL: an argument of
+/// `EXEC`/`EXECUTE` or `sp_executesql` (directly, in a concatenation, or in a string
+/// function such as `format()` or `concat()`), a value assigned (`=`, `+=`, `:=`) to a
+/// variable that is executed, or a quoted body after `AS`/`DO`. A message (`PRINT`, `RAISERROR`, `RAISE`,
+/// `THROW`) or a value selected, inserted or compared is not.
+///
+/// Only the strings `candidate` accepts are examined (the linter passes those that
+/// mention a fenced table), and the walk back from each is bounded, so a long `VALUES`
+/// list of strings costs time linear in its length.
+pub fn executed_strings(
+    text: &str,
+    tokens: &[lexer::Token],
+    candidate: impl Fn(&lexer::Token) -> bool,
+) -> Vec<usize> {
+    use lexer::TokenKind;
+    if !tokens
+        .iter()
+        .any(|t| t.kind == TokenKind::String && candidate(t))
+    {
+        return Vec::new();
+    }
+    // Found only when a string is assigned to a variable: most files never need them.
+    let variables = std::cell::OnceCell::new();
+    let executed_variable = |token: &lexer::Token| {
+        matches!(token.kind, TokenKind::Parameter | TokenKind::Word)
+            && variables
+                .get_or_init(|| executed_variables(text, tokens))
+                .binary_search(&text[token.range.clone()].to_ascii_lowercase())
+                .is_ok()
+    };
+    let mut out = Vec::new();
+    for (position, token) in tokens.iter().enumerate() {
+        if token.kind != TokenKind::String || !candidate(token) {
+            continue;
+        }
+        // Walk back over the expression the string is part of.
+        let mut j = position;
+        let mut depth = 0usize;
+        let stop = loop {
+            let Some(prev) = j
+                .checked_sub(1)
+                .filter(|p| position - p <= MAX_EXPRESSION_TOKENS)
+            else {
+                break None;
+            };
+            j = prev;
+            let t = &tokens[j];
+            let raw = &text[t.range.clone()];
+            if depth > 0 {
+                match t.kind {
+                    TokenKind::RParen => depth += 1,
+                    TokenKind::LParen => depth -= 1,
+                    _ => {}
+                }
+                continue;
+            }
+            match t.kind {
+                TokenKind::RParen => depth += 1,
+                TokenKind::String
+                | TokenKind::Parameter
+                | TokenKind::Comma
+                | TokenKind::Number
+                | TokenKind::LParen => {}
+                TokenKind::Operator if matches!(raw, "+" | "||") => {}
+                TokenKind::Word
+                    if tokens
+                        .get(j + 1)
+                        .is_some_and(|n| n.kind == TokenKind::LParen)
+                        && STRING_FUNCTIONS.iter().any(|f| raw.eq_ignore_ascii_case(f)) => {}
+                _ => break Some(j),
+            }
+        };
+        let Some(stop) = stop else { continue };
+        let t = &tokens[stop];
+        let raw = &text[t.range.clone()];
+        let executed = if is_exec(text, t) || is_sp_executesql(text, t) {
+            true
+        } else if t.kind == TokenKind::Word
+            && (raw.eq_ignore_ascii_case("AS") || raw.eq_ignore_ascii_case("DO"))
+        {
+            // A function body in quotes (`AS 'UPDATE ...' LANGUAGE sql`), a `DO` block.
+            stop + 1 == position
+        } else if matches!(raw, "=" | "+=") {
+            // The variable assigned: the nearest one before, past a declared type.
+            let mut k = stop;
+            if tokens
+                .get(k.wrapping_sub(1))
+                .is_some_and(|p| &text[p.range.clone()] == ":")
+            {
+                k -= 1;
+            }
+            let parameter = (k.saturating_sub(8)..k)
+                .rev()
+                .find(|&v| tokens[v].kind == TokenKind::Parameter);
+            parameter.is_some_and(|v| executed_variable(&tokens[v]))
+                || k.checked_sub(1).is_some_and(|v| {
+                    tokens[v].kind == TokenKind::Word && executed_variable(&tokens[v])
+                })
+        } else {
+            false
+        };
+        if executed {
+            out.push(position);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -79,9 +79,82 @@ pub struct InsertPart {
     pub replace: bool,
 }
 
+/// How a statement writes its parameters, so that advice can be written the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ParamStyle {
+    /// `@name` (T-SQL), or T-SQL without parameters (`[brackets]`, `TOP`, `OUTPUT`...).
+    At,
+    /// `$1`, `$2` (PostgreSQL); holds the highest number used.
+    Numbered(u32),
+    /// `?` or `?1` (SQLite).
+    Question,
+    /// `:name`.
+    Colon,
+    /// No parameter and no dialect-specific syntax (a PL/pgSQL body using variables).
+    #[default]
+    Unknown,
+}
+
+impl ParamStyle {
+    /// The parameters and dialect hints among `tokens`.
+    pub fn of(text: &str, tokens: &[Token]) -> ParamStyle {
+        let mut numbered = None;
+        let mut tsql = false;
+        for t in tokens {
+            let raw = &text[t.range.clone()];
+            match t.kind {
+                TokenKind::Parameter if raw.starts_with("@@") => tsql = true,
+                TokenKind::Parameter if raw.starts_with('@') => return ParamStyle::At,
+                TokenKind::Parameter if raw.starts_with('?') => return ParamStyle::Question,
+                TokenKind::Parameter if raw.starts_with(':') => return ParamStyle::Colon,
+                TokenKind::Parameter if raw.starts_with('$') => {
+                    let n = raw[1..].parse::<u32>().unwrap_or(0);
+                    numbered = Some(numbered.unwrap_or(0).max(n));
+                }
+                TokenKind::QuotedIdent if raw.starts_with('[') => tsql = true,
+                TokenKind::Word
+                    if [
+                        "TOP",
+                        "OUTPUT",
+                        "SYSUTCDATETIME",
+                        "GETUTCDATE",
+                        "GETDATE",
+                        "NOLOCK",
+                    ]
+                    .iter()
+                    .any(|w| raw.eq_ignore_ascii_case(w)) =>
+                {
+                    tsql = true;
+                }
+                _ => {}
+            }
+        }
+        match numbered {
+            Some(n) => ParamStyle::Numbered(n),
+            None if tsql => ParamStyle::At,
+            None => ParamStyle::Unknown,
+        }
+    }
+
+    /// The placeholder for the `index`-th (from 0) value a piece of advice adds, named
+    /// `name`: `@name`, `$<next number>`, `?`, `:name` or `<name>`.
+    pub fn placeholder(self, name: &str, index: u32) -> String {
+        match self {
+            ParamStyle::At => format!("@{name}"),
+            ParamStyle::Numbered(n) => format!("${}", n + 1 + index),
+            ParamStyle::Question => "?".to_owned(),
+            ParamStyle::Colon => format!(":{name}"),
+            ParamStyle::Unknown => format!("<{name}>"),
+        }
+    }
+}
+
 /// One analysed statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Statement {
+    /// How its parameters are written (for advice).
+    pub param_style: ParamStyle,
     /// What kind.
     pub kind: StatementKind,
     /// Byte range from the first keyword (`WITH` of a leading CTE, or the statement's
@@ -250,8 +323,11 @@ const CLAUSE_WORDS: &[&str] = &[
     "GO",
 ];
 
+/// Words after which `UPDATE`, `DELETE`... name an event or a privilege, not a statement.
+/// Not `DO` nor `INSTEAD`: a rule's action (`DO INSTEAD UPDATE t SET ...`, `DO DELETE
+/// FROM t`) is a statement, and an upsert's `DO UPDATE SET` is told apart by its `SET`.
 const BEFORE_NON_STATEMENT: &[&str] = &[
-    "FOR", "AFTER", "BEFORE", "OF", "GRANT", "DENY", "REVOKE", "OR", "INSTEAD", "DO", "NO", "TO",
+    "FOR", "AFTER", "BEFORE", "OF", "GRANT", "DENY", "REVOKE", "OR", "NO", "TO",
 ];
 
 /// After `ON UPDATE` / `ON DELETE` of a foreign key.
@@ -377,18 +453,20 @@ pub fn find_statements(text: &str, tokens: &[Token]) -> Vec<Found> {
             continue;
         }
         let next = next.unwrap_or(token);
-        // `SET NOCOUNT ON` then a statement, versus `ON DELETE CASCADE`.
+        // `SET NOCOUNT ON` then a statement, versus `ON DELETE CASCADE` and a rule's
+        // event, `CREATE RULE r AS ON UPDATE TO t`.
         if prev.is_some_and(|p| is_word(text, p, "ON"))
-            && is_any_word(text, next, REFERENTIAL_ACTIONS)
+            && (is_any_word(text, next, REFERENTIAL_ACTIONS) || is_word(text, next, "TO"))
         {
             continue;
         }
         match kind {
             StatementKind::Update if is_any_word(text, next, &["SET", "STATISTICS"]) => continue,
             StatementKind::Merge if is_word(text, next, "JOIN") => continue,
+            // A MERGE arm (`THEN DELETE`), also the last thing in a CTE (`... DELETE)`).
             StatementKind::Delete
                 if is_any_word(text, next, &["WHEN", "OUTPUT", "END"])
-                    || next.kind == TokenKind::Semicolon =>
+                    || matches!(next.kind, TokenKind::Semicolon | TokenKind::RParen) =>
             {
                 continue;
             }
@@ -483,6 +561,7 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
         tokens,
         pos: found.keyword,
         ctes: Vec::new(),
+        cte_filters: Vec::new(),
         nesting: 0,
     };
     if found.first < found.keyword {
@@ -498,6 +577,7 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
     };
     let last = parser.pos.saturating_sub(1).max(found.keyword);
     statement.range = tokens[found.first].range.start..tokens[last].range.end;
+    statement.param_style = ParamStyle::of(text, &tokens[found.first..=last]);
     for (table, _) in &parser.ctes {
         statement.mentioned.push(table.clone());
     }
@@ -509,6 +589,13 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
             .iter()
             .find(|(_, name)| name.eq_ignore_ascii_case(&target.name))
     {
+        // The dequeue idiom, `WITH c AS (SELECT TOP (1) ... FROM t WHERE <fence>) UPDATE c
+        // SET ...`: the CTE's condition restricts the rows written as a WHERE would.
+        if let Some(conditions) = parser.cte_conditions(&target.name) {
+            for arm in &mut statement.updates {
+                arm.conditions.extend(conditions.iter().cloned());
+            }
+        }
         statement.target = Some(table.clone());
         statement.target_names.push(table.name.clone());
     }
@@ -521,6 +608,9 @@ struct Parser<'a> {
     pos: usize,
     /// `(table read by the CTE, CTE name)` for a leading CTE list.
     ctes: Vec<(TableName, String)>,
+    /// `(CTE name, index of its WHERE)` for the CTEs whose condition restricts a write
+    /// through them.
+    cte_filters: Vec<(String, usize)>,
     /// Current recursion depth of conditions and calls, bounded by [`MAX_NESTING`].
     nesting: usize,
 }
@@ -852,10 +942,13 @@ impl<'a> Parser<'a> {
                         _ => {}
                     }
                 }
-                if let Some(table) = tables_in(self.text, &self.tokens[open..close])
-                    .into_iter()
-                    .next()
+                let tables = tables_in(self.text, &self.tokens[open..close]);
+                if tables.len() == 1
+                    && let Some(filter) = self.cte_filter(open, close)
                 {
+                    self.cte_filters.push((name.clone(), filter));
+                }
+                if let Some(table) = tables.into_iter().next() {
                     out.push((table, name));
                 }
                 i = close + 1;
@@ -864,6 +957,72 @@ impl<'a> Parser<'a> {
             }
         }
         out
+    }
+
+    /// The `WHERE` of a CTE body `( SELECT [TOP (n)] ... FROM t ... WHERE ... )` between
+    /// the parentheses at `open` and `close`, when the body is one plain SELECT of one
+    /// table (no join, set operation or grouping), so that its condition restricts the
+    /// rows a write through the CTE changes: the index of `WHERE`.
+    fn cte_filter(&self, open: usize, close: usize) -> Option<usize> {
+        let body = &self.tokens[open + 1..close];
+        if !body
+            .first()
+            .is_some_and(|t| is_word(self.text, t, "SELECT"))
+        {
+            return None;
+        }
+        let mut depth = 0usize;
+        let mut filter = None;
+        for (j, t) in body.iter().enumerate() {
+            match t.kind {
+                TokenKind::LParen => depth += 1,
+                TokenKind::RParen => depth = depth.saturating_sub(1),
+                TokenKind::Word if depth == 0 => {
+                    if is_any_word(
+                        self.text,
+                        t,
+                        &[
+                            "JOIN",
+                            "APPLY",
+                            "UNION",
+                            "EXCEPT",
+                            "INTERSECT",
+                            "GROUP",
+                            "HAVING",
+                        ],
+                    ) {
+                        return None;
+                    }
+                    if is_word(self.text, t, "WHERE") {
+                        filter.get_or_insert(open + 1 + j);
+                    }
+                }
+                _ => {}
+            }
+        }
+        filter
+    }
+
+    /// The conditions of the CTE named `name` (see [`Parser::cte_filter`]), when they
+    /// parse to the end of its WHERE clause.
+    fn cte_conditions(&self, name: &str) -> Option<Vec<Predicate>> {
+        let (_, at) = self
+            .cte_filters
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
+        let mut sub = Parser {
+            text: self.text,
+            tokens: self.tokens,
+            pos: *at,
+            ctes: Vec::new(),
+            cte_filters: Vec::new(),
+            nesting: 0,
+        };
+        let (conditions, _) = sub.where_clause().ok()?;
+        let ends = sub.peek().is_some_and(|t| {
+            t.kind == TokenKind::RParen || is_any_word(self.text, t, &["ORDER", "OPTION", "FOR"])
+        });
+        ends.then_some(conditions)
     }
 
     fn update(&mut self) -> Result<Statement, SqlError> {
@@ -917,6 +1076,7 @@ impl<'a> Parser<'a> {
         }
         names.push(target.name.clone());
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Update,
             range: 0..0,
             target: Some(target),
@@ -965,6 +1125,7 @@ impl<'a> Parser<'a> {
         self.tail();
         names.extend(alias);
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Delete,
             range: 0..0,
             target: Some(target),
@@ -991,6 +1152,7 @@ impl<'a> Parser<'a> {
         }
         self.skip_clause();
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Truncate,
             range: 0..0,
             target_names: vec![target.name.clone()],
@@ -1074,6 +1236,7 @@ impl<'a> Parser<'a> {
         let mut names = vec![target.name.clone()];
         names.extend(alias);
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Merge,
             range: 0..0,
             target: Some(target),
@@ -1150,6 +1313,7 @@ impl<'a> Parser<'a> {
         let mut names = vec![target.name.clone()];
         names.extend(alias);
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Insert,
             range: 0..0,
             target: Some(target),
@@ -1418,6 +1582,7 @@ impl<'a> Parser<'a> {
             self.skip_clause();
         }
         Ok(Statement {
+            param_style: ParamStyle::Unknown,
             kind: StatementKind::Grant,
             range: 0..0,
             target: objects.first().cloned(),
@@ -2180,6 +2345,7 @@ pub fn tables_in(text: &str, tokens: &[Token]) -> Vec<TableName> {
                 tokens,
                 pos: i + 1,
                 ctes: Vec::new(),
+                cte_filters: Vec::new(),
                 nesting: 0,
             };
             parser.eat_word("ONLY");
