@@ -1029,13 +1029,13 @@ impl<B: Backend> Store<B> {
         }
         // SQL Server compares strings with trailing spaces padded away in every
         // collation: `k` and `k ` would be one row there and two elsewhere.
-        if let (Dialect::Mssql, Key::Text(text)) = (self.dialect(), key) {
-            if text.ends_with(' ') {
-                return Err(Error::Config(format!(
-                    "text key {text:?} ends with a space: SQL Server ignores trailing spaces \
-                     when it compares keys, so it would name the same row as the key without them"
-                )));
-            }
+        if let (Dialect::Mssql, Key::Text(text)) = (self.dialect(), key)
+            && text.ends_with(' ')
+        {
+            return Err(Error::Config(format!(
+                "text key {text:?} ends with a space: SQL Server ignores trailing spaces \
+                 when it compares keys, so it would name the same row as the key without them"
+            )));
         }
         Ok(())
     }
