@@ -316,7 +316,7 @@ impl Sqlite {
 /// more tasks than runtime threads, two threads often run a write at the same moment,
 /// and each wait then cost the thread switches of a trip to the blocking pool (about
 /// half a context switch per lease cycle more than raw rusqlite's threads, with 32
-/// tasks; see BENCHMARKS.md).
+/// tasks; `BENCHMARKS.md` as of `fdcf93c` has the figures).
 struct LockWait {
     busy_timeout: Duration,
     /// When the first try found the lock held; `None` until then.
