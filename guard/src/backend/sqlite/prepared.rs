@@ -4,9 +4,10 @@
 //! rusqlite's `prepare_cached` finds a statement by hashing its whole text, twice per
 //! use (taken out of the cache, put back), and copies the key and resets the bindings
 //! each time: about 4,000 instructions of a lease cycle's 76,000 (measured with
-//! callgrind; `BENCHMARKS.md` as of `fdcf93c` has the breakdown). A statement that borrows its connection can
-//! only be kept beside that connection, and the pool moves connections between threads;
-//! this module keeps the two together and lets the pair move.
+//! callgrind; `BENCHMARKS.md` as of `fdcf93c` has the breakdown). A statement that
+//! borrows its connection can only be kept beside that connection, and the pool moves
+//! connections between threads; this module keeps the two together and lets the pair
+//! move.
 
 use rusqlite::{Connection, PrepFlags, Statement};
 
