@@ -6,6 +6,8 @@
 //! databases often do (`hostile`): a per-statement audit trigger on the fenced table
 //! and `SET NOCOUNT ON` on every session. The protocol's outcomes must not change.
 
+use std::sync::Arc;
+
 use fenced_guard::{Backend, Mssql, MssqlOptions, Store};
 
 use crate::suite::report_table;
@@ -18,6 +20,21 @@ async fn setup() -> Option<TestSchema> {
 }
 
 crate::conformance!(setup);
+
+/// Runs `body` on a fresh schema and tears the schema down whatever happened.
+pub async fn with_schema<F, Fut>(body: F)
+where
+    F: FnOnce(Arc<TestSchema>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let Some(schema) = setup().await else { return };
+    let schema = Arc::new(schema);
+    let run = tokio::spawn(body(Arc::clone(&schema))).await;
+    crate::suite::Fixture::teardown(&*schema).await;
+    if let Err(error) = run {
+        std::panic::resume_unwind(error.into_panic());
+    }
+}
 
 /// A per-statement audit trigger: one row per statement on the table, whether it changed
 /// rows or not, and without `SET NOCOUNT ON` of its own, as such triggers are often
@@ -82,31 +99,15 @@ pub mod hostile {
 /// Permission-enforced deployment: the procedures are installed, and stores in procedure
 /// mode run the protocol through them.
 pub mod procedures {
-    use std::sync::Arc;
     use std::time::Duration;
 
     use fenced_guard::{
         Backend, Error, Key, MssqlProcedures, OperationOutcome, Outcome, Resolution, Store, Value,
     };
 
-    use super::setup;
+    use super::with_schema;
     use crate::suite::{Fixture, read};
     use crate::support::mssql::{TestSchema, is_babelfish};
-
-    /// Runs `body` on a fresh schema and tears the schema down whatever happened.
-    async fn with_schema<F, Fut>(body: F)
-    where
-        F: FnOnce(Arc<TestSchema>) -> Fut,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        let Some(schema) = setup().await else { return };
-        let schema = Arc::new(schema);
-        let run = tokio::spawn(body(Arc::clone(&schema))).await;
-        Fixture::teardown(&*schema).await;
-        if let Err(error) = run {
-            std::panic::resume_unwind(error.into_panic());
-        }
-    }
 
     /// Creates the tables and installs the procedures, as an administrator would.
     async fn install(schema: &TestSchema, procedures: &MssqlProcedures) {
@@ -338,13 +339,12 @@ pub mod procedures {
 /// backend once did, would turn a refusal into `Applied` and an applied write into
 /// `Refused`. The guard's outcomes on the same tables stay right.
 pub mod row_counts {
-    use std::sync::Arc;
     use std::time::Duration;
 
     use fenced_guard::{Backend, Key, MssqlOptions, Outcome, Store, Value};
     use tokio_util::compat::TokioAsyncWriteCompatExt;
 
-    use super::{add_audit_trigger, setup};
+    use super::{add_audit_trigger, with_schema};
     use crate::suite::{Fixture, read};
     use crate::support::mssql::TestSchema;
 
@@ -387,20 +387,6 @@ pub mod row_counts {
             t.name().quoted(d),
             t.key_column().quoted(d)
         )
-    }
-
-    async fn with_schema<F, Fut>(body: F)
-    where
-        F: FnOnce(Arc<TestSchema>) -> Fut,
-        Fut: Future<Output = ()> + Send + 'static,
-    {
-        let Some(schema) = setup().await else { return };
-        let schema = Arc::new(schema);
-        let run = tokio::spawn(body(Arc::clone(&schema))).await;
-        Fixture::teardown(&*schema).await;
-        if let Err(error) = run {
-            std::panic::resume_unwind(error.into_panic());
-        }
     }
 
     /// An UPDATE that matches no row reads 1 from the DONE tokens (the audit row); the
@@ -499,11 +485,10 @@ pub mod row_counts {
 /// binary, so keys that differ in case are distinct rows, as on PostgreSQL and SQLite;
 /// a key with trailing spaces, which every SQL Server collation ignores, is refused.
 pub mod text_keys {
-    use std::sync::Arc;
 
     use fenced_guard::{Backend, ColumnType, Error, FencedTable, KeyType, Store};
 
-    use super::setup;
+    use super::with_schema;
     use crate::suite::Fixture;
     use crate::support::Place;
 
@@ -518,63 +503,54 @@ pub mod text_keys {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn keys_that_differ_in_case_are_distinct_rows() {
-        let Some(fx) = setup().await else { return };
-        let fx = Arc::new(fx);
-        let run = tokio::spawn({
-            let fx = Arc::clone(&fx);
-            async move {
-                let store = Store::new(
-                    Fixture::connect(&*fx).await,
-                    text_table(&fx.qualified("TextKeys")),
-                );
-                store.create_schema().await.expect("create schema");
-                assert!(store.provision("CaseKey").await.unwrap());
-                assert!(
-                    store.provision("casekey").await.unwrap(),
-                    "a row of its own"
-                );
-                assert!(!store.provision("casekey").await.unwrap(), "the same row");
-                let error = store.provision("casekey  ").await.unwrap_err();
-                assert!(matches!(error, Error::Config(_)), "{error:?}");
-                assert!(error.to_string().contains("trailing spaces"), "{error}");
-                let error = store
-                    .try_acquire("CaseKey ", std::time::Duration::from_secs(60))
-                    .await
-                    .unwrap_err();
-                assert!(matches!(error, Error::Config(_)), "{error:?}");
+        with_schema(|fx| async move {
+            let store = Store::new(
+                Fixture::connect(&*fx).await,
+                text_table(&fx.qualified("TextKeys")),
+            );
+            store.create_schema().await.expect("create schema");
+            assert!(store.provision("CaseKey").await.unwrap());
+            assert!(
+                store.provision("casekey").await.unwrap(),
+                "a row of its own"
+            );
+            assert!(!store.provision("casekey").await.unwrap(), "the same row");
+            let error = store.provision("casekey  ").await.unwrap_err();
+            assert!(matches!(error, Error::Config(_)), "{error:?}");
+            assert!(error.to_string().contains("trailing spaces"), "{error}");
+            let error = store
+                .try_acquire("CaseKey ", std::time::Duration::from_secs(60))
+                .await
+                .unwrap_err();
+            assert!(matches!(error, Error::Config(_)), "{error:?}");
 
-                // Negative control: a key column in the database's default collation
-                // makes the two keys one row.
-                let plain = fx.qualified("PlainKeys");
-                store
-                    .backend()
-                    .execute_batch(&format!(
-                        "CREATE TABLE [{}].[PlainKeys] ([K] nvarchar(450) NOT NULL PRIMARY KEY)",
-                        plain.split('.').next().unwrap()
-                    ))
-                    .await
-                    .expect("create the control table");
-                let insert = format!(
-                    "INSERT INTO [{}].[PlainKeys] ([K]) VALUES (@P1)",
+            // Negative control: a key column in the database's default collation
+            // makes the two keys one row.
+            let plain = fx.qualified("PlainKeys");
+            store
+                .backend()
+                .execute_batch(&format!(
+                    "CREATE TABLE [{}].[PlainKeys] ([K] nvarchar(450) NOT NULL PRIMARY KEY)",
                     plain.split('.').next().unwrap()
-                );
-                store
-                    .backend()
-                    .execute(&insert, &["CaseKey".into()])
-                    .await
-                    .expect("the first key");
-                let collision = store.backend().execute(&insert, &["casekey".into()]).await;
-                assert!(
-                    collision.is_err(),
-                    "the default collation folds case: the second key is a duplicate"
-                );
-            }
+                ))
+                .await
+                .expect("create the control table");
+            let insert = format!(
+                "INSERT INTO [{}].[PlainKeys] ([K]) VALUES (@P1)",
+                plain.split('.').next().unwrap()
+            );
+            store
+                .backend()
+                .execute(&insert, &["CaseKey".into()])
+                .await
+                .expect("the first key");
+            let collision = store.backend().execute(&insert, &["casekey".into()]).await;
+            assert!(
+                collision.is_err(),
+                "the default collation folds case: the second key is a duplicate"
+            );
         })
         .await;
-        Fixture::teardown(&*fx).await;
-        if let Err(error) = run {
-            std::panic::resume_unwind(error.into_panic());
-        }
     }
 }
 
@@ -582,53 +558,42 @@ pub mod text_keys {
 /// `NULLTYPE` (0x1F), declared `nvarchar(4000)`. SQL Server converts it to the column's
 /// type; Babelfish rejects the parameter (a departure, named in the assertion).
 pub mod nulls {
-    use std::sync::Arc;
     use std::time::Duration;
 
     use fenced_guard::{Key, Outcome, Store, Value};
 
-    use super::setup;
+    use super::with_schema;
     use crate::suite::{Fixture, read};
     use crate::support::mssql::is_babelfish;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_null_value_clears_a_column() {
-        let Some(fx) = setup().await else { return };
-        let fx = Arc::new(fx);
-        let run = tokio::spawn({
-            let fx = Arc::clone(&fx);
-            async move {
-                let store = Store::new(Fixture::connect(&*fx).await, Fixture::table(&*fx));
-                store.create_schema().await.expect("create schema");
-                let key = Key::Uuid(uuid::Uuid::new_v4());
-                assert!(store.provision(key.clone()).await.unwrap());
-                let lease = store
-                    .try_acquire(key.clone(), Duration::from_secs(300))
-                    .await
-                    .unwrap()
-                    .unwrap();
-                let set = [("Payload", Value::from("set"))];
-                assert_eq!(store.update(&lease, &set).await.unwrap(), Outcome::Applied);
-                let cleared = store.update(&lease, &[("Payload", Value::Null)]).await;
-                if is_babelfish(fx.admin()).await {
-                    let error = cleared.expect_err(
-                        "Babelfish departure: a NULL parameter without a type is rejected",
-                    );
-                    let text = format!("{error} {:?}", std::error::Error::source(&error));
-                    assert!(text.contains("0x1F"), "{text}");
-                    assert!(!error.may_have_committed(), "{error:?}");
-                    assert_eq!(read(&store, &key).await.payload.as_deref(), Some("set"));
-                } else {
-                    assert_eq!(cleared.unwrap(), Outcome::Applied);
-                    assert_eq!(read(&store, &key).await.payload, None);
-                }
+        with_schema(|fx| async move {
+            let store = Store::new(Fixture::connect(&*fx).await, Fixture::table(&*fx));
+            store.create_schema().await.expect("create schema");
+            let key = Key::Uuid(uuid::Uuid::new_v4());
+            assert!(store.provision(key.clone()).await.unwrap());
+            let lease = store
+                .try_acquire(key.clone(), Duration::from_secs(300))
+                .await
+                .unwrap()
+                .unwrap();
+            let set = [("Payload", Value::from("set"))];
+            assert_eq!(store.update(&lease, &set).await.unwrap(), Outcome::Applied);
+            let cleared = store.update(&lease, &[("Payload", Value::Null)]).await;
+            if is_babelfish(fx.admin()).await {
+                let error = cleared
+                    .expect_err("Babelfish departure: a NULL parameter without a type is rejected");
+                let text = format!("{error} {:?}", std::error::Error::source(&error));
+                assert!(text.contains("0x1F"), "{text}");
+                assert!(!error.may_have_committed(), "{error:?}");
+                assert_eq!(read(&store, &key).await.payload.as_deref(), Some("set"));
+            } else {
+                assert_eq!(cleared.unwrap(), Outcome::Applied);
+                assert_eq!(read(&store, &key).await.payload, None);
             }
         })
         .await;
-        Fixture::teardown(&*fx).await;
-        if let Err(error) = run {
-            std::panic::resume_unwind(error.into_panic());
-        }
     }
 }
 
