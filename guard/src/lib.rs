@@ -75,6 +75,7 @@
 #[path = "private.rs"]
 pub mod __private;
 pub mod backend;
+pub mod connection;
 pub mod dialect;
 mod error;
 pub mod keeper;
@@ -83,11 +84,12 @@ pub mod operation;
 mod outcome;
 mod store;
 mod table;
+pub mod transaction;
 mod value;
 mod wait;
 pub mod work;
 
-pub use backend::Backend;
+pub use backend::{Backend, Executor};
 #[cfg(feature = "mssql")]
 pub use backend::{Mssql, MssqlOptions};
 #[cfg(feature = "postgres")]
@@ -113,6 +115,7 @@ pub use table::{
 #[cfg(feature = "postgres")]
 pub use tokio_postgres;
 pub use tokio_util::sync::CancellationToken;
+pub use transaction::{Fenced, FencedTransaction, Lend};
 pub use value::{Key, Value};
 pub use wait::Wait;
 pub use work::{Completion, Work};

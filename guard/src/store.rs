@@ -1,4 +1,4 @@
-//! The protocol, written once over a [`Backend`].
+//! The protocol, written once over an [`Executor`].
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::backend::Backend;
+use crate::backend::Executor;
+use crate::connection::IntoExecutor;
 use crate::dialect::procedures::{MssqlProcedures, Procedure};
 use crate::dialect::{self, Dialect, FencedSql, Statements};
 use crate::error::{Error, Result};
@@ -58,8 +59,10 @@ pub const MAX_TTL: Duration = Duration::from_millis(i32::MAX as u64);
 #[derive(Clone, Debug)]
 pub struct Store<B> {
     backend: B,
-    table: FencedTable,
-    statements: Statements,
+    // Shared, so that a view of the store on another executor (`Store::on`) costs no
+    // rendering and no copy of the statements.
+    table: Arc<FencedTable>,
+    statements: Arc<Statements>,
     writes: Arc<Mutex<RenderedWrites>>,
     procedures: Option<Arc<Calls>>,
 }
@@ -171,14 +174,14 @@ enum CallerWrite<'a> {
     Procedure(&'a Calls),
 }
 
-impl<B: Backend> Store<B> {
+impl<B: Executor> Store<B> {
     /// A store for `table` on `backend`.
     pub fn new(backend: B, table: FencedTable) -> Self {
         let statements = Statements::render(backend.dialect(), &table);
         Store {
             backend,
-            table,
-            statements,
+            table: Arc::new(table),
+            statements: Arc::new(statements),
             writes: Arc::default(),
             procedures: None,
         }
@@ -208,11 +211,12 @@ impl<B: Backend> Store<B> {
             )));
         }
         let procedures = MssqlProcedures::new(&self.table)?;
-        self.statements.provision = procedures.call(Procedure::Provision, false);
-        self.statements.acquire = procedures.call(Procedure::Acquire, false);
-        self.statements.renew = procedures.call(Procedure::Renew, false);
-        self.statements.release = procedures.call(Procedure::Release, false);
-        self.statements.advance_epoch = procedures.call(Procedure::AdvanceEpoch, false);
+        let statements = Arc::make_mut(&mut self.statements);
+        statements.provision = procedures.call(Procedure::Provision, false);
+        statements.acquire = procedures.call(Procedure::Acquire, false);
+        statements.renew = procedures.call(Procedure::Renew, false);
+        statements.release = procedures.call(Procedure::Release, false);
+        statements.advance_epoch = procedures.call(Procedure::AdvanceEpoch, false);
         self.procedures = Some(Arc::new(Calls {
             publish: procedures.call(Procedure::Publish, false),
             publish_recorded: procedures.call(Procedure::Publish, true),
@@ -277,6 +281,68 @@ impl<B: Backend> Store<B> {
             ));
         }
         Ok(values)
+    }
+
+    /// This store's protocol on a connection, transaction or pool of the caller's
+    /// ([`crate::connection`]): the same statements, rendered once for the store, run
+    /// there instead of on the store's own executor. Cheap: nothing is rendered or
+    /// copied, and nothing is sent.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn run(store: &fenced_guard::Store<fenced_guard::Postgres>, client: &mut fenced_guard::tokio_postgres::Client, lease: &fenced_guard::Lease) -> Result<(), Box<dyn std::error::Error>> {
+    /// use fenced_guard::Value;
+    ///
+    /// let tx = client.transaction().await?;
+    /// // The lease's row is checked and locked until `tx` ends.
+    /// let Some(fenced) = store.on(&tx)?.fence(lease).await? else {
+    ///     return Ok(()); // the lease is gone: `tx` rolls back when dropped
+    /// };
+    /// fenced
+    ///     .execute(
+    ///         "INSERT INTO report_line (report, line) VALUES ($1, $2)",
+    ///         &[Value::from(lease.key()), Value::from("total: 3")],
+    ///     )
+    ///     .await?;
+    /// fenced.store().publish(lease, &[]).await?;
+    /// drop(fenced);
+    /// tx.commit().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the connection's database is not the store's dialect.
+    pub fn on<C: IntoExecutor>(&self, connection: C) -> Result<Store<C::Executor>> {
+        let executor = connection.into_executor();
+        if executor.dialect() != self.dialect() {
+            return Err(Error::Config(format!(
+                "this store renders {} statements; the connection given is {}",
+                self.dialect(),
+                executor.dialect()
+            )));
+        }
+        Ok(self.with_executor(executor))
+    }
+
+    /// This store on `executor`, sharing everything else.
+    pub(crate) fn with_executor<E>(&self, executor: E) -> Store<E> {
+        Store {
+            backend: executor,
+            table: Arc::clone(&self.table),
+            statements: Arc::clone(&self.statements),
+            writes: Arc::clone(&self.writes),
+            procedures: self.procedures.clone(),
+        }
+    }
+
+    /// The executor, given up.
+    pub(crate) fn into_executor(self) -> B {
+        self.backend
+    }
+
+    pub(crate) fn statements(&self) -> &Statements {
+        &self.statements
     }
 
     /// The backend, for example to run raw statements.
@@ -1020,7 +1086,7 @@ impl<B: Backend> Store<B> {
             .collect()
     }
 
-    fn check_key(&self, key: &Key) -> Result<()> {
+    pub(crate) fn check_key(&self, key: &Key) -> Result<()> {
         if key.key_type() != self.table.key_type() {
             return Err(Error::KeyType {
                 expected: self.table.key_type(),
