@@ -113,6 +113,13 @@ pub enum Error {
     #[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
     #[error("{0}")]
     Sqlx(sqlx::Error),
+    /// A [fenced transaction](crate::transaction) on the guard's pool outlived the
+    /// timeout it was begun with: it was rolled back, and nothing of it was written.
+    #[error("the fenced transaction outlived its timeout of {timeout:?} and was rolled back")]
+    TransactionTimedOut {
+        /// The timeout it was begun with.
+        timeout: std::time::Duration,
+    },
     /// A network error while connecting to SQL Server.
     #[cfg(feature = "mssql")]
     #[error("sql server connection failed")]
@@ -156,6 +163,7 @@ impl Error {
             | Error::Cancelled
             | Error::NotExecuted(_)
             | Error::PoolTimedOut { .. }
+            | Error::TransactionTimedOut { .. }
             | Error::OperationReused { .. }
             | Error::NotProvisioned { .. } => false,
             Error::UnexpectedResult(_) | Error::Task(_) | Error::PublicationUnsettled { .. } => {

@@ -9,11 +9,15 @@
 //! while the transaction is open: everything the transaction writes, on any table,
 //! commits before the next generation exists, or not at all.
 //!
+//! The lock, not the clock, fences what follows the check: a lease that expires while
+//! its transaction is open still commits, since no successor could acquire meanwhile.
+//! What bounds the transaction is a timeout its caller sets.
+//!
 //! Two ways to have one:
 //! - [`Store::transaction`] on the guard's own pool: it begins, checks, and
-//!   [commits](FencedTransaction::commit) (checking the lease once more first).
+//!   [commits](FencedTransaction::commit) within the timeout given.
 //! - [`Store::fence`] inside a transaction the caller opened on their own connection
-//!   ([`Store::on`]); the caller commits.
+//!   ([`Store::on`]); the caller commits, and bounds it.
 //!
 //! # What the lock costs
 //!
@@ -27,19 +31,21 @@
 //! - SQLite: the write lock is the database's; another connection's write waits for its
 //!   busy timeout, then fails with `SQLITE_BUSY`.
 //!
-//! The database bounds how long a transaction on the guard's pool may stay open where it
-//! can: on PostgreSQL, [`Store::transaction`] sets `idle_in_transaction_session_timeout`
-//! to the lease's ttl for the transaction, so a holder that stops sending statements is
-//! disconnected, and its transaction rolled back, by the server. SQL Server and SQLite
-//! have no such setting: a holder that hangs holds the lock until its connection
-//! closes. Every fenced transaction on the guard's pool re-checks the lease at commit,
-//! so none commits after its lease expired.
+//! [`Store::transaction`]'s timeout is enforced by the database where it can be: on
+//! PostgreSQL the transaction's `statement_timeout` and
+//! `idle_in_transaction_session_timeout` are set to it, so a holder that hangs is
+//! disconnected, and its transaction rolled back, by the server. Everywhere, a statement
+//! or commit after the timeout rolls back and fails with
+//! [`Error::TransactionTimedOut`](crate::Error::TransactionTimedOut). SQL Server and
+//! SQLite have no server-side bound: a holder that hangs holds the lock until its
+//! connection closes.
 
 use std::ops::Deref;
+use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Executor};
 use crate::dialect;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lease::{AsLease, Lease};
 use crate::outcome::Outcome;
 use crate::store::Store;
@@ -54,6 +60,8 @@ use crate::value::Value;
 pub struct Fenced<'l, E> {
     store: Store<E>,
     lease: &'l Lease,
+    /// When a transaction of the guard's pool times out; `None` in the caller's own.
+    deadline: Option<(Instant, Duration)>,
 }
 
 impl<'l, E: Executor> Fenced<'l, E> {
@@ -69,14 +77,27 @@ impl<'l, E: Executor> Fenced<'l, E> {
         &self.store
     }
 
+    /// [`Error::TransactionTimedOut`] once a transaction of the guard's pool has outlived
+    /// its timeout.
+    fn in_time(&self) -> Result<()> {
+        match self.deadline {
+            Some((deadline, timeout)) if Instant::now() >= deadline => {
+                Err(Error::TransactionTimedOut { timeout })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Runs any statement, on any table, inside the transaction, with `params` bound;
     /// returns the number of rows it changed.
     ///
     /// # Errors
     ///
-    /// Any database error. The transaction is then in the state the database leaves it
-    /// in: on PostgreSQL, aborted until rolled back.
+    /// [`Error::TransactionTimedOut`] past the timeout of [`Store::transaction`] (nothing
+    /// is sent); any database error. The transaction is then in the state the database
+    /// leaves it in: on PostgreSQL, aborted until rolled back.
     pub async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        self.in_time()?;
         self.store.backend().execute(sql, params).await
     }
 
@@ -84,19 +105,10 @@ impl<'l, E: Executor> Fenced<'l, E> {
     ///
     /// # Errors
     ///
-    /// Any database error.
+    /// As for [`execute`](Fenced::execute).
     pub async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        self.in_time()?;
         self.store.backend().query_row(sql, params).await
-    }
-
-    /// Checks the lease again, by the database's clock, inside the transaction.
-    /// `Refused` means it no longer holds: the caller must roll back.
-    ///
-    /// # Errors
-    ///
-    /// Any database error.
-    pub async fn check(&self) -> Result<Outcome> {
-        self.store.lock_row(self.lease).await
     }
 }
 
@@ -135,24 +147,23 @@ impl<'l, B: Lend> Deref for FencedTransaction<'l, B> {
 }
 
 impl<B: Lend> FencedTransaction<'_, B> {
-    /// Checks the lease once more and commits. `Refused` means the lease no longer held
-    /// at commit (expired, superseded, or the epoch advanced): the transaction was rolled
-    /// back and nothing of it was written.
+    /// Commits, within the timeout the transaction was begun with.
     ///
     /// # Errors
     ///
-    /// Any database error; the transaction is then rolled back by closing its
-    /// connection, unless the error was the commit's own, after which the outcome is
-    /// unknown (as for any statement whose acknowledgement is lost).
-    pub async fn commit(self) -> Result<Outcome> {
-        let outcome = self.fenced.check().await?;
+    /// [`Error::TransactionTimedOut`] past the timeout: the transaction was rolled back
+    /// instead. Any database error: the connection is then closed, which rolls back an
+    /// open transaction; after an error of the commit itself the outcome is unknown, as
+    /// for any statement whose answer is lost.
+    pub async fn commit(self) -> Result<()> {
+        if let Err(timed_out) = self.fenced.in_time() {
+            // A failed rollback closes the connection, which rolls back as well: on
+            // PostgreSQL the server may have ended the session already.
+            let _ = self.rollback().await;
+            return Err(timed_out);
+        }
         let dialect = self.fenced.store.dialect();
-        let end = match outcome {
-            Outcome::Applied => dialect::commit(dialect),
-            Outcome::Refused => dialect::rollback(dialect),
-        };
-        self.end(end).await?;
-        Ok(outcome)
+        self.end(dialect::commit(dialect)).await
     }
 
     /// Rolls back: nothing of the transaction is written.
@@ -192,7 +203,11 @@ impl<B: Executor> Store<B> {
     ) -> Result<Option<Fenced<'l, B>>> {
         let lease = lease.as_lease();
         Ok(match self.lock_row(lease).await? {
-            Outcome::Applied => Some(Fenced { store: self, lease }),
+            Outcome::Applied => Some(Fenced {
+                store: self,
+                lease,
+                deadline: None,
+            }),
             Outcome::Refused => None,
         })
     }
@@ -202,21 +217,34 @@ impl<B: Executor> Store<B> {
     /// lease no longer holds: the transaction was rolled back and the connection given
     /// back.
     ///
+    /// `timeout` bounds how long the transaction may stay open, and so how long a
+    /// successor may wait for the row: past it, a statement or the commit rolls back
+    /// and fails, and on PostgreSQL the server itself ends a transaction that stays open
+    /// longer.
+    ///
     /// # Errors
     ///
-    /// [`Error::KeyType`]; any database error, including a pool timeout.
+    /// [`Error::KeyType`]; [`Error::Config`] for a zero timeout; any database error,
+    /// including a pool timeout.
     pub async fn transaction<'l>(
         &self,
         lease: &'l (impl AsLease + ?Sized),
+        timeout: Duration,
     ) -> Result<Option<FencedTransaction<'l, B>>>
     where
         B: Lend,
     {
         let lease = lease.as_lease();
         self.check_key(lease.key())?;
+        if timeout.is_zero() {
+            return Err(Error::Config(
+                "a fenced transaction's timeout must not be zero".into(),
+            ));
+        }
         if lease.is_revoked() {
             return Ok(None);
         }
+        let deadline = crate::wait::saturating_add(Instant::now(), timeout);
         let store = self.with_executor(self.backend().lend().await?);
         let dialect = self.dialect();
         store
@@ -224,17 +252,23 @@ impl<B: Executor> Store<B> {
             .execute_batch(dialect::begin(dialect))
             .await?;
         if dialect == dialect::Dialect::Postgres {
-            let ttl = u64::try_from(lease.ttl().as_millis()).unwrap_or(u64::MAX);
+            // At least 1 ms: 0 would switch the timeouts off.
+            let ms = timeout.as_millis().clamp(1, i32::MAX as u128);
             store
                 .backend()
                 .query_row(
-                    "SELECT set_config('idle_in_transaction_session_timeout', $1, true)",
-                    &[Value::Text(ttl.to_string())],
+                    "SELECT set_config('statement_timeout', $1, true), \
+                     set_config('idle_in_transaction_session_timeout', $1, true)",
+                    &[Value::Text(ms.to_string())],
                 )
                 .await?;
         }
-        let fenced = Fenced { store, lease };
-        match fenced.check().await? {
+        let fenced = Fenced {
+            store,
+            lease,
+            deadline: Some((deadline, timeout)),
+        };
+        match fenced.store.lock_row(lease).await? {
             Outcome::Applied => Ok(Some(FencedTransaction { fenced })),
             Outcome::Refused => {
                 FencedTransaction::<B> { fenced }.rollback().await?;
