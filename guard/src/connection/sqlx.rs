@@ -214,6 +214,13 @@ mod pg {
     #[derive(Debug)]
     pub struct SqlxPgConnection<'a>(Mutex<&'a mut PgConnection>);
 
+    impl From<PgPool> for SqlxPgPool {
+        /// The pool as a store's backend: `Store::new(SqlxPgPool::from(pool), table)`.
+        fn from(pool: PgPool) -> Self {
+            SqlxPgPool(pool)
+        }
+    }
+
     impl IntoExecutor for &PgPool {
         type Executor = SqlxPgPool;
 
@@ -283,6 +290,13 @@ mod lite {
     /// [`Executor`]: statements run on it in turn, inside any transaction open on it.
     #[derive(Debug)]
     pub struct SqlxSqliteConnection<'a>(Mutex<&'a mut SqliteConnection>);
+
+    impl From<SqlitePool> for SqlxSqlitePool {
+        /// The pool as a store's backend: `Store::new(SqlxSqlitePool::from(pool), table)`.
+        fn from(pool: SqlitePool) -> Self {
+            SqlxSqlitePool(pool)
+        }
+    }
 
     impl IntoExecutor for &SqlitePool {
         type Executor = SqlxSqlitePool;

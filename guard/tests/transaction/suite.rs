@@ -4,13 +4,11 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use fenced_guard::{
-    Dialect, Executor, FencedTable, Identifier, Key, Lease, Lend, Outcome, QualifiedName, Store,
-    Value,
-};
+use fenced_guard::{Executor, FencedTable, Key, Lease, Lend, Outcome, Store, Value};
 use uuid::Uuid;
 
 use crate::support::Place;
+use crate::support::lines::{create_lines_table, insert_line, line_count};
 use crate::support::row::{expire, payload, payload_column, select};
 
 /// A place for one test, and how to see that a connection waits for a row lock.
@@ -41,18 +39,6 @@ pub fn reports(place: &impl Place) -> FencedTable {
         .expect("valid test table")
 }
 
-/// `name` quoted for `d`.
-fn q(d: Dialect, name: &str) -> String {
-    Identifier::new(name).expect("valid name").quoted(d)
-}
-
-/// The lines table, quoted for the store's dialect.
-pub fn lines_table<E: Executor>(place: &impl Place, store: &Store<E>) -> String {
-    QualifiedName::parse(&place.qualified("ReportLine"))
-        .expect("valid lines table")
-        .quoted(store.dialect())
-}
-
 /// A store on a fresh place, its schema, one provisioned row, and a lines table.
 pub async fn setup<F: Fixture>(place: &F) -> (Store<F::Backend>, Key)
 where
@@ -60,56 +46,10 @@ where
 {
     let store = Store::new(place.connect().await, reports(place));
     store.create_schema().await.expect("create the schema");
-    let d = store.dialect();
-    let (key_type, text_type) = match d {
-        Dialect::Postgres => ("uuid", "text"),
-        Dialect::Sqlite => ("text", "text"),
-        Dialect::Mssql => ("uniqueidentifier", "nvarchar(200)"),
-    };
-    let create = format!(
-        "CREATE TABLE {} ({} {key_type} NOT NULL, {} {text_type} NOT NULL)",
-        lines_table(place, &store),
-        q(d, "Report"),
-        q(d, "Line")
-    );
-    store
-        .backend()
-        .execute_batch(&create)
-        .await
-        .expect("create the lines table");
+    create_lines_table(place, &store).await;
     let key = Key::from(Uuid::new_v4());
     store.provision(key.clone()).await.expect("provision");
     (store, key)
-}
-
-/// The statement that inserts one line: 1 the report's key, 2 the line.
-pub fn insert_line<E: Executor>(place: &impl Place, store: &Store<E>) -> String {
-    let d = store.dialect();
-    format!(
-        "INSERT INTO {} ({}, {}) VALUES ({}, {})",
-        lines_table(place, store),
-        q(d, "Report"),
-        q(d, "Line"),
-        d.placeholder(1),
-        d.placeholder(2)
-    )
-}
-
-/// How many lines `key` has.
-pub async fn line_count<E: Executor>(place: &impl Place, store: &Store<E>, key: &Key) -> i64 {
-    let d = store.dialect();
-    let sql = format!(
-        "SELECT CAST(COUNT(*) AS bigint) FROM {} WHERE {} = {}",
-        lines_table(place, store),
-        q(d, "Report"),
-        d.placeholder(1)
-    );
-    store
-        .backend()
-        .query_i64(&sql, &[Value::from(key)])
-        .await
-        .expect("count the lines")
-        .expect("a count")
 }
 
 async fn acquire<B: Executor>(store: &Store<B>, key: &Key) -> Lease {
