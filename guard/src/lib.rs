@@ -84,6 +84,7 @@ pub mod operation;
 mod outcome;
 mod store;
 mod table;
+mod trace;
 pub mod transaction;
 mod value;
 mod wait;

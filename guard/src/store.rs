@@ -17,6 +17,7 @@ use crate::lease::{AsLease, Lease, LeaseState};
 use crate::operation::{OperationOutcome, Resolution, is_unique_violation};
 use crate::outcome::Outcome;
 use crate::table::{FencedTable, Identifier};
+use crate::trace;
 use crate::value::{Key, Value};
 use crate::wait::Wait;
 
@@ -383,9 +384,13 @@ impl<B: Executor> Store<B> {
     /// missing table.
     pub async fn provision(&self, key: impl Into<Key>) -> Result<bool> {
         let key = key.into();
-        self.check_key(&key)?;
-        let rows = self.rows(&self.statements.provision, &[key.into()]).await?;
-        Ok(rows > 0)
+        let span = trace::step("provision", &self.table, &key, None);
+        trace::traced(span, async {
+            self.check_key(&key)?;
+            let rows = self.rows(&self.statements.provision, &[key.into()]).await?;
+            Ok(rows > 0)
+        })
+        .await
     }
 
     /// One attempt to acquire the row for `key` for `ttl`: bumps the generation and
@@ -403,32 +408,36 @@ impl<B: Executor> Store<B> {
     /// must not look held forever); any database error, including a missing table.
     pub async fn try_acquire(&self, key: impl Into<Key>, ttl: Duration) -> Result<Option<Lease>> {
         let key = key.into();
-        self.check_key(&key)?;
-        let ttl_ms = ttl_millis(ttl)?;
-        let owner = Uuid::new_v4();
-        let acquired_at = Instant::now();
-        let row = self
-            .backend
-            .query_row(
-                &self.statements.acquire,
-                &[Value::from(&key), Value::Uuid(owner), Value::I64(ttl_ms)],
-            )
-            .await?;
-        let Some(row) = row else {
-            self.inspect_row(&key).await?;
-            return Ok(None);
-        };
-        let (Some(generation), epoch) = (
-            row.first().and_then(Value::as_i64),
-            row.get(1).and_then(Value::as_i64),
-        ) else {
-            return Err(Error::UnexpectedResult(format!(
-                "acquisition returned {row:?}, expected the new generation"
-            )));
-        };
-        Ok(Some(
-            Lease::from_parts(key, owner, generation, ttl, acquired_at).with_epoch(epoch),
-        ))
+        let span = trace::step("try_acquire", &self.table, &key, None);
+        trace::traced(span, async {
+            self.check_key(&key)?;
+            let ttl_ms = ttl_millis(ttl)?;
+            let owner = Uuid::new_v4();
+            let acquired_at = Instant::now();
+            let row = self
+                .backend
+                .query_row(
+                    &self.statements.acquire,
+                    &[Value::from(&key), Value::Uuid(owner), Value::I64(ttl_ms)],
+                )
+                .await?;
+            let Some(row) = row else {
+                self.inspect_row(&key).await?;
+                return Ok(None);
+            };
+            let (Some(generation), epoch) = (
+                row.first().and_then(Value::as_i64),
+                row.get(1).and_then(Value::as_i64),
+            ) else {
+                return Err(Error::UnexpectedResult(format!(
+                    "acquisition returned {row:?}, expected the new generation"
+                )));
+            };
+            Ok(Some(
+                Lease::from_parts(key, owner, generation, ttl, acquired_at).with_epoch(epoch),
+            ))
+        })
+        .await
     }
 
     /// Acquires the row for `key`, retrying with jittered exponential backoff until
@@ -529,19 +538,23 @@ impl<B: Executor> Store<B> {
     /// [`Error::KeyType`]; any database error.
     pub async fn renew(&self, lease: &impl AsLease) -> Result<Outcome> {
         let lease = lease.as_lease();
-        self.check_key(lease.key())?;
-        if lease.is_revoked() {
-            return Ok(Outcome::Refused);
-        }
-        let ttl_ms = ttl_millis(lease.ttl())?;
-        let sent_at = Instant::now();
-        let [key, generation, owner] = lease_params(lease);
-        let params = [key, generation, owner, Value::I64(ttl_ms)];
-        let outcome = Outcome::from_rows(self.rows(&self.statements.renew, &params).await?);
-        if outcome.is_applied() {
-            lease.extend_local_deadline(crate::wait::saturating_add(sent_at, lease.ttl()));
-        }
-        Ok(outcome)
+        let span = trace::step("renew", &self.table, lease.key(), Some(lease.generation()));
+        trace::traced(span, async {
+            self.check_key(lease.key())?;
+            if lease.is_revoked() {
+                return Ok(Outcome::Refused);
+            }
+            let ttl_ms = ttl_millis(lease.ttl())?;
+            let sent_at = Instant::now();
+            let [key, generation, owner] = lease_params(lease);
+            let params = [key, generation, owner, Value::I64(ttl_ms)];
+            let outcome = Outcome::from_rows(self.rows(&self.statements.renew, &params).await?);
+            if outcome.is_applied() {
+                lease.extend_local_deadline(crate::wait::saturating_add(sent_at, lease.ttl()));
+            }
+            Ok(outcome)
+        })
+        .await
     }
 
     /// A fenced update of the caller's own columns (`(column, value)` pairs; names
@@ -562,17 +575,21 @@ impl<B: Executor> Store<B> {
         assignments: &[(&str, Value)],
     ) -> Result<Outcome> {
         let lease = lease.as_lease();
-        self.no_procedure("a fenced update")?;
-        if assignments.is_empty() {
-            return Err(Error::Config("an update needs at least one column".into()));
-        }
-        let sql = self.write_sql(WriteKind::Update, assignments)?;
-        self.check_key(lease.key())?;
-        if lease.is_revoked() {
-            return Ok(Outcome::Refused);
-        }
-        self.run_fenced(lease, &sql, assignments.iter().map(|(_, v)| v.clone()))
-            .await
+        let span = trace::step("update", &self.table, lease.key(), Some(lease.generation()));
+        trace::traced(span, async {
+            self.no_procedure("a fenced update")?;
+            if assignments.is_empty() {
+                return Err(Error::Config("an update needs at least one column".into()));
+            }
+            let sql = self.write_sql(WriteKind::Update, assignments)?;
+            self.check_key(lease.key())?;
+            if lease.is_revoked() {
+                return Ok(Outcome::Refused);
+            }
+            self.run_fenced(lease, &sql, assignments.iter().map(|(_, v)| v.clone()))
+                .await
+        })
+        .await
     }
 
     /// The article's publication: writes the caller's columns and sets the published
@@ -593,8 +610,18 @@ impl<B: Executor> Store<B> {
         lease: &impl AsLease,
         assignments: &[(&str, Value)],
     ) -> Result<Outcome> {
-        self.publish_inner(lease.as_lease(), assignments, false)
-            .await
+        let lease = lease.as_lease();
+        let span = trace::step(
+            "publish",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            self.publish_inner(lease.as_lease(), assignments, false)
+                .await
+        })
+        .await
     }
 
     /// [`publish`](Store::publish) and [`release`](Store::release) in one statement: on
@@ -613,11 +640,20 @@ impl<B: Executor> Store<B> {
         assignments: &[(&str, Value)],
     ) -> Result<Outcome> {
         let lease = lease.as_lease();
-        let outcome = self.publish_inner(lease, assignments, true).await?;
-        if outcome.is_applied() {
-            lease.mark_released();
-        }
-        Ok(outcome)
+        let span = trace::step(
+            "publish_and_release",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            let outcome = self.publish_inner(lease, assignments, true).await?;
+            if outcome.is_applied() {
+                lease.mark_released();
+            }
+            Ok(outcome)
+        })
+        .await
     }
 
     /// Gives the row back: clears owner and expiry where generation and owner still
@@ -633,15 +669,24 @@ impl<B: Executor> Store<B> {
     /// [`Error::KeyType`]; any database error.
     pub async fn release(&self, lease: &impl AsLease) -> Result<Outcome> {
         let lease = lease.as_lease();
-        self.check_key(lease.key())?;
-        let rows = self
-            .rows(&self.statements.release, &lease_params(lease))
-            .await?;
-        let outcome = Outcome::from_rows(rows);
-        if outcome.is_applied() {
-            lease.mark_released();
-        }
-        Ok(outcome)
+        let span = trace::step(
+            "release",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            self.check_key(lease.key())?;
+            let rows = self
+                .rows(&self.statements.release, &lease_params(lease))
+                .await?;
+            let outcome = Outcome::from_rows(rows);
+            if outcome.is_applied() {
+                lease.mark_released();
+            }
+            Ok(outcome)
+        })
+        .await
     }
 
     /// Runs the caller's own statement that already carries the fence (see
@@ -664,17 +709,26 @@ impl<B: Executor> Store<B> {
         params: &[Value],
     ) -> Result<Outcome> {
         let lease = lease.as_lease();
-        self.no_procedure("caller sql")?;
-        sql.check_use(&self.table, params.len())?;
-        self.check_key(lease.key())?;
-        if lease.is_revoked() {
-            return Ok(Outcome::Refused);
-        }
-        self.run_fenced(
-            lease,
-            sql.for_dialect(self.dialect()),
-            params.iter().cloned(),
-        )
+        let span = trace::step(
+            "execute_fenced",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            self.no_procedure("caller sql")?;
+            sql.check_use(&self.table, params.len())?;
+            self.check_key(lease.key())?;
+            if lease.is_revoked() {
+                return Ok(Outcome::Refused);
+            }
+            self.run_fenced(
+                lease,
+                sql.for_dialect(self.dialect()),
+                params.iter().cloned(),
+            )
+            .await
+        })
         .await
     }
 
@@ -699,17 +753,26 @@ impl<B: Executor> Store<B> {
         assignments: &[(&str, Value)],
     ) -> Result<OperationOutcome> {
         let lease = lease.as_lease();
-        self.no_procedure("a fenced update")?;
-        if assignments.is_empty() {
-            return Err(Error::Config("an update needs at least one column".into()));
-        }
-        let sql = self.write_sql(WriteKind::UpdateRecorded, assignments)?;
-        self.check_key(lease.key())?;
-        if lease.is_revoked() {
-            return Ok(OperationOutcome::Refused);
-        }
-        let values = assignments.iter().map(|(_, v)| v.clone()).collect();
-        self.run_recorded(lease, op, &sql, values).await
+        let span = trace::step(
+            "update_op",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            self.no_procedure("a fenced update")?;
+            if assignments.is_empty() {
+                return Err(Error::Config("an update needs at least one column".into()));
+            }
+            let sql = self.write_sql(WriteKind::UpdateRecorded, assignments)?;
+            self.check_key(lease.key())?;
+            if lease.is_revoked() {
+                return Ok(OperationOutcome::Refused);
+            }
+            let values = assignments.iter().map(|(_, v)| v.clone()).collect();
+            self.run_recorded(lease, op, &sql, values).await
+        })
+        .await
     }
 
     /// [`publish`](Store::publish) carrying operation id `op`, recorded atomically with
@@ -731,8 +794,18 @@ impl<B: Executor> Store<B> {
         op: Uuid,
         assignments: &[(&str, Value)],
     ) -> Result<OperationOutcome> {
-        self.publish_recorded(lease.as_lease(), op, assignments, false)
-            .await
+        let lease = lease.as_lease();
+        let span = trace::step(
+            "publish_op",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            self.publish_recorded(lease.as_lease(), op, assignments, false)
+                .await
+        })
+        .await
     }
 
     /// [`publish_and_release`](Store::publish_and_release) carrying operation id `op`,
@@ -748,11 +821,20 @@ impl<B: Executor> Store<B> {
         assignments: &[(&str, Value)],
     ) -> Result<OperationOutcome> {
         let lease = lease.as_lease();
-        let outcome = self.publish_recorded(lease, op, assignments, true).await?;
-        if outcome.is_in_effect() {
-            lease.mark_released();
-        }
-        Ok(outcome)
+        let span = trace::step(
+            "publish_and_release_op",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            let outcome = self.publish_recorded(lease, op, assignments, true).await?;
+            if outcome.is_in_effect() {
+                lease.mark_released();
+            }
+            Ok(outcome)
+        })
+        .await
     }
 
     /// Whether operation id `op` was applied, read from the outcomes table. See

@@ -49,6 +49,7 @@ use crate::error::{Error, Result};
 use crate::lease::{AsLease, Lease};
 use crate::outcome::Outcome;
 use crate::store::Store;
+use crate::trace;
 use crate::value::Value;
 
 /// A transaction in which a lease was checked and its row locked: the proof a fenced
@@ -163,7 +164,14 @@ impl<B: Lend> FencedTransaction<'_, B> {
             return Err(timed_out);
         }
         let dialect = self.fenced.store.dialect();
-        self.end(dialect::commit(dialect)).await
+        let lease = self.fenced.lease;
+        let span = trace::step(
+            "commit",
+            self.fenced.store.table(),
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, self.end(dialect::commit(dialect))).await
     }
 
     /// Rolls back: nothing of the transaction is written.
@@ -202,7 +210,9 @@ impl<B: Executor> Store<B> {
         lease: &'l (impl AsLease + ?Sized),
     ) -> Result<Option<Fenced<'l, B>>> {
         let lease = lease.as_lease();
-        Ok(match self.lock_row(lease).await? {
+        let span = trace::step("fence", self.table(), lease.key(), Some(lease.generation()));
+        let locked = trace::traced(span, self.lock_row(lease)).await?;
+        Ok(match locked {
             Outcome::Applied => Some(Fenced {
                 store: self,
                 lease,
@@ -268,7 +278,13 @@ impl<B: Executor> Store<B> {
             lease,
             deadline: Some((deadline, timeout)),
         };
-        match fenced.store.lock_row(lease).await? {
+        let span = trace::step(
+            "transaction",
+            self.table(),
+            lease.key(),
+            Some(lease.generation()),
+        );
+        match trace::traced(span, fenced.store.lock_row(lease)).await? {
             Outcome::Applied => Ok(Some(FencedTransaction { fenced })),
             Outcome::Refused => {
                 FencedTransaction::<B> { fenced }.rollback().await?;
