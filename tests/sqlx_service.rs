@@ -11,8 +11,42 @@
 
 use std::time::Duration;
 
-use fenced::connection::{SqlxPgPool, SqlxSqlitePool};
-use fenced::{ColumnType, Executor, FencedTable, Key, Lease, Outcome, Store, Value};
+use fenced::connection::SqlxSqlitePool;
+use fenced::{ColumnType, Executor, FencedTable, Key};
+
+// ---- README: a service's own transaction ----
+use fenced::connection::SqlxPgPool;
+use fenced::{Lease, Outcome, Store, Value};
+
+/// Publishes a report and its lines in one of the service's own transactions.
+async fn publish_with_lines(
+    pool: &sqlx::PgPool,
+    store: &Store<SqlxPgPool>,
+    lease: &Lease,
+    body: &str,
+    lines: &[&str],
+) -> fenced::Result<Outcome> {
+    let mut tx = pool.begin().await?;
+    // The lease is checked, and its row locked until `tx` ends.
+    let Some(fenced) = store.on(&mut tx)?.fence(lease).await? else {
+        return Ok(Outcome::Refused); // the lease is gone: `tx` rolls back when dropped
+    };
+    for line in lines {
+        let values = [Value::from(lease.key()), Value::from(*line)];
+        let sql = "INSERT INTO report_line (report, line) VALUES ($1, $2)";
+        fenced.execute(sql, &values).await?;
+    }
+    let published = fenced
+        .store()
+        .publish(lease, &[("Payload", Value::from(body))])
+        .await?;
+    drop(fenced);
+    if published == Outcome::Applied {
+        tx.commit().await?;
+    }
+    Ok(published)
+}
+// ---- end of the service's own transaction ----
 
 const TTL: Duration = Duration::from_secs(60);
 /// A bound on the whole story, so that a wait for a second connection fails the test.
@@ -111,36 +145,98 @@ macro_rules! story {
 async fn a_postgres_service_fences_its_own_transactions() {
     let url = std::env::var("FENCED_SQLX_PG_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    let pool = sqlx::postgres::PgPoolOptions::new()
+    let schema = format!("fenced_sqlx_{}", uuid::Uuid::new_v4().simple());
+    let admin = sqlx::postgres::PgPoolOptions::new()
         .max_connections(1)
         .connect(&url)
         .await
         .expect("PostgreSQL is reachable at FENCED_SQLX_PG_URL");
-    let schema = format!("fenced_sqlx_{}", uuid::Uuid::new_v4().simple());
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .execute(&pool)
+        .execute(&admin)
         .await
         .unwrap();
-    let store = Store::new(
-        SqlxPgPool::from(pool.clone()),
-        table(&format!("{schema}.Report")),
-    );
-    let lines =
-        format!("CREATE TABLE {schema}.report_line (report uuid NOT NULL, line text NOT NULL)");
-    let insert = format!("INSERT INTO {schema}.report_line (report, line) VALUES ($1, $2)");
-    let count = format!("SELECT count(*) FROM {schema}.report_line WHERE report = $1");
-    let expire_sql = format!(
-        "UPDATE {schema}.\"Report\" SET \"LeaseUntilUtc\" = clock_timestamp() - interval '1 hour' WHERE \"ReportId\" = $1"
-    );
+    // The service's pool: one connection, its tables in the schema of this test.
+    let options: sqlx::postgres::PgConnectOptions = url.parse().unwrap();
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(options.options([("search_path", schema.as_str())]))
+        .await
+        .unwrap();
     let run = tokio::time::timeout(BOUND, async {
-        story!(&pool, store, &lines, &insert, &count, &expire_sql);
+        let store = Store::new(SqlxPgPool::from(pool.clone()), table("Report"));
+        store.create_schema().await.unwrap();
+        store
+            .backend()
+            .execute_batch("CREATE TABLE report_line (report uuid NOT NULL, line text NOT NULL)")
+            .await
+            .unwrap();
+        let report = Key::from(uuid::Uuid::new_v4());
+        store.provision(report.clone()).await.unwrap();
+        let a = store
+            .try_acquire(report.clone(), TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        let expire_sql = "UPDATE \"Report\" SET \"LeaseUntilUtc\" = clock_timestamp() \
+                          - interval '1 hour' WHERE \"ReportId\" = $1";
+        expire(&store, &report, expire_sql).await;
+        let b = store
+            .try_acquire(report.clone(), TTL)
+            .await
+            .unwrap()
+            .unwrap();
+
+        let by_b = publish_with_lines(&pool, &store, &b, "by b", &["b: 1", "b: 2"]).await;
+        assert_eq!(by_b.unwrap(), Outcome::Applied);
+        let by_a = publish_with_lines(&pool, &store, &a, "by a", &["a: 1", "a: 2"]).await;
+        assert_eq!(by_a.unwrap(), Outcome::Refused);
+
+        let count = "SELECT count(*) FROM report_line WHERE report = $1";
+        let count = store
+            .backend()
+            .query_i64(count, &[Value::from(&report)])
+            .await;
+        assert_eq!(count.unwrap(), Some(2), "only B's lines are visible");
+        assert_eq!(
+            pool.size(),
+            1,
+            "the service's one connection served everything"
+        );
     })
     .await;
+    pool.close().await;
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
-        .execute(&pool)
+        .execute(&admin)
         .await
         .unwrap();
     run.expect("the story waited for a connection the service's pool does not have");
+}
+
+/// The README's block is this file's, verbatim.
+#[test]
+fn the_readme_block_is_this_file() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("read README.md");
+    let file = include_str!("sqlx_service.rs");
+    let block = |text: &str, start: &str, end: &str| -> Option<String> {
+        let from = text.find(start)? + start.len();
+        let to = from + text[from..].find(end)?;
+        Some(text[from..to].trim().to_owned())
+    };
+    let ours = block(
+        file,
+        "// ---- README: a service's own transaction ----\n",
+        "// ---- end of",
+    )
+    .expect("the marked block");
+    let opening = "```rust ignore\nuse fenced::connection::SqlxPgPool;";
+    let theirs = readme
+        .find(opening)
+        .and_then(|at| block(&readme[at..], "```rust ignore\n", "```"))
+        .expect("the README's block");
+    assert_eq!(theirs.trim(), ours.trim());
+    // Negative control: one character changed is told apart.
+    assert_ne!(theirs.replacen("$2", "$3", 1).trim(), ours.trim());
 }
 
 #[tokio::test]

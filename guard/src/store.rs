@@ -197,8 +197,8 @@ impl<B: Executor> Store<B> {
     /// ([`resolve`](Store::resolve), [`current_epoch`](Store::current_epoch)) stay
     /// `SELECT`s. A publication must assign exactly the table's declared application
     /// columns, in any order, since the procedure sets them all. [`update`](Store::update),
-    /// [`update_op`](Store::update_op) and [`execute_fenced`](Store::execute_fenced)
-    /// have no procedure and fail with [`Error::Config`].
+    /// [`update_op`](Store::update_op), [`execute_fenced`](Store::execute_fenced) and
+    /// fenced transactions have no procedure and fail with [`Error::Config`].
     ///
     /// # Errors
     ///
@@ -250,7 +250,7 @@ impl<B: Executor> Store<B> {
         }
     }
 
-    fn no_procedure(&self, what: &str) -> Result<()> {
+    pub(crate) fn no_procedure(&self, what: &str) -> Result<()> {
         if self.procedures.is_some() {
             return Err(Error::Config(format!(
                 "{what} has no stored procedure; a store running through procedures cannot send it"

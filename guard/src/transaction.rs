@@ -35,8 +35,9 @@
 //! PostgreSQL the transaction's `statement_timeout` and
 //! `idle_in_transaction_session_timeout` are set to it, so a holder that hangs is
 //! disconnected, and its transaction rolled back, by the server. Everywhere, a statement
-//! or commit after the timeout rolls back and fails with
-//! [`Error::TransactionTimedOut`](crate::Error::TransactionTimedOut). SQL Server and
+//! after the timeout fails with
+//! [`Error::TransactionTimedOut`](crate::Error::TransactionTimedOut), and so does the
+//! commit, which rolls back instead. SQL Server and
 //! SQLite have no server-side bound: a holder that hangs holds the lock until its
 //! connection closes.
 
@@ -245,6 +246,7 @@ impl<B: Executor> Store<B> {
         B: Lend,
     {
         let lease = lease.as_lease();
+        self.no_procedure("a fenced transaction")?;
         self.check_key(lease.key())?;
         if timeout.is_zero() {
             return Err(Error::Config(
@@ -296,6 +298,7 @@ impl<B: Executor> Store<B> {
     /// The check-and-lock statement: `Applied` when the lease holds and its row is now
     /// locked.
     pub(crate) async fn lock_row(&self, lease: &Lease) -> Result<Outcome> {
+        self.no_procedure("a fenced transaction")?;
         self.check_key(lease.key())?;
         if lease.is_revoked() {
             return Ok(Outcome::Refused);

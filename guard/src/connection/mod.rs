@@ -9,8 +9,11 @@
 //! | tokio-postgres (`postgres`) | `&Client`, `&Transaction<'_>` |
 //! | rusqlite (`sqlite`) | `&Connection`, `&Transaction<'_>` |
 //! | tiberius (`mssql`) | `&mut Client<S>` |
-//! | sqlx (`sqlx-postgres`) | `&PgPool`, `&mut PgConnection` (and so `&mut *transaction`) |
-//! | sqlx (`sqlx-sqlite`) | `&SqlitePool`, `&mut SqliteConnection` (and so `&mut *transaction`) |
+//! | sqlx (`sqlx-postgres`) | `&PgPool`, `&mut PgConnection`, `&mut Transaction<'_, Postgres>` |
+//! | sqlx (`sqlx-sqlite`) | `&SqlitePool`, `&mut SqliteConnection`, `&mut Transaction<'_, Sqlite>` |
+//!
+//! sqlx's pools are [`Backend`](crate::Backend)s: `Store::new(SqlxPgPool::from(pool),
+//! table)` runs everything, keepers included, on the service's own pool.
 //!
 //! On a connection with a transaction open, every statement runs inside it: a fenced
 //! write commits or rolls back with the caller's own statements. [`Store::fence`]

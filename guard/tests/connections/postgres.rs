@@ -32,7 +32,7 @@ async fn the_protocol_on_a_client_and_its_transactions() {
     let mut client = client().await;
     let key = Key::from(Uuid::new_v4());
 
-    let lease = protocol(&own.on(&client).unwrap(), &key).await;
+    let lease = protocol(&own.on(&client).unwrap(), &key, true).await;
 
     let tx = client.transaction().await.unwrap();
     assert!(fenced_lines(&schema, own.on(&tx).unwrap(), &lease, "line 0").await);

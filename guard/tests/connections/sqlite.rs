@@ -17,7 +17,7 @@ async fn the_protocol_on_a_connection_and_its_transactions() {
     let mut conn = rusqlite::Connection::open(place.path()).unwrap();
     let key = Key::from(Uuid::new_v4());
 
-    let lease = protocol(&own.on(&conn).unwrap(), &key).await;
+    let lease = protocol(&own.on(&conn).unwrap(), &key, true).await;
 
     let tx = conn.transaction().unwrap();
     assert!(fenced_lines(&place, own.on(&tx).unwrap(), &lease, "line 0").await);

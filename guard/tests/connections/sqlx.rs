@@ -43,7 +43,7 @@ async fn the_protocol_on_a_postgres_pool_connection_and_transaction() {
         .expect("connect sqlx to postgresql");
     let key = Key::from(Uuid::new_v4());
 
-    let lease = protocol(&own.on(&pool).unwrap(), &key).await;
+    let lease = protocol(&own.on(&pool).unwrap(), &key, true).await;
 
     let mut tx = pool.begin().await.unwrap();
     assert!(fenced_lines(&schema, own.on(&mut tx).unwrap(), &lease, "line 0").await);
@@ -85,7 +85,7 @@ async fn the_protocol_on_a_sqlite_pool_connection_and_transaction() {
         .expect("open the database with sqlx");
     let key = Key::from(Uuid::new_v4());
 
-    let lease = protocol(&own.on(&pool).unwrap(), &key).await;
+    let lease = protocol(&own.on(&pool).unwrap(), &key, true).await;
 
     let mut tx = pool.begin().await.unwrap();
     assert!(fenced_lines(&place, own.on(&mut tx).unwrap(), &lease, "line 0").await);

@@ -1,5 +1,6 @@
 //! The schedules on SQL Server, at `FENCED_MSSQL_URL`; a waiter is seen blocked in
-//! `sys.dm_exec_requests`.
+//! `sys.dm_exec_requests`, or on Babelfish, which has no such view, in PostgreSQL's
+//! `pg_stat_activity` (its sessions are PostgreSQL backends, `@@SPID` their pid).
 
 use std::time::Duration;
 
@@ -23,14 +24,19 @@ impl Fixture for TestSchema {
     }
 
     async fn until_blocked(&self, marker: &Value) {
-        let sql = "SELECT CAST(COUNT(*) AS bigint) FROM sys.dm_exec_requests \
-                   WHERE session_id = @P1 AND blocking_session_id <> 0";
+        let sql = if crate::support::mssql::is_babelfish(self.admin()).await {
+            "SELECT CAST(COUNT(*) AS bigint) FROM pg_catalog.pg_stat_activity \
+             WHERE pid = @P1 AND wait_event_type = 'Lock'"
+        } else {
+            "SELECT CAST(COUNT(*) AS bigint) FROM sys.dm_exec_requests \
+             WHERE session_id = @P1 AND blocking_session_id <> 0"
+        };
         for _ in 0..3_000 {
             let waiting = self
                 .admin()
                 .query_i64(sql, std::slice::from_ref(marker))
                 .await
-                .expect("read sys.dm_exec_requests");
+                .expect("read the lock view");
             if waiting == Some(1) {
                 return;
             }
