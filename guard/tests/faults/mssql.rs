@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use fenced_guard::{Backend, Dialect, FencedTable, Lease, Mssql, MssqlOptions, Store, Value};
+use fenced_guard::{Dialect, Executor, FencedTable, Lease, Mssql, MssqlOptions, Store, Value};
 use tokio_util::compat::TokioAsyncWriteCompatExt;
 use uuid::Uuid;
 
