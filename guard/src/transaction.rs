@@ -36,7 +36,7 @@
 //! `idle_in_transaction_session_timeout` are set to it, so a holder that hangs is
 //! disconnected, and its transaction rolled back, by the server. Everywhere, a statement
 //! after the timeout fails with
-//! [`Error::TransactionTimedOut`](crate::Error::TransactionTimedOut), and so does the
+//! [`Error::TransactionTimedOut`], and so does the
 //! commit, which rolls back instead. SQL Server and
 //! SQLite have no server-side bound: a holder that hangs holds the lock until its
 //! connection closes.

@@ -14,11 +14,14 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
-/// The fields of every span, by span, as text.
+/// A span's name and its fields, as text.
+type Recorded = (String, HashMap<String, String>);
+
+/// The fields of every span, by span id.
 #[derive(Clone, Default)]
 struct Spans {
     next: Arc<AtomicU64>,
-    fields: Arc<Mutex<HashMap<u64, (String, HashMap<String, String>)>>>,
+    fields: Arc<Mutex<HashMap<u64, Recorded>>>,
 }
 
 struct Fields<'a>(&'a mut HashMap<String, String>);

@@ -70,7 +70,7 @@ impl std::fmt::Debug for Postgres {
 impl Postgres {
     /// How many prepared statements each connection keeps. A store uses a handful; the
     /// bound is for statements sent through the backend directly
-    /// ([`Backend::execute`]), so that a stream of distinct texts cannot grow a
+    /// ([`Executor::execute`]), so that a stream of distinct texts cannot grow a
     /// connection's statements, and the server's memory, without limit. Past it, the
     /// statement used longest ago is closed.
     pub const MAX_PREPARED_STATEMENTS: usize = connection::MAX_PREPARED_STATEMENTS;

@@ -170,7 +170,7 @@ impl std::fmt::Debug for Sqlite {
 impl Sqlite {
     /// How many prepared statements each connection keeps. A store uses a handful per
     /// table; the bound is for statements sent through the backend directly
-    /// ([`Backend::execute`]), so that a stream of distinct texts cannot grow a
+    /// ([`Executor::execute`]), so that a stream of distinct texts cannot grow a
     /// connection's statements without limit. Past it, the statement used longest ago
     /// is finalized.
     pub const MAX_PREPARED_STATEMENTS: usize = prepared::CAPACITY;

@@ -66,8 +66,7 @@ async fn a_connection_of_another_database_is_refused() {
     );
     let error = sqlite
         .on(&client)
-        .err()
-        .expect("a postgres client on a sqlite store");
+        .expect_err("a postgres client on a sqlite store");
     assert!(matches!(error, fenced_guard::Error::Config(_)), "{error}");
     assert!(error.to_string().contains("sqlite"), "{error}");
 }
