@@ -208,7 +208,7 @@ impl<'a> Lexer<'a> {
                 return Ok(j);
             }
             b'/' if next == b'*' => return self.block_comment(i),
-            b'\'' => return self.string(i, i + 1, false),
+            b'\'' => return self.string(i, i, false),
             b'"' => return self.delimited(i, b'"', "a quoted identifier"),
             b'[' if d == Dialect::Sqlite => {
                 // SQLite: `[` ... the first `]`, no escape.
@@ -1471,6 +1471,34 @@ mod tests {
             "UPDATE \"ReportPublication\" SET Payload = $1 WHERE (a = $$) AND x = ($$) OR (1 = 1) AND {fence}"
         );
         assert!(check_fenced(Dialect::Postgres, &sql, &t, 1).is_err());
+        // An empty string is two quotes, not an opening quote and an escaped one: read
+        // the other way, `'' = '') OR ('y` would be one string and the fence would seem
+        // to follow one group, while every database reads an `OR` whose first arm holds
+        // on every row.
+        for d in DIALECTS {
+            let sql = format!(
+                // fenced-lint: allow(unfenced-write) a statement the check must refuse: the fence is an arm of an OR
+                "UPDATE {} SET Payload = {} WHERE ('' = '') OR ('y' = 'x''') AND {}",
+                t.name().quoted(d),
+                d.placeholder(1),
+                fence_predicate(d, &t, 2)
+            );
+            let found = check_fenced(d, &sql, &t, 1);
+            assert!(
+                found
+                    .as_ref()
+                    .is_err_and(|p| p.message.contains("one parenthesised group")),
+                "{d}: {found:?}"
+            );
+        }
+        assert_eq!(
+            kinds(Dialect::Sqlite, "'' = '''x'"),
+            [
+                (TokenKind::String, "''"),
+                (TokenKind::Operator, "="),
+                (TokenKind::String, "'''x'")
+            ]
+        );
     }
 
     #[test]
