@@ -152,10 +152,13 @@ use proc_macro::TokenStream;
 /// }
 /// ```
 ///
-/// Without `trait_impl` there, the compiler refuses the companion: ``method `save_sql`
-/// is not a member of trait `ReportRepository` ``. Macros that rewrite a whole `impl`
-/// first, such as `#[async_trait]`, see the method before this attribute has generated
-/// its body, so they are not supported around it; native `async fn` in traits is.
+/// Without `trait_impl` there, the compiler says so: ``method `save_sql` is not a
+/// member of trait `ReportRepository` ``, then `` `save` is in a trait's `impl`: add
+/// `trait_impl` to its `#[fenced_write(...)]` `` (for a method that takes `self`: an
+/// attribute cannot see the `impl` it is in, so the method refers to its companion,
+/// which fails only there). Macros that rewrite a whole `impl` first, such as `#[async_trait]`, see the
+/// method before this attribute has generated its body, so they are not supported
+/// around it; native `async fn` in traits is.
 ///
 /// # What the compiler refuses
 ///
