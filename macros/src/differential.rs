@@ -355,6 +355,7 @@ fn declared() -> Declared {
         published: "PublishedGeneration".into(),
         epoch: "LeaseEpoch".into(),
         publish_once: false,
+        dialect: None,
     }
 }
 
@@ -501,7 +502,10 @@ async fn run<B: Backend>(store: &Store<B>, accepted: &[Accepted], checked: bool)
         let outcome = if checked {
             fenced_guard::__private::execute(store, a.write, &stale, a.values.clone()).await
         } else {
-            let sql = a.write.render_for(store.dialect(), store.table());
+            let sql = a
+                .write
+                .render_for(store.dialect(), store.table())
+                .expect("rendered for every dialect");
             let mut values = a.values.clone();
             values.extend([
                 Value::from(stale.key()),
@@ -713,7 +717,7 @@ async fn without_the_checks_texts_escape_the_fence() {
     let seed = seed();
     let wanted = wanted() / 5;
     let off = Checks {
-        portable: false,
+        subset: false,
         sent: false,
     };
     let (accepted, generated) = texts(seed, wanted, off);
@@ -749,7 +753,7 @@ async fn without_the_checks_texts_escape_the_fence() {
 
     // The portable subset alone (the sent statement's check off) lets none escape.
     let subset_only = Checks {
-        portable: true,
+        subset: true,
         sent: false,
     };
     let (accepted, generated) = texts(seed, wanted, subset_only);
