@@ -40,15 +40,28 @@ fn main() {
     let sql = R::on_postgres_sql(&table, Dialect::Postgres).unwrap();
     assert!(
         sql.starts_with(
+            // fenced-lint: allow(unfenced-write) the start of the generated statement; the fence follows
             "UPDATE \"ReportPublication\" SET Payload = $$it's$$ || E'\\n' || $1 \
              WHERE (Tags @> '{draft}' AND Meta ->> 'k' = N::text) AND \"ReportId\" = $2"
         ),
         "{sql}"
     );
     let sql = R::on_sqlite_sql(&table, Dialect::Sqlite).unwrap();
-    assert!(sql.starts_with("UPDATE \"ReportPublication\" SET [Payload] = `Note` || ?1 WHERE (N == 1)"), "{sql}");
+    assert!(
+        sql.starts_with(
+            // fenced-lint: allow(unfenced-write) the start of the generated statement; the fence follows
+            "UPDATE \"ReportPublication\" SET [Payload] = `Note` || ?1 WHERE (N == 1)"
+        ),
+        "{sql}"
+    );
     let sql = R::on_sql_server_sql(&table, Dialect::Mssql).unwrap();
-    assert!(sql.starts_with("UPDATE [ReportPublication] SET [Pay]]load] = N'é' + @P1, N += 1 WHERE [ReportId] = @P2"), "{sql}");
+    assert!(
+        sql.starts_with(
+            // fenced-lint: allow(unfenced-write) the start of the generated statement; the fence follows
+            "UPDATE [ReportPublication] SET [Pay]]load] = N'é' + @P1, N += 1 WHERE [ReportId] = @P2"
+        ),
+        "{sql}"
+    );
     for (sql, other) in [
         (R::on_postgres_sql(&table, Dialect::Sqlite), "sqlite"),
         (R::on_sqlite_sql(&table, Dialect::Mssql), "sql server"),
