@@ -63,6 +63,17 @@ impl<B: Backend> Reports<B> {
         publish_once,
     )]
     async fn publish(&self, lease: Lease, payload: String) -> fenced::Result<Outcome>;
+
+    /// A write in PostgreSQL's own forms (`$$...$$`, `::`): only a PostgreSQL store
+    /// sends it.
+    #[fenced_write(
+        table = "ReportPublication",
+        sql = "UPDATE ReportPublication SET payload = @payload || $$ (checked)$$ \
+               WHERE draft::int = 1",
+        store = self.store,
+        dialect = "postgres",
+    )]
+    async fn save_on_postgres(&self, lease: &Lease, payload: &str) -> fenced::Result<Outcome>;
 }
 
 /// The repository behind a trait, as an application that swaps it in tests writes it.
@@ -266,6 +277,46 @@ async fn through_a_trait<B: Backend>(store: Store<B>) {
     assert_eq!(payload(&reports.store, id).await, "successor's result");
 }
 
+/// A method written for PostgreSQL alone: fenced there like any other; on another
+/// database an error that says so, and the row is unchanged.
+async fn one_dialect_only<B: Backend>(store: Store<B>) {
+    let id = report(&store, "initial", true).await;
+    let reports = Reports { store };
+    let lease = acquire(&reports.store, id, TTL).await;
+    let result = reports.save_on_postgres(&lease, "body").await;
+    let dialect = reports.store.dialect();
+    if dialect == Dialect::Postgres {
+        assert_eq!(result.expect("save"), Outcome::Applied);
+        assert_eq!(payload(&reports.store, id).await, "body (checked)");
+        assert_eq!(
+            reports.store.release(&lease).await.expect("release"),
+            Outcome::Applied
+        );
+        let outcome = reports
+            .save_on_postgres(&lease, "stale")
+            .await
+            .expect("save");
+        assert_eq!(outcome, Outcome::Refused);
+        assert_eq!(payload(&reports.store, id).await, "body (checked)");
+    } else {
+        match result {
+            Err(fenced::Error::Config(message)) => assert!(
+                message.contains("written for postgresql only")
+                    && message.contains(&format!("not for {dialect}")),
+                "{message}"
+            ),
+            other => panic!("{dialect}: expected a configuration error, got {other:?}"),
+        }
+        assert_eq!(payload(&reports.store, id).await, "initial");
+        // Control: the portable method applies with the same lease on this store.
+        let outcome = reports
+            .save(&ReportLease(lease), "body", true)
+            .await
+            .expect("save");
+        assert_eq!(outcome, Outcome::Applied);
+    }
+}
+
 async fn expired_lease_is_refused<B: Backend>(store: Store<B>) {
     let id = report(&store, "initial", true).await;
     let reports = Reports { store };
@@ -449,6 +500,7 @@ mod sqlite {
         or_cannot_widen,
         publishes_once,
         through_a_trait,
+        one_dialect_only,
     );
 
     #[tokio::test]
@@ -574,6 +626,7 @@ mod postgres {
         or_cannot_widen,
         publishes_once,
         through_a_trait,
+        one_dialect_only,
     );
 }
 
@@ -629,6 +682,7 @@ mod mssql {
         or_cannot_widen(fresh_store(&url).await).await;
         publishes_once(fresh_store(&url).await).await;
         through_a_trait(fresh_store(&url).await).await;
+        one_dialect_only(fresh_store(&url).await).await;
         drop_tables(fresh_store(&url).await.backend()).await;
     }
 }

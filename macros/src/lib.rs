@@ -108,6 +108,7 @@ use proc_macro::TokenStream;
 /// | `lease = name` | the parameter that carries the lease; default: a parameter marked `#[lease]`, else one whose type is named `Lease` or `…Lease` |
 /// | `publish_once` | also set the published generation to the lease's, and refuse a second publication by the same generation |
 /// | `trait_impl` | the method implements a trait's method: leave out the `<method>_sql` companion (below), which a trait's `impl` cannot hold |
+/// | `dialect = "postgres"` | the SQL is written for one database, `postgres`, `sqlite` or `mssql` (below); default: all three |
 /// | `key`, `generation`, `owner`, `expiry`, `published`, `epoch` | column names, when not the article's `ReportId`, `Generation`, `LeaseOwner`, `LeaseUntilUtc`, `PublishedGeneration`, `LeaseEpoch` |
 /// | `crate = "fenced_guard"` | the path of the runtime crate, when `fenced` is not a dependency |
 ///
@@ -119,7 +120,8 @@ use proc_macro::TokenStream;
 /// The attribute also generates `fn <method>_sql(table: &FencedTable, dialect: Dialect)
 /// -> fenced::Result<&'static str>` beside the method: the final statement the method
 /// sends to a store whose table is `table` (its epoch table included), for tests and
-/// documentation; an error if `table` is not the declared one.
+/// documentation; an error if `table` is not the declared one, or `dialect` not one the
+/// method is written for.
 ///
 /// # In a trait's `impl`
 ///
@@ -152,10 +154,45 @@ use proc_macro::TokenStream;
 /// }
 /// ```
 ///
-/// Without `trait_impl` there, the compiler refuses the companion: ``method `save_sql`
-/// is not a member of trait `ReportRepository` ``. Macros that rewrite a whole `impl`
-/// first, such as `#[async_trait]`, see the method before this attribute has generated
-/// its body, so they are not supported around it; native `async fn` in traits is.
+/// Without `trait_impl` there, the compiler says so: ``method `save_sql` is not a
+/// member of trait `ReportRepository` ``, then `` `save` is in a trait's `impl`: add
+/// `trait_impl` to its `#[fenced_write(...)]` `` (for a method that takes `self`: an
+/// attribute cannot see the `impl` it is in, so the method refers to its companion,
+/// which fails only there). Macros that rewrite a whole `impl` first, such as `#[async_trait]`, see the
+/// method before this attribute has generated its body, so they are not supported
+/// around it; native `async fn` in traits is.
+///
+/// # Written for one database
+///
+/// By default the SQL must mean the same on PostgreSQL, SQLite and SQL Server (the
+/// portable subset, below). A method that needs one database's own forms declares it,
+/// `dialect = "postgres"` (or `"sqlite"`, `"mssql"`): its SQL is then checked with that
+/// database's lexer alone, so `$$...$$`, `E'...'` and `::` compile for PostgreSQL,
+/// `` `name` `` and `[name]` for SQLite, `[name]` and `N'...'` for SQL Server. What the
+/// macro cannot bind (`$1`, `?`, `@@x`), `;`, and forms read differently by a server's
+/// settings or version (a backslash in a PostgreSQL string that is not `E'...'`) are
+/// still refused, and so is a text the macro's parser splits differently from that
+/// database. On a store of another database the method returns `Error::Config` and
+/// sends nothing; so does `<method>_sql` for another dialect.
+///
+/// ```
+/// use fenced::{Backend, Lease, Outcome, Store, fenced_write};
+///
+/// pub struct Reports<B> {
+///     store: Store<B>,
+/// }
+///
+/// impl<B: Backend> Reports<B> {
+///     #[fenced_write(
+///         table = "ReportPublication",
+///         sql = "UPDATE ReportPublication SET Payload = @payload || $$ (draft)$$ \
+///                WHERE Draft::int = 1",
+///         store = self.store,
+///         dialect = "postgres",
+///     )]
+///     async fn save(&self, lease: &Lease, payload: &str) -> fenced::Result<Outcome>;
+/// }
+/// ```
 ///
 /// # What the compiler refuses
 ///
@@ -170,13 +207,14 @@ use proc_macro::TokenStream;
 ///    |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
 /// ```
 ///
-/// - SQL outside the portable subset, which PostgreSQL, SQLite and SQL Server all split
-///   into the same tokens: ASCII words, `"quoted"` names, `'...'` strings (no backslash,
-///   no prefix), decimal numbers, `@name` placeholders, `= <> != < > <= >= + - * / %`,
-///   `( ) , .`, `--` and unnested `/* */` comments. Each dialect-only form is refused
-///   with what to write instead: `[name]`, `` `name` ``, `U&"name"`, `E''`, `N''`,
-///   `X''`, `B''`, `$$...$$`, `$1`, `?`, `:name`, `$name`, `@@name`, `::`, `||`, nested
-///   or unterminated comments, a bare carriage return, `GO`, `;`.
+/// - SQL outside the portable subset (unless the method declares its `dialect`, above),
+///   which PostgreSQL, SQLite and SQL Server all split into the same tokens: ASCII
+///   words, `"quoted"` names, `'...'` strings (no backslash, no prefix), decimal
+///   numbers, `@name` placeholders, `= <> != < > <= >= + - * / %`, `( ) , .`, `--` and
+///   unnested `/* */` comments. Each dialect-only form is refused with what to write
+///   instead: `[name]`, `` `name` ``, `U&"name"`, `E''`, `N''`, `X''`, `B''`,
+///   `$$...$$`, `$1`, `?`, `:name`, `$name`, `@@name`, `::`, `||`, nested or
+///   unterminated comments, a bare carriage return, `GO`, `;`.
 /// - Anything but one `UPDATE` of the declared table: `DELETE`, `MERGE` and upserts each
 ///   with the reason and what to write instead; `RETURNING`/`OUTPUT`; a `WITH` list;
 ///   `UPDATE OR ...`, `WHERE CURRENT OF`, `OPTION (...)`, `ORDER BY`/`LIMIT`.
