@@ -12,6 +12,7 @@ mod differential;
 mod expand;
 mod signature;
 mod statement;
+mod transaction;
 
 use proc_macro::TokenStream;
 
