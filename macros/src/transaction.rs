@@ -339,14 +339,18 @@ pub(crate) fn expand_other(
                      `{declared}`: only a fenced transaction fences that write\n\
                      help: take the fenced transaction as a parameter, \
                      `fenced: &fenced::Fenced<'_, E>` (from `Store::transaction` or \
-                     `Store::fence`)"
+                     `Store::fence`); or, if it is meant to write the lease's table, name \
+                     `{declared}` in the SQL"
                 ),
             ));
-            Roles {
-                lease: None,
-                store: None,
-                values: Vec::new(),
-            }
+            // The parameters as the method has them, so that the SQL's other problems
+            // are reported too; their own errors wait for the transaction.
+            signature::roles(
+                sig,
+                args.lease.as_ref(),
+                args.store.as_ref(),
+                &mut Vec::new(),
+            )
         }
     };
     if args.publish_once {
