@@ -93,13 +93,13 @@ pub struct ReportLines;
 impl ReportLines {
     #[fenced_write(
         table = "ReportPublication",
-        sql = "INSERT INTO ReportLine (Report, LineNo, Body) VALUES (@report, @line_no, @body)"
+        sql = "INSERT INTO ReportLine (Report, Seq, Body) VALUES (@report, @seq, @body)"
     )]
     async fn add<E: Executor>(
         &self,
         fenced: &Fenced<'_, E>,
         report: String,
-        line_no: i64,
+        seq: i64,
         body: &str,
     ) -> fenced::Result<u64>;
 
@@ -410,7 +410,7 @@ async fn lines_in_a_fenced_transaction<B: Lend>(store: Store<B>) {
         .backend()
         .execute_batch(
             "DROP TABLE IF EXISTS ReportLine; CREATE TABLE ReportLine \
-             (Report VARCHAR(36) NOT NULL, LineNo BIGINT NOT NULL, Body VARCHAR(200) NOT NULL)",
+             (Report VARCHAR(36) NOT NULL, Seq BIGINT NOT NULL, Body VARCHAR(200) NOT NULL)",
         )
         .await
         .expect("create the lines table");
