@@ -3,13 +3,14 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Executor};
 use crate::dialect::{self, Dialect, FencedSql};
 use crate::error::{Error, Result};
 use crate::lease::{AsLease, Lease};
 use crate::outcome::Outcome;
 use crate::store::Store;
 use crate::table::{FencedTable, QualifiedName};
+use crate::transaction::Fenced;
 use crate::value::{Key, Value};
 
 /// The protocol's column names a method was declared with.
@@ -328,4 +329,104 @@ pub async fn execute<B: Backend>(
     write.check_dialect(store.dialect())?;
     let sql = write.fenced_sql(store.table())?;
     store.execute_fenced(lease, &sql, &params).await
+}
+
+/// Runs an annotated method's statement on the lease's own table inside a fenced
+/// transaction: [`execute`] on the transaction's store, with the lease it checked.
+pub async fn execute_in<E: Executor>(
+    fenced: &Fenced<'_, E>,
+    write: &'static FencedWrite,
+    params: Vec<Value>,
+) -> Result<Outcome> {
+    let store = fenced.store();
+    write.check_table(store.table())?;
+    let sql = write.fenced_sql(store.table())?;
+    store.execute_fenced(fenced.lease(), &sql, &params).await
+}
+
+/// An annotated method's statement on a table other than the lease's, which only runs
+/// inside a fenced transaction: the transaction's lock on the lease's row fences it, so
+/// nothing is appended. Rendered per dialect, placeholders numbered.
+#[derive(Debug)]
+pub struct TransactionWrite {
+    method: &'static str,
+    /// The lease's table the method was declared with, `name` or `schema.name`.
+    table: &'static str,
+    /// The table the statement writes, unquoted, `name` or `schema.name`.
+    target: &'static str,
+    /// The statement in the order PostgreSQL, SQLite, SQL Server.
+    sql: [&'static str; 3],
+}
+
+impl TransactionWrite {
+    /// `sql` in the order PostgreSQL, SQLite, SQL Server.
+    pub const fn new(
+        method: &'static str,
+        table: &'static str,
+        target: &'static str,
+        sql: [&'static str; 3],
+    ) -> Self {
+        TransactionWrite {
+            method,
+            table,
+            target,
+            sql,
+        }
+    }
+
+    /// The statement on `dialect`.
+    pub fn for_dialect(&self, dialect: Dialect) -> &'static str {
+        self.sql[index(dialect)]
+    }
+
+    /// Fails unless `table` has the declared name (so the fenced transaction holds a
+    /// lease of the declared table), or if the statement writes `table` itself or its
+    /// epoch table, which only the guard's statements write.
+    pub fn check_table(&self, table: &FencedTable) -> Result<()> {
+        let declared = QualifiedName::parse(self.table)?;
+        if !same_table(&declared, table.name(), true) {
+            return Err(Error::Config(format!(
+                "`{}` is declared for a fenced transaction on table {} but the transaction's \
+                 table is {}",
+                self.method,
+                self.table,
+                table.name()
+            )));
+        }
+        let target = QualifiedName::parse(self.target)?;
+        for guarded in [table.name(), table.epoch_table()] {
+            if same_table(&target, guarded, false) {
+                return Err(Error::Config(format!(
+                    "`{}` writes {}, which only the guard's statements write",
+                    self.method, guarded
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether two names are the same table; a name without a schema matches any schema
+/// unless `exact`.
+fn same_table(a: &QualifiedName, b: &QualifiedName, exact: bool) -> bool {
+    a.name().same_as(b.name().as_str())
+        && match (a.schema(), b.schema()) {
+            (None, None) => true,
+            (Some(x), Some(y)) => x.same_as(y.as_str()),
+            _ => !exact,
+        }
+}
+
+/// Runs a [`TransactionWrite`] inside the fenced transaction `fenced`, with `params`
+/// bound; returns the number of rows it changed.
+pub async fn execute_other<E: Executor>(
+    fenced: &Fenced<'_, E>,
+    write: &'static TransactionWrite,
+    params: Vec<Value>,
+) -> Result<u64> {
+    let store = fenced.store();
+    write.check_table(store.table())?;
+    fenced
+        .execute(write.for_dialect(store.dialect()), &params)
+        .await
 }

@@ -9,17 +9,28 @@ use syn::{LitStr, Path};
 use crate::args::{self, Args, Name};
 use crate::signature::{self, Method};
 use crate::statement::{self, Declared, Problem};
+use crate::transaction;
 
 /// Expands `#[fenced_write(args)] method`.
 pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
     let mut errors = Vec::new();
     signature::shape(&method, &mut errors);
-    let roles = signature::roles(
-        &method.sig,
-        args.lease.as_ref(),
-        args.store.as_ref(),
-        &mut errors,
-    );
+    let fenced = transaction::fenced_param(&method.sig, &mut errors);
+    if let (Some(table), Some(sql)) = (&args.table, &args.sql)
+        && args::table_problem(&table.value()).is_none()
+        && let Some((target, _)) = transaction::other_table(&sql.value(), &table.value())
+    {
+        return transaction::expand_other(&args, &method, fenced.as_ref(), table, &target, errors);
+    }
+    let roles = match &fenced {
+        Some(fenced) => transaction::roles(&method.sig, fenced, &args, &mut errors),
+        None => signature::roles(
+            &method.sig,
+            args.lease.as_ref(),
+            args.store.as_ref(),
+            &mut errors,
+        ),
+    };
     let method_name = method.sig.ident.to_string();
 
     let table = match &args.table {
@@ -236,6 +247,22 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
         let ident = &v.ident;
         quote_spanned!(v.ty.span()=> #krate::__private::value(#ident))
     });
+    // Inside a fenced transaction: its store and its lease.
+    let call = if fenced.is_some() {
+        quote! {
+            #krate::__private::execute_in(#lease_ident, &FENCED_WRITE, ::std::vec![#(#values),*])
+        }
+    } else {
+        quote! {
+            let __fenced_store: &#krate::Store<_> = &#store;
+            #krate::__private::execute(
+                __fenced_store,
+                &FENCED_WRITE,
+                #lease_expr,
+                ::std::vec![#(#values),*],
+            )
+        }
+    };
 
     let companion = companion(quote! {
         static FENCED_WRITE: #krate::__private::FencedWrite = #spec;
@@ -246,13 +273,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
         #vis #sig {
             #probe
             static FENCED_WRITE: #krate::__private::FencedWrite = #spec;
-            let __fenced_store: &#krate::Store<_> = &#store;
-            #krate::__private::execute(
-                __fenced_store,
-                &FENCED_WRITE,
-                #lease_expr,
-                ::std::vec![#(#values),*],
-            )
+            #call
             .await
         }
         #companion
@@ -302,7 +323,7 @@ fn companion_probe(args: &Args, method: &Method, sql_fn: &syn::Ident) -> Option<
 
 /// An error inside the SQL literal: at the fragment when the compiler can point into a
 /// literal, at the literal otherwise, always naming the fragment and where it is.
-fn sql_error(lit: &LitStr, problem: &Problem) -> syn::Error {
+pub(crate) fn sql_error(lit: &LitStr, problem: &Problem) -> syn::Error {
     let sql = lit.value();
     let start = problem.range.start.min(sql.len());
     let end = problem.range.end.clamp(start, sql.len());

@@ -12,6 +12,7 @@ mod differential;
 mod expand;
 mod signature;
 mod statement;
+mod transaction;
 
 use proc_macro::TokenStream;
 
@@ -194,6 +195,49 @@ use proc_macro::TokenStream;
 /// }
 /// ```
 ///
+/// # In a fenced transaction
+///
+/// A method may take a fenced transaction, `&Fenced<'_, E>` (from `Store::transaction`
+/// or `Store::fence`; a parameter of another type name is marked `#[fenced]`), instead
+/// of a store and a lease:
+///
+/// - On the lease's table, it sends the same fenced `UPDATE` on the transaction's
+///   connection, with the lease the transaction checked, and returns `Outcome`.
+/// - A method whose SQL writes any other table (one `INSERT`, `UPDATE` or `DELETE`)
+///   compiles only if it takes the transaction: the transaction's lock on the lease's
+///   row fences it, so the statement is sent as written, placeholders numbered and no
+///   fence appended. It returns `fenced::Result<u64>`, the rows written. The SQL is
+///   checked as above (portable subset, one statement, every `@name` a parameter; no
+///   `RETURNING`/`OUTPUT`, no `WITH`); at run time the transaction's table must be the
+///   declared one, and the statement must not write it or its epoch table.
+///
+/// ```
+/// use fenced::{Executor, Fenced, Outcome, fenced_write};
+///
+/// pub struct Reports;
+///
+/// impl Reports {
+///     #[fenced_write(
+///         table = "ReportPublication",
+///         sql = "INSERT INTO ReportLine (Report, Body) VALUES (@report, @body)",
+///     )]
+///     pub async fn add_line<E: Executor>(&self, fenced: &Fenced<'_, E>, report: String, body: &str)
+///     -> fenced::Result<u64>;
+///
+///     #[fenced_write(
+///         table = "ReportPublication",
+///         sql = "UPDATE ReportPublication SET Payload = @payload",
+///     )]
+///     pub async fn save<E: Executor>(&self, fenced: &Fenced<'_, E>, payload: &str)
+///     -> fenced::Result<Outcome>;
+/// }
+/// ```
+///
+/// `reports.add_line(&tx, ...)` takes the `FencedTransaction` of `Store::transaction`
+/// as it is (it derefs to `Fenced`). Without the `fenced` parameter, `add_line` is
+/// refused: `` `add_line` writes `ReportLine`, a table other than the lease's
+/// `ReportPublication`: only a fenced transaction fences that write ``.
+///
 /// # What the compiler refuses
 ///
 /// - A method without a lease, on its signature:
@@ -215,7 +259,8 @@ use proc_macro::TokenStream;
 ///   instead: `[name]`, `` `name` ``, `U&"name"`, `E''`, `N''`, `X''`, `B''`,
 ///   `$$...$$`, `$1`, `?`, `:name`, `$name`, `@@name`, `::`, `||`, nested or
 ///   unterminated comments, a bare carriage return, `GO`, `;`.
-/// - Anything but one `UPDATE` of the declared table: `DELETE`, `MERGE` and upserts each
+/// - Anything but one `UPDATE` of the declared table (or, in a fenced transaction, of
+///   another table, above): `DELETE`, `MERGE` and upserts each
 ///   with the reason and what to write instead; `RETURNING`/`OUTPUT`; a `WITH` list;
 ///   `UPDATE OR ...`, `WHERE CURRENT OF`, `OPTION (...)`, `ORDER BY`/`LIMIT`.
 /// - `SET` of the generation, owner, expiry, epoch or key column, or of the published

@@ -44,7 +44,7 @@ impl Dialect {
         Dialect::ALL.into_iter().find(|d| d.option() == name)
     }
 
-    fn placeholder(self, n: usize) -> String {
+    pub(crate) fn placeholder(self, n: usize) -> String {
         match self {
             Dialect::Postgres => format!("${n}"),
             Dialect::Sqlite => format!("?{n}"),
@@ -145,7 +145,7 @@ fn problem(range: Range<usize>, message: impl Into<String>) -> Problem {
 }
 
 /// Normalises a table name as written: quotes and brackets removed, case folded.
-fn plain_name(text: &str) -> String {
+pub(crate) fn plain_name(text: &str) -> String {
     text.chars()
         .filter(|c| !matches!(c, '"' | '[' | ']' | '`') && !c.is_whitespace())
         .collect::<String>()
@@ -226,48 +226,7 @@ pub(crate) fn check_with(
     let tokens = &lexed.tokens;
     let mut problems = Vec::new();
 
-    // Placeholders: each must name a value parameter; every value parameter must be used.
-    let mut used = vec![false; params.len()];
-    let mut numbered: Vec<(Range<usize>, usize)> = Vec::new();
-    for token in tokens.iter().filter(|t| t.kind == TokenKind::Parameter) {
-        let text = &sql[token.range.clone()];
-        if text.starts_with("@@") {
-            continue;
-        }
-        let Some(name) = text.strip_prefix('@') else {
-            problems.push(problem(
-                token.range.clone(),
-                format!(
-                    "`{text}` is a positional parameter: write a named placeholder `@name` for a \
-                     parameter of `{method}`, and the macro numbers it for each database"
-                ),
-            ));
-            continue;
-        };
-        match params.iter().position(|p| p == name) {
-            Some(i) => {
-                used[i] = true;
-                numbered.push((token.range.clone(), i + 1));
-            }
-            None => {
-                let known = if params.is_empty() {
-                    format!("`{method}` has no value parameters")
-                } else {
-                    let list: Vec<String> = params.iter().map(|p| format!("`@{p}`")).collect();
-                    format!("the placeholders it can bind are {}", list.join(", "))
-                };
-                problems.push(problem(
-                    token.range.clone(),
-                    format!(
-                        "`{text}` is not a parameter of `{method}`: add a parameter `{name}` to \
-                         the method or fix the name ({known}); the lease's key, generation and \
-                         owner are bound by the fence itself"
-                    ),
-                ));
-            }
-        }
-    }
-    let unused = (0..params.len()).filter(|&i| !used[i]).collect();
+    let (numbered, unused) = placeholders(sql, tokens, method, params, &mut problems);
 
     let shape = match parse_update(sql) {
         Ok(shape) => shape,
@@ -494,6 +453,61 @@ pub(crate) fn check_with(
     }
 }
 
+/// The `@name` placeholders of `sql`, each numbered by the position of its parameter
+/// in `params` (from 1), and the parameters no placeholder uses (by index). A
+/// placeholder that names no parameter, or a positional one, is a problem.
+pub(crate) fn placeholders(
+    sql: &str,
+    tokens: &[Token],
+    method: &str,
+    params: &[String],
+    problems: &mut Vec<Problem>,
+) -> (Vec<(Range<usize>, usize)>, Vec<usize>) {
+    // Placeholders: each must name a value parameter; every value parameter must be used.
+    let mut used = vec![false; params.len()];
+    let mut numbered: Vec<(Range<usize>, usize)> = Vec::new();
+    for token in tokens.iter().filter(|t| t.kind == TokenKind::Parameter) {
+        let text = &sql[token.range.clone()];
+        if text.starts_with("@@") {
+            continue;
+        }
+        let Some(name) = text.strip_prefix('@') else {
+            problems.push(problem(
+                token.range.clone(),
+                format!(
+                    "`{text}` is a positional parameter: write a named placeholder `@name` for a \
+                 parameter of `{method}`, and the macro numbers it for each database"
+                ),
+            ));
+            continue;
+        };
+        match params.iter().position(|p| p == name) {
+            Some(i) => {
+                used[i] = true;
+                numbered.push((token.range.clone(), i + 1));
+            }
+            None => {
+                let known = if params.is_empty() {
+                    format!("`{method}` has no value parameters")
+                } else {
+                    let list: Vec<String> = params.iter().map(|p| format!("`@{p}`")).collect();
+                    format!("the placeholders it can bind are {}", list.join(", "))
+                };
+                problems.push(problem(
+                    token.range.clone(),
+                    format!(
+                        "`{text}` is not a parameter of `{method}`: add a parameter `{name}` to \
+                     the method or fix the name ({known}); the lease's key, generation and \
+                     owner are bound by the fence itself"
+                    ),
+                ));
+            }
+        }
+    }
+    let unused = (0..params.len()).filter(|&i| !used[i]).collect();
+    (numbered, unused)
+}
+
 /// The declared table, with the guard's defaults for everything not declared.
 pub(crate) fn declared_table(declared: &Declared) -> Result<FencedTable, String> {
     FencedTable::builder()
@@ -628,14 +642,14 @@ fn first_word(sql: &str, at: Range<usize>) -> Range<usize> {
     start + skip..start + skip + word
 }
 
-fn is_word(sql: &str, token: &Token, word: &str) -> bool {
+pub(crate) fn is_word(sql: &str, token: &Token, word: &str) -> bool {
     token.kind == TokenKind::Word && sql[token.range.clone()].eq_ignore_ascii_case(word)
 }
 
 /// The tokens inside `range`, joined by one space wherever the SQL had whitespace or a
 /// comment between them (so no comment can swallow what is appended), with the target
 /// table quoted and placeholders numbered for `dialect`.
-fn render(
+pub(crate) fn render(
     sql: &str,
     tokens: &[&Token],
     range: Range<usize>,
