@@ -631,7 +631,7 @@ async fn mssql_store() -> Option<Store<Mssql>> {
             std::env::var_os("CI").is_none(),
             "CI is set but FENCED_MSSQL_URL is not: the SQL Server run must happen in CI"
         );
-        println!("sql server: did not run (FENCED_MSSQL_URL is not set)");
+        say("sql server: did not run (FENCED_MSSQL_URL is not set)");
         return None;
     };
     let backend = Mssql::connect_with(&url, 1)
@@ -664,15 +664,24 @@ async fn sqlite_store(dir: &tempfile::TempDir, name: &str) -> Store<Sqlite> {
     store
 }
 
+/// Writes `line` past the test harness's capture, so that the counts show in every run
+/// (CI's included), not only when a test fails.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "differential: {line}");
+}
+
+/// The counts of one run, said; the first escapes and errors, printed (shown when a test
+/// fails, or with `--nocapture`).
 fn report(label: &str, generated: usize, accepted: usize, tally: &Tally, took: Duration) {
-    println!(
+    say(&format!(
         "{label}: {generated} generated, {accepted} accepted, {} refused, {} errors, {} escapes \
          ({:.1}s)",
         tally.refused,
         tally.errors,
         tally.escapes.len(),
         took.as_secs_f64()
-    );
+    ));
     for e in tally.escapes.iter().take(3) {
         println!("  escape: {e:?}");
     }
@@ -742,16 +751,18 @@ fn assert_refused(tallies: &[(Dialect, usize, Tally)], wanted: usize) {
 async fn accepted_texts_are_refused_with_a_stale_lease() {
     let seed = seed();
     let wanted = wanted();
-    println!("FENCED_DIFF_SEED={seed} FENCED_DIFF_TEXTS={wanted}");
+    say(&format!(
+        "FENCED_DIFF_SEED={seed} FENCED_DIFF_TEXTS={wanted}"
+    ));
     let start = Instant::now();
     // A few more than wanted: a text the checks accept may still be an error on one
     // database (a type mismatch, a call with a bad argument): not applied, not counted.
     let (accepted, generated) = texts(seed, wanted + wanted / 10, Checks::ALL, None);
-    println!(
+    say(&format!(
         "checks on: {generated} texts generated, {} accepted ({:.1}s)",
         accepted.len(),
         start.elapsed().as_secs_f64()
-    );
+    ));
     assert!(accepted.len() >= wanted, "too few texts were accepted");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut tallies = Vec::new();
