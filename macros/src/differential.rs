@@ -18,9 +18,11 @@
 //! `FENCED_DIFF_SEED` replays a run (default: a fixed seed, printed);
 //! `FENCED_DIFF_TEXTS` sets the accepted texts per dialect (default 10,000);
 //! `FENCED_PG_URL` as for the other PostgreSQL tests. SQL Server runs the accepted texts
-//! too when `FENCED_MSSQL_URL` is set (required when `CI` is set), on `dbo`'s tables of
-//! the declared names, dropped before and after.
+//! too when `FENCED_MSSQL_URL` is set (required when `CI` is set), on `dbo`'s tables,
+//! named for this run (the declared name is unqualified, so it is the login's default
+//! schema's), made before and dropped after.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use fenced_guard::{
@@ -344,23 +346,40 @@ impl Generator {
 
     fn statement(&mut self) -> String {
         let set = self.assignments();
+        let table = &names().table;
         // The caller's texts, before the macro checks them and appends the fence.
         if self.rng.chance(10) {
-            // fenced-lint: allow(unanalysed-write) a generated caller text; the macro appends the fence
-            format!("UPDATE ReportPublication SET {set}")
+            format!("UPDATE {table} SET {set}")
         } else {
-            format!(
-                // fenced-lint: allow(unanalysed-write) a generated caller text; the macro appends the fence
-                "UPDATE ReportPublication SET {set} WHERE {}",
-                self.condition(0)
-            )
+            format!("UPDATE {table} SET {set} WHERE {}", self.condition(0))
         }
     }
 }
 
+/// The tables' names in this run.
+struct Names {
+    table: String,
+    epoch: String,
+    operations: String,
+}
+
+/// SQL Server's tables are `dbo`'s, which another run of this test at the same time
+/// would also make and drop: each run names its own.
+fn names() -> &'static Names {
+    static NAMES: OnceLock<Names> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let run = &uuid::Uuid::new_v4().simple().to_string()[..8];
+        Names {
+            table: format!("ReportPublication_{run}"),
+            epoch: format!("FencedEpoch_{run}"),
+            operations: format!("FencedOperation_{run}"),
+        }
+    })
+}
+
 fn declared(only: Option<Dialect>) -> Declared {
     Declared {
-        table: "ReportPublication".into(),
+        table: names().table.clone(),
         key: "ReportId".into(),
         generation: "Generation".into(),
         owner: "LeaseOwner".into(),
@@ -373,7 +392,11 @@ fn declared(only: Option<Dialect>) -> Declared {
 }
 
 fn table() -> FencedTable {
+    let names = names();
     FencedTable::builder()
+        .table(&names.table)
+        .epoch_table(&names.epoch)
+        .operations_table(&names.operations)
         .column("payload", ColumnType::Text)
         .column("n", ColumnType::BigInt)
         .build()
@@ -599,7 +622,7 @@ async fn postgres_store() -> (Store<Postgres>, Postgres, String) {
     (store, admin, name)
 }
 
-/// SQL Server's store, on `dbo`'s tables of the declared names (the login's default
+/// SQL Server's store, on `dbo`'s tables of this run's names (the login's default
 /// schema, which the macro's unqualified name resolves to), made anew; `None` without
 /// `FENCED_MSSQL_URL`, a failure without it when `CI` is set.
 async fn mssql_store() -> Option<Store<Mssql>> {
@@ -608,7 +631,7 @@ async fn mssql_store() -> Option<Store<Mssql>> {
             std::env::var_os("CI").is_none(),
             "CI is set but FENCED_MSSQL_URL is not: the SQL Server run must happen in CI"
         );
-        println!("sql server: did not run (FENCED_MSSQL_URL is not set)");
+        say("sql server: did not run (FENCED_MSSQL_URL is not set)");
         return None;
     };
     let backend = Mssql::connect_with(&url, 1)
@@ -621,11 +644,13 @@ async fn mssql_store() -> Option<Store<Mssql>> {
 }
 
 async fn drop_mssql_tables(backend: &Mssql) {
+    let names = names();
+    let drops: Vec<String> = [&names.table, &names.epoch, &names.operations]
+        .iter()
+        .map(|name| format!("DROP TABLE IF EXISTS [{name}]"))
+        .collect();
     backend
-        .execute_batch(
-            "DROP TABLE IF EXISTS [ReportPublication]; DROP TABLE IF EXISTS [FencedEpoch]; \
-             DROP TABLE IF EXISTS [FencedOperation]",
-        )
+        .execute_batch(&drops.join("; "))
         .await
         .expect("drop the tables");
 }
@@ -639,15 +664,24 @@ async fn sqlite_store(dir: &tempfile::TempDir, name: &str) -> Store<Sqlite> {
     store
 }
 
+/// Writes `line` past the test harness's capture, so that the counts show in every run
+/// (CI's included), not only when a test fails.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "differential: {line}");
+}
+
+/// The counts of one run, said; the first escapes and errors, printed (shown when a test
+/// fails, or with `--nocapture`).
 fn report(label: &str, generated: usize, accepted: usize, tally: &Tally, took: Duration) {
-    println!(
+    say(&format!(
         "{label}: {generated} generated, {accepted} accepted, {} refused, {} errors, {} escapes \
          ({:.1}s)",
         tally.refused,
         tally.errors,
         tally.escapes.len(),
         took.as_secs_f64()
-    );
+    ));
     for e in tally.escapes.iter().take(3) {
         println!("  escape: {e:?}");
     }
@@ -717,16 +751,18 @@ fn assert_refused(tallies: &[(Dialect, usize, Tally)], wanted: usize) {
 async fn accepted_texts_are_refused_with_a_stale_lease() {
     let seed = seed();
     let wanted = wanted();
-    println!("FENCED_DIFF_SEED={seed} FENCED_DIFF_TEXTS={wanted}");
+    say(&format!(
+        "FENCED_DIFF_SEED={seed} FENCED_DIFF_TEXTS={wanted}"
+    ));
     let start = Instant::now();
     // A few more than wanted: a text the checks accept may still be an error on one
     // database (a type mismatch, a call with a bad argument): not applied, not counted.
     let (accepted, generated) = texts(seed, wanted + wanted / 10, Checks::ALL, None);
-    println!(
+    say(&format!(
         "checks on: {generated} texts generated, {} accepted ({:.1}s)",
         accepted.len(),
         start.elapsed().as_secs_f64()
-    );
+    ));
     assert!(accepted.len() >= wanted, "too few texts were accepted");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut tallies = Vec::new();
