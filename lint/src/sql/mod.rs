@@ -5,6 +5,7 @@ pub mod expr;
 pub mod lexer;
 pub mod parse;
 pub mod shape;
+mod words;
 
 pub use expr::{ColumnRef, CompareOp, Operand, Predicate};
 pub use parse::{
@@ -164,13 +165,32 @@ fn is_exec(text: &str, token: &lexer::Token) -> bool {
 }
 
 /// The variables whose value a statement executes: `EXEC (@sql)`, `EXEC sp_executesql
-/// @sql`, `EXECUTE sp_executesql @stmt = @sql`, PL/pgSQL `EXECUTE sql_text`; lowercase.
-fn executed_variables(text: &str, tokens: &[lexer::Token]) -> Vec<String> {
+/// @sql`, `EXECUTE sp_executesql @stmt = @sql`, PL/pgSQL `EXECUTE sql_text`; sorted
+/// ignoring ASCII case, without duplicates. `None` when no token executes anything
+/// (no `EXEC`, `EXECUTE` or `sp_executesql`).
+fn executed_variables<'t>(text: &'t str, tokens: &[lexer::Token]) -> Option<Vec<&'t str>> {
+    let bytes = text.as_bytes();
+    let mut executes = false;
     let mut out = Vec::new();
     for (i, token) in tokens.iter().enumerate() {
-        if !(is_exec(text, token) || is_sp_executesql(text, token)) {
+        // The lengths of `EXEC`, `EXECUTE`, `sp_executesql` and `[sp_executesql]` rule
+        // out nearly every token before its text is looked at.
+        let first = |at: usize| bytes.get(at).map_or(0, u8::to_ascii_lowercase);
+        let possible = match token.kind {
+            lexer::TokenKind::Word => match token.range.len() {
+                4 | 7 => first(token.range.start) == b'e',
+                13 => first(token.range.start) == b's',
+                _ => false,
+            },
+            lexer::TokenKind::QuotedIdent => {
+                token.range.len() == 15 && first(token.range.start + 1) == b's'
+            }
+            _ => false,
+        };
+        if !(possible && (is_exec(text, token) || is_sp_executesql(text, token))) {
             continue;
         }
+        executes = true;
         let mut j = i + 1;
         while tokens
             .get(j)
@@ -195,12 +215,72 @@ fn executed_variables(text: &str, tokens: &[lexer::Token]) -> Vec<String> {
                 lexer::TokenKind::Parameter | lexer::TokenKind::Word
             )
         {
-            out.push(text[operand.range.clone()].to_ascii_lowercase());
+            out.push(&text[operand.range.clone()]);
         }
     }
-    out.sort();
-    out.dedup();
-    out
+    if !executes {
+        return None;
+    }
+    out.sort_unstable_by(|a, b| cmp_ignore_ascii_case(a, b));
+    out.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    Some(out)
+}
+
+fn cmp_ignore_ascii_case(a: &str, b: &str) -> std::cmp::Ordering {
+    a.bytes()
+        .map(|c| c.to_ascii_lowercase())
+        .cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
+}
+
+/// No stop: the walk back reached the start of the text or an unmatched `)`.
+const NO_STOP: u32 = u32::MAX;
+
+/// Where the walk back from each token over the expression before it stops, as
+/// [`executed_strings`] walks: for each `j`, the index of the first token before `j`
+/// that is not part of a string expression (strings, parameters, numbers, commas, `(`,
+/// `+`, `||`, calls of [`STRING_FUNCTIONS`] and anything between matching parentheses),
+/// or [`NO_STOP`] when the walk reaches the start or an unmatched `)`. One pass
+/// forwards: the stop before `j` is the stop before `j - 1` when `tokens[j - 1]` is
+/// skipped, and the stop before the matching `(` when it is a `)`.
+fn expression_stops(text: &str, tokens: &[lexer::Token]) -> Vec<u32> {
+    use lexer::TokenKind;
+    let bytes = text.as_bytes();
+    let mut stops = Vec::with_capacity(tokens.len() + 1);
+    stops.push(NO_STOP);
+    let mut open = Vec::new();
+    // The stop before the token being examined (`stops[j]`).
+    let mut stop = NO_STOP;
+    for (j, t) in tokens.iter().enumerate() {
+        stop = match t.kind {
+            TokenKind::RParen => open.pop().map_or(NO_STOP, |m: usize| stops[m]),
+            TokenKind::LParen => {
+                open.push(j);
+                stop
+            }
+            TokenKind::String | TokenKind::Parameter | TokenKind::Comma | TokenKind::Number => stop,
+            TokenKind::Operator if matches!(&bytes[t.range.clone()], b"+" | b"||") => stop,
+            TokenKind::Word
+                if tokens
+                    .get(j + 1)
+                    .is_some_and(|n| n.kind == TokenKind::LParen)
+                    && is_string_function(&bytes[t.range.clone()]) =>
+            {
+                stop
+            }
+            // Token counts are bounded by the file size limit, far below `u32::MAX`.
+            _ => u32::try_from(j).unwrap_or(NO_STOP),
+        };
+        stops.push(stop);
+    }
+    stops
+}
+
+fn is_string_function(word: &[u8]) -> bool {
+    // Lengths 4 (`trim`) to 14 (`quote_nullable`): most words are ruled out at once.
+    (4..=14).contains(&word.len())
+        && STRING_FUNCTIONS
+            .iter()
+            .any(|f| word.eq_ignore_ascii_case(f.as_bytes()))
 }
 
 /// The indices of the string tokens whose value is executed as SQL: an argument of
@@ -209,82 +289,61 @@ fn executed_variables(text: &str, tokens: &[lexer::Token]) -> Vec<String> {
 /// variable that is executed, or a quoted body after `AS`/`DO`. A message (`PRINT`, `RAISERROR`, `RAISE`,
 /// `THROW`) or a value selected, inserted or compared is not.
 ///
-/// Only the strings `candidate` accepts are examined (the linter passes those that
-/// mention a fenced table), and the walk back from each is bounded, so a long `VALUES`
-/// list of strings costs time linear in its length.
+/// Only the strings `candidate` accepts are returned (the linter passes those that
+/// mention a fenced table); it is asked only about strings that are executed. The walk
+/// back from each string over the expression it is part of is bounded by
+/// [`MAX_EXPRESSION_TOKENS`], and done for all strings in one pass, so the time is
+/// linear in the number of tokens.
 pub fn executed_strings(
     text: &str,
     tokens: &[lexer::Token],
     candidate: impl Fn(&lexer::Token) -> bool,
 ) -> Vec<usize> {
     use lexer::TokenKind;
-    if !tokens
-        .iter()
-        .any(|t| t.kind == TokenKind::String && candidate(t))
-    {
-        return Vec::new();
-    }
-    // Found only when a string is assigned to a variable: most files never need them.
-    let variables = std::cell::OnceCell::new();
+    let is_body_word = |t: &lexer::Token| {
+        t.kind == TokenKind::Word && {
+            let raw = &text[t.range.clone()];
+            raw.eq_ignore_ascii_case("AS") || raw.eq_ignore_ascii_case("DO")
+        }
+    };
+    let Some(variables) = executed_variables(text, tokens) else {
+        // Nothing is executed but quoted bodies: a string right after `AS` or `DO`.
+        return tokens
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(position, token)| {
+                token.kind == TokenKind::String
+                    && is_body_word(&tokens[position - 1])
+                    && candidate(token)
+            })
+            .map(|(position, _)| position)
+            .collect();
+    };
     let executed_variable = |token: &lexer::Token| {
         matches!(token.kind, TokenKind::Parameter | TokenKind::Word)
             && variables
-                .get_or_init(|| executed_variables(text, tokens))
-                .binary_search(&text[token.range.clone()].to_ascii_lowercase())
+                .binary_search_by(|v| cmp_ignore_ascii_case(v, &text[token.range.clone()]))
                 .is_ok()
     };
+    let stops = expression_stops(text, tokens);
     let mut out = Vec::new();
     for (position, token) in tokens.iter().enumerate() {
-        if token.kind != TokenKind::String || !candidate(token) {
+        if token.kind != TokenKind::String {
             continue;
         }
-        // Walk back over the expression the string is part of.
-        let mut j = position;
-        let mut depth = 0usize;
-        let stop = loop {
-            let Some(prev) = j
-                .checked_sub(1)
-                .filter(|p| position - p <= MAX_EXPRESSION_TOKENS)
-            else {
-                break None;
-            };
-            j = prev;
-            let t = &tokens[j];
-            let raw = &text[t.range.clone()];
-            if depth > 0 {
-                match t.kind {
-                    TokenKind::RParen => depth += 1,
-                    TokenKind::LParen => depth -= 1,
-                    _ => {}
-                }
-                continue;
-            }
-            match t.kind {
-                TokenKind::RParen => depth += 1,
-                TokenKind::String
-                | TokenKind::Parameter
-                | TokenKind::Comma
-                | TokenKind::Number
-                | TokenKind::LParen => {}
-                TokenKind::Operator if matches!(raw, "+" | "||") => {}
-                TokenKind::Word
-                    if tokens
-                        .get(j + 1)
-                        .is_some_and(|n| n.kind == TokenKind::LParen)
-                        && STRING_FUNCTIONS.iter().any(|f| raw.eq_ignore_ascii_case(f)) => {}
-                _ => break Some(j),
-            }
-        };
-        let Some(stop) = stop else { continue };
+        let stop = stops[position] as usize;
+        if stops[position] == NO_STOP || position - stop > MAX_EXPRESSION_TOKENS {
+            continue;
+        }
         let t = &tokens[stop];
         let raw = &text[t.range.clone()];
+        // The cheap tests first: `candidate` searches the string's text.
         let executed = if is_exec(text, t) || is_sp_executesql(text, t) {
-            true
-        } else if t.kind == TokenKind::Word
-            && (raw.eq_ignore_ascii_case("AS") || raw.eq_ignore_ascii_case("DO"))
-        {
+            candidate(token)
+        } else if is_body_word(t) {
             // A function body in quotes (`AS 'UPDATE ...' LANGUAGE sql`), a `DO` block.
-            stop + 1 == position
+            stop + 1 == position && candidate(token)
         } else if matches!(raw, "=" | "+=") {
             // The variable assigned: the nearest one before, past a declared type.
             let mut k = stop;
@@ -296,11 +355,12 @@ pub fn executed_strings(
             }
             let parameter = (k.saturating_sub(8)..k)
                 .rev()
-                .find(|&v| tokens[v].kind == TokenKind::Parameter);
-            parameter.is_some_and(|v| executed_variable(&tokens[v]))
-                || k.checked_sub(1).is_some_and(|v| {
-                    tokens[v].kind == TokenKind::Word && executed_variable(&tokens[v])
-                })
+                .find(|&v| tokens[v].kind == TokenKind::Parameter)
+                .filter(|&v| executed_variable(&tokens[v]));
+            let word = k
+                .checked_sub(1)
+                .filter(|&v| tokens[v].kind == TokenKind::Word && executed_variable(&tokens[v]));
+            (parameter.is_some() || word.is_some()) && candidate(token)
         } else {
             false
         };
