@@ -535,7 +535,9 @@ impl Linter {
                 }
             }
         } else {
-            let lexed = lexer::lex(text);
+            let mut reused = ReusedLexed::take();
+            let lexed = &mut reused.0;
+            lexer::lex_reusing(text, lexed);
             for comment in lexed.comments.iter().filter(|c| c.line) {
                 let body = &text[comment.range.clone()];
                 if body.contains(suppress::MARKER) {
@@ -762,6 +764,32 @@ impl Linter {
             }
         }
         (findings, analysed.len() - prose, coverage)
+    }
+}
+
+thread_local! {
+    /// The token buffers of the last file lexed by the thread, kept for the next one.
+    static LEXED: std::cell::Cell<Option<lexer::Lexed>> = const { std::cell::Cell::new(None) };
+}
+
+/// Token buffers borrowed from the thread for one file, given back when dropped: files
+/// are lexed into memory already allocated rather than into fresh pages.
+struct ReusedLexed(lexer::Lexed);
+
+impl ReusedLexed {
+    /// Buffers of this many tokens or more are freed after use, not kept.
+    const KEEP_BELOW: usize = 1 << 20;
+
+    fn take() -> ReusedLexed {
+        ReusedLexed(LEXED.take().unwrap_or_default())
+    }
+}
+
+impl Drop for ReusedLexed {
+    fn drop(&mut self) {
+        if self.0.tokens.capacity() < Self::KEEP_BELOW {
+            LEXED.set(Some(std::mem::take(&mut self.0)));
+        }
     }
 }
 

@@ -151,7 +151,9 @@ fn special_file(path: &Path) -> Option<&'static str> {
 fn read(path: &Path) -> Result<Vec<u8>, String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
     let limit = MAX_FILE_SIZE as u64;
-    let mut bytes = Vec::new();
+    // The size the file has now, as a hint: one allocation of the right size.
+    let hint = file.metadata().map_or(0, |m| m.len().min(limit + 1));
+    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0) + 1);
     file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;

@@ -77,6 +77,18 @@ fn is_ident_continue(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '$' || c == '#'
 }
 
+/// ASCII bytes that continue an identifier: letters, digits, `_`, `$`, `#`.
+static IDENT_CONTINUE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b'#';
+        b += 1;
+    }
+    table
+};
+
 /// Lexes `text`.
 ///
 /// A dollar-quoted string right after `AS` or `DO` is a function body
@@ -84,18 +96,29 @@ fn is_ident_continue(c: char) -> bool {
 /// between two [`TokenKind::Semicolon`] tokens standing for the delimiters, so the
 /// statements inside are checked like any other.
 pub fn lex(text: &str) -> Lexed {
-    lex_nested(text, 0)
+    let mut out = Lexed::default();
+    lex_reusing(text, &mut out);
+    out
+}
+
+/// [`lex`] into buffers already allocated: `out` is cleared first.
+pub(crate) fn lex_reusing(text: &str, out: &mut Lexed) {
+    out.tokens.clear();
+    out.comments.clear();
+    // About one token in six bytes of SQL: one allocation, not a dozen doublings.
+    out.tokens.reserve(text.len() / 6);
+    lex_into(text, 0, 0, out);
 }
 
 const MAX_BODY_NESTING: usize = 4;
 
-fn lex_nested(text: &str, nesting: usize) -> Lexed {
+/// Lexes `text`, found at byte `base` of the outermost text, appending its tokens and
+/// comments to `out` with ranges in the outermost text.
+fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed) {
     let bytes = text.as_bytes();
-    // About one token in six bytes of SQL: one allocation, not a dozen doublings.
-    let mut out = Lexed {
-        tokens: Vec::with_capacity(text.len() / 6),
-        comments: Vec::new(),
-    };
+    // The index in `out.tokens` of the first token of the current statement: after the
+    // last `;` or `GO` (for `COPY ... FROM stdin`).
+    let mut statement_start = out.tokens.len();
     let mut i = 0;
     let mut line_start = true;
     while i < bytes.len() {
@@ -112,14 +135,14 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
         let at_line_start = line_start;
         line_start = false;
         let start = i;
-        let c = text[i..].chars().next().unwrap_or('\0');
         // GO batch separators and SQLCMD commands only at the start of a line.
         if at_line_start {
             if let Some(end) = go_line(bytes, i) {
                 out.tokens.push(Token {
                     kind: TokenKind::BatchSeparator,
-                    range: i..end,
+                    range: base + i..base + end,
                 });
+                statement_start = out.tokens.len();
                 i = end;
                 continue;
             }
@@ -133,47 +156,57 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                 continue;
             }
         }
-        // The `;` ending `COPY ... FROM stdin`: the data follows on the next line, up to a
-        // line holding only `\.` (psql and pg_dump's layout). It is data, not SQL: a `'`,
-        // `"` or `[` in it must not open a quoted run that swallows what follows.
-        if b == b';' && copy_from_stdin(text, &out.tokens) {
+        // The common case first: a word that is not a prefixed string (`N'...'`).
+        if (b.is_ascii_alphabetic() || b == b'_')
+            && !(bytes.get(i + 1) == Some(&b'\'')
+                && matches!(
+                    b,
+                    b'N' | b'n' | b'E' | b'e' | b'X' | b'x' | b'B' | b'b' | b'U' | b'u'
+                ))
+        {
+            i = ident_end(text, i + 1);
+            out.tokens.push(Token {
+                kind: TokenKind::Word,
+                range: base + start..base + i,
+            });
+            continue;
+        }
+        if b == b';' {
+            let copy = copy_from_stdin(text, base, &out.tokens[statement_start..]);
             out.tokens.push(Token {
                 kind: TokenKind::Semicolon,
-                range: i..i + 1,
+                range: base + i..base + i + 1,
             });
-            i = copy_data_end(bytes, i + 1);
-            line_start = true;
+            statement_start = out.tokens.len();
+            // The `;` ending `COPY ... FROM stdin`: the data follows on the next line, up
+            // to a line holding only `\.` (psql and pg_dump's layout). It is data, not SQL:
+            // a `'`, `"` or `[` in it must not open a quoted run that swallows what
+            // follows.
+            if copy {
+                i = copy_data_end(bytes, i + 1);
+                line_start = true;
+            } else {
+                i += 1;
+            }
             continue;
         }
         let kind = match b {
             b'-' if bytes.get(i + 1) == Some(&b'-') => {
                 let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
                 out.comments.push(Comment {
-                    range: i..end,
+                    range: base + i..base + end,
                     line: true,
                 });
                 i = end;
                 continue;
             }
             b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                let mut depth = 1;
-                let mut j = i + 2;
-                while j < bytes.len() && depth > 0 {
-                    if bytes[j] == b'/' && bytes.get(j + 1) == Some(&b'*') {
-                        depth += 1;
-                        j += 2;
-                    } else if bytes[j] == b'*' && bytes.get(j + 1) == Some(&b'/') {
-                        depth -= 1;
-                        j += 2;
-                    } else {
-                        j += 1;
-                    }
-                }
+                let end = block_comment_end(bytes, i + 2);
                 out.comments.push(Comment {
-                    range: i..j,
+                    range: base + i..base + end,
                     line: false,
                 });
-                i = j;
+                i = end;
                 continue;
             }
             b'\'' => {
@@ -215,9 +248,10 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                     TokenKind::Placeholder
                 } else if let Some(end) = dollar_quoted_end(text, i) {
                     let body_follows = out.tokens.last().is_some_and(|t| {
-                        t.kind == TokenKind::Word
-                            && (text[t.range.clone()].eq_ignore_ascii_case("AS")
-                                || text[t.range.clone()].eq_ignore_ascii_case("DO"))
+                        t.kind == TokenKind::Word && {
+                            let word = &text[t.range.start - base..t.range.end - base];
+                            word.eq_ignore_ascii_case("AS") || word.eq_ignore_ascii_case("DO")
+                        }
                     });
                     if body_follows && nesting < MAX_BODY_NESTING {
                         let tag_len = text[i + 1..].find('$').map_or(1, |n| n + 2);
@@ -231,23 +265,31 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                         };
                         out.tokens.push(Token {
                             kind: TokenKind::Semicolon,
-                            range: i..body_start,
+                            range: base + i..base + body_start,
                         });
-                        let inner = lex_nested(&text[body_start..body_end], nesting + 1);
-                        let shift = |r: &Range<usize>| r.start + body_start..r.end + body_start;
-                        out.tokens.extend(inner.tokens.iter().map(|t| Token {
-                            kind: t.kind,
-                            range: shift(&t.range),
-                        }));
-                        out.comments.extend(inner.comments.iter().map(|c| Comment {
-                            range: shift(&c.range),
-                            line: c.line,
-                        }));
+                        let before = out.tokens.len();
+                        lex_into(
+                            &text[body_start..body_end],
+                            base + body_start,
+                            nesting + 1,
+                            out,
+                        );
+                        statement_start = before
+                            + out.tokens[before..]
+                                .iter()
+                                .rposition(|t| {
+                                    matches!(
+                                        t.kind,
+                                        TokenKind::Semicolon | TokenKind::BatchSeparator
+                                    )
+                                })
+                                .map_or(0, |p| p + 1);
                         if body_end < end {
                             out.tokens.push(Token {
                                 kind: TokenKind::Semicolon,
-                                range: body_end..end,
+                                range: base + body_end..base + end,
                             });
+                            statement_start = out.tokens.len();
                         }
                         i = end;
                         continue;
@@ -331,10 +373,6 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                 i += 1;
                 TokenKind::Comma
             }
-            b';' => {
-                i += 1;
-                TokenKind::Semicolon
-            }
             b'.' => {
                 i += 1;
                 TokenKind::Dot
@@ -350,32 +388,55 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                 }
                 TokenKind::Operator
             }
-            _ if is_ident_start(c) => {
-                i = ident_end(text, i);
+            b'#' => {
+                i = ident_end(text, i + 1);
                 TokenKind::Word
             }
             _ => {
-                i += c.len_utf8();
-                TokenKind::Other
+                let c = text[i..].chars().next().unwrap_or('\0');
+                if is_ident_start(c) {
+                    i = ident_end(text, i);
+                    TokenKind::Word
+                } else {
+                    i += c.len_utf8();
+                    TokenKind::Other
+                }
             }
         };
         out.tokens.push(Token {
             kind,
-            range: start..i,
+            range: base + start..base + i,
         });
     }
-    out
 }
 
-/// Whether the tokens since the last statement end make `COPY ... FROM STDIN`.
-fn copy_from_stdin(text: &str, tokens: &[Token]) -> bool {
-    let start = tokens
-        .iter()
-        .rposition(|t| matches!(t.kind, TokenKind::Semicolon | TokenKind::BatchSeparator))
-        .map_or(0, |p| p + 1);
-    let statement = &tokens[start..];
+/// The end of a block comment whose body starts at `i`: comments nest.
+fn block_comment_end(bytes: &[u8], mut i: usize) -> usize {
+    let mut depth = 1;
+    while depth > 0 {
+        let Some(at) = memchr::memchr2(b'/', b'*', &bytes[i.min(bytes.len())..]) else {
+            return bytes.len();
+        };
+        let j = i + at;
+        if bytes[j] == b'/' && bytes.get(j + 1) == Some(&b'*') {
+            depth += 1;
+            i = j + 2;
+        } else if bytes[j] == b'*' && bytes.get(j + 1) == Some(&b'/') {
+            depth -= 1;
+            i = j + 2;
+        } else {
+            i = j + 1;
+        }
+    }
+    i
+}
+
+/// Whether the tokens of a statement (ranges offset by `base` from `text`) make `COPY
+/// ... FROM STDIN`.
+fn copy_from_stdin(text: &str, base: usize, statement: &[Token]) -> bool {
     let word = |t: &Token, w: &str| {
-        t.kind == TokenKind::Word && text[t.range.clone()].eq_ignore_ascii_case(w)
+        t.kind == TokenKind::Word
+            && text[t.range.start - base..t.range.end - base].eq_ignore_ascii_case(w)
     };
     statement.first().is_some_and(|t| word(t, "COPY"))
         && statement
@@ -426,14 +487,11 @@ fn operator_continues(so_far: &[u8], next: u8) -> bool {
 fn ident_end(text: &str, mut i: usize) -> usize {
     // ASCII, the usual case, byte by byte; anything else by characters.
     let bytes = text.as_bytes();
-    while let Some(&b) = bytes.get(i) {
-        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'#') {
-            i += 1;
-        } else if b.is_ascii() {
-            return i;
-        } else {
-            break;
-        }
+    while i < bytes.len() && IDENT_CONTINUE[usize::from(bytes[i])] {
+        i += 1;
+    }
+    if i == bytes.len() || bytes[i].is_ascii() {
+        return i;
     }
     for c in text[i..].chars() {
         if is_ident_continue(c) {
@@ -459,26 +517,24 @@ fn number_end(bytes: &[u8], mut i: usize) -> usize {
 
 /// The end of a quoted run whose closing character is doubled to escape it.
 fn quoted_end(bytes: &[u8], mut i: usize, close: u8) -> usize {
-    while i < bytes.len() {
-        if bytes[i] == close {
-            if bytes.get(i + 1) == Some(&close) {
-                i += 2;
-                continue;
-            }
-            return i + 1;
+    while let Some(at) = memchr::memchr(close, &bytes[i.min(bytes.len())..]) {
+        let j = i + at;
+        if bytes.get(j + 1) == Some(&close) {
+            i = j + 2;
+            continue;
         }
-        i += 1;
+        return j + 1;
     }
     bytes.len()
 }
 
 fn backslash_quoted_end(bytes: &[u8], mut i: usize) -> usize {
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'\'' if bytes.get(i + 1) == Some(&b'\'') => i += 2,
-            b'\'' => return i + 1,
-            _ => i += 1,
+    while let Some(at) = memchr::memchr2(b'\\', b'\'', &bytes[i.min(bytes.len())..]) {
+        let j = i + at;
+        match bytes[j] {
+            b'\\' => i = j + 2,
+            _ if bytes.get(j + 1) == Some(&b'\'') => i = j + 2,
+            _ => return j + 1,
         }
     }
     bytes.len()
