@@ -13,6 +13,8 @@ use std::ops::Range;
 
 use super::expr::{ColumnRef, CompareOp, Operand, Predicate};
 use super::lexer::{Token, TokenKind, ident_text};
+pub(crate) use super::words::is_word;
+use super::words::{WordSet, is_any_word, words};
 
 /// A table reference as written: schema (when qualified) and name, unquoted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,7 +212,7 @@ pub struct Found {
     pub kind: StatementKind,
 }
 
-const STOP_WORDS: &[&str] = &[
+const STOP_WORDS: WordSet = WordSet::new(&[
     "SELECT",
     "INSERT",
     "UPDATE",
@@ -290,12 +292,12 @@ const STOP_WORDS: &[&str] = &[
     "KILL",
     "BACKUP",
     "RESTORE",
-];
+]);
 
 /// Words that never begin a value: they end an operand even before it has started.
 /// The other [`STOP_WORDS`] (statement starters such as `OPEN`, `CLOSE`, `PRINT`) end
 /// an operand only after something, so a column named `close` still reads as one.
-const CLAUSE_WORDS: &[&str] = &[
+const CLAUSE_WORDS: WordSet = WordSet::new(&[
     "FROM",
     "WHERE",
     "SET",
@@ -321,17 +323,17 @@ const CLAUSE_WORDS: &[&str] = &[
     "SELECT",
     "WITH",
     "GO",
-];
+]);
 
 /// Words after which `UPDATE`, `DELETE`... name an event or a privilege, not a statement.
 /// Not `DO` nor `INSTEAD`: a rule's action (`DO INSTEAD UPDATE t SET ...`, `DO DELETE
 /// FROM t`) is a statement, and an upsert's `DO UPDATE SET` is told apart by its `SET`.
-const BEFORE_NON_STATEMENT: &[&str] = &[
+const BEFORE_NON_STATEMENT: WordSet = WordSet::new(&[
     "FOR", "AFTER", "BEFORE", "OF", "GRANT", "DENY", "REVOKE", "OR", "NO", "TO",
-];
+]);
 
 /// After `ON UPDATE` / `ON DELETE` of a foreign key.
-const REFERENTIAL_ACTIONS: &[&str] = &["CASCADE", "RESTRICT", "NO", "SET"];
+const REFERENTIAL_ACTIONS: WordSet = WordSet::new(&["CASCADE", "RESTRICT", "NO", "SET"]);
 
 const CLOCK_FUNCTIONS: &[&str] = &[
     "sysutcdatetime",
@@ -354,8 +356,9 @@ const SQLITE_CLOCK_FUNCTIONS: &[&str] = &[
     "date",
     "time",
 ];
-const CLOCK_KEYWORDS: &[&str] = &["CURRENT_TIMESTAMP", "LOCALTIMESTAMP", "SYSTIMESTAMP"];
-const VALUE_KEYWORDS: &[&str] = &[
+const CLOCK_KEYWORDS: WordSet =
+    WordSet::new(&["CURRENT_TIMESTAMP", "LOCALTIMESTAMP", "SYSTIMESTAMP"]);
+const VALUE_KEYWORDS: WordSet = WordSet::new(&[
     "NULL",
     "TRUE",
     "FALSE",
@@ -381,7 +384,7 @@ const VALUE_KEYWORDS: &[&str] = &[
     "SOME",
     "EXISTS",
     "UNKNOWN",
-];
+]);
 const DATE_FUNCTIONS: &[&str] = &[
     "dateadd",
     "datediff",
@@ -393,17 +396,6 @@ const DATE_FUNCTIONS: &[&str] = &[
     "date_trunc",
     "datetrunc",
 ];
-
-pub(crate) fn is_word(text: &str, token: &Token, word: &str) -> bool {
-    token.kind == TokenKind::Word && text[token.range.clone()].eq_ignore_ascii_case(word)
-}
-
-fn is_any_word(text: &str, token: &Token, words: &[&str]) -> bool {
-    token.kind == TokenKind::Word
-        && words
-            .iter()
-            .any(|w| text[token.range.clone()].eq_ignore_ascii_case(w))
-}
 
 fn is_name(token: &Token) -> bool {
     matches!(
@@ -440,7 +432,7 @@ pub fn find_statements(text: &str, tokens: &[Token]) -> Vec<Found> {
         if prev.is_some_and(|p| {
             p.kind == TokenKind::Comma
                 || p.kind == TokenKind::Dot
-                || is_any_word(text, p, BEFORE_NON_STATEMENT)
+                || is_any_word(text, p, &BEFORE_NON_STATEMENT)
         }) {
             continue;
         }
@@ -456,23 +448,26 @@ pub fn find_statements(text: &str, tokens: &[Token]) -> Vec<Found> {
         // `SET NOCOUNT ON` then a statement, versus `ON DELETE CASCADE` and a rule's
         // event, `CREATE RULE r AS ON UPDATE TO t`.
         if prev.is_some_and(|p| is_word(text, p, "ON"))
-            && (is_any_word(text, next, REFERENTIAL_ACTIONS) || is_word(text, next, "TO"))
+            && (is_any_word(text, next, &REFERENTIAL_ACTIONS) || is_word(text, next, "TO"))
         {
             continue;
         }
         match kind {
-            StatementKind::Update if is_any_word(text, next, &["SET", "STATISTICS"]) => continue,
+            StatementKind::Update if is_any_word(text, next, words!["SET", "STATISTICS"]) => {
+                continue;
+            }
             StatementKind::Merge if is_word(text, next, "JOIN") => continue,
             // A MERGE arm (`THEN DELETE`), also the last thing in a CTE (`... DELETE)`).
             StatementKind::Delete
-                if is_any_word(text, next, &["WHEN", "OUTPUT", "END"])
+                if is_any_word(text, next, words!["WHEN", "OUTPUT", "END"])
                     || matches!(next.kind, TokenKind::Semicolon | TokenKind::RParen) =>
             {
                 continue;
             }
             StatementKind::Insert => {
                 let replace = word.eq_ignore_ascii_case("REPLACE");
-                if next.kind == TokenKind::LParen || is_any_word(text, next, &["VALUES", "DEFAULT"])
+                if next.kind == TokenKind::LParen
+                    || is_any_word(text, next, words!["VALUES", "DEFAULT"])
                 {
                     continue;
                 }
@@ -664,7 +659,7 @@ impl<'a> Parser<'a> {
             None => true,
             Some(t) => match t.kind {
                 TokenKind::Semicolon | TokenKind::BatchSeparator | TokenKind::RParen => true,
-                TokenKind::Word => is_any_word(self.text, t, STOP_WORDS),
+                TokenKind::Word => is_any_word(self.text, t, &STOP_WORDS),
                 _ => false,
             },
         }
@@ -790,8 +785,8 @@ impl<'a> Parser<'a> {
             Some(t)
                 if is_name(t)
                     && (explicit
-                        || !is_any_word(self.text, t, STOP_WORDS)
-                            && !is_any_word(self.text, t, JOIN_WORDS)) =>
+                        || !is_any_word(self.text, t, &STOP_WORDS)
+                            && !is_any_word(self.text, t, &JOIN_WORDS)) =>
             {
                 self.pos += 1;
                 Some(ident_text(self.text, t).to_owned())
@@ -861,7 +856,7 @@ impl<'a> Parser<'a> {
                     || self.at_kind(TokenKind::Comma)
                     || self
                         .peek()
-                        .is_some_and(|t| is_any_word(self.text, t, JOIN_WORDS));
+                        .is_some_and(|t| is_any_word(self.text, t, &JOIN_WORDS));
                 if let Ok(condition) = condition
                     && inner
                     && read_whole
@@ -890,14 +885,14 @@ impl<'a> Parser<'a> {
         let mut inner = true;
         while self
             .peek()
-            .is_some_and(|t| is_any_word(self.text, t, JOIN_WORDS))
+            .is_some_and(|t| is_any_word(self.text, t, &JOIN_WORDS))
         {
             joined |= self.at_word("JOIN") || self.at_word("APPLY");
             if self.peek().is_some_and(|t| {
                 is_any_word(
                     self.text,
                     t,
-                    &[
+                    words![
                         "LEFT", "RIGHT", "FULL", "OUTER", "CROSS", "NATURAL", "APPLY",
                     ],
                 )
@@ -981,7 +976,7 @@ impl<'a> Parser<'a> {
                     if is_any_word(
                         self.text,
                         t,
-                        &[
+                        words![
                             "JOIN",
                             "APPLY",
                             "UNION",
@@ -1020,7 +1015,8 @@ impl<'a> Parser<'a> {
         };
         let (conditions, _) = sub.where_clause().ok()?;
         let ends = sub.peek().is_some_and(|t| {
-            t.kind == TokenKind::RParen || is_any_word(self.text, t, &["ORDER", "OPTION", "FOR"])
+            t.kind == TokenKind::RParen
+                || is_any_word(self.text, t, words!["ORDER", "OPTION", "FOR"])
         });
         ends.then_some(conditions)
     }
@@ -1381,7 +1377,7 @@ impl<'a> Parser<'a> {
                 if self.at_word("ON")
                     && self
                         .peek_at(1)
-                        .is_some_and(|t| is_any_word(self.text, t, &["CONFLICT", "DUPLICATE"]))
+                        .is_some_and(|t| is_any_word(self.text, t, words!["CONFLICT", "DUPLICATE"]))
                 {
                     break;
                 }
@@ -1390,7 +1386,7 @@ impl<'a> Parser<'a> {
                         is_any_word(
                             self.text,
                             t,
-                            &[
+                            words![
                                 "FROM",
                                 "WHERE",
                                 "GROUP",
@@ -1410,7 +1406,11 @@ impl<'a> Parser<'a> {
                     })
                 {
                     if self.peek().is_some_and(|t| {
-                        is_any_word(self.text, t, &["UNION", "EXCEPT", "INTERSECT", "SELECT"])
+                        is_any_word(
+                            self.text,
+                            t,
+                            words!["UNION", "EXCEPT", "INTERSECT", "SELECT"],
+                        )
                     }) {
                         row = None; // more than one row, or not a plain SELECT
                     }
@@ -1450,7 +1450,7 @@ impl<'a> Parser<'a> {
             if explicit
                 || self
                     .peek()
-                    .is_some_and(|t| is_name(t) && !is_any_word(self.text, t, STOP_WORDS))
+                    .is_some_and(|t| is_name(t) && !is_any_word(self.text, t, &STOP_WORDS))
             {
                 self.pos += 1;
             }
@@ -1540,7 +1540,7 @@ impl<'a> Parser<'a> {
                     is_any_word(
                         self.text,
                         t,
-                        &[
+                        words![
                             "SCHEMA",
                             "DATABASE",
                             "ALL",
@@ -1960,7 +1960,7 @@ impl<'a> Parser<'a> {
     fn paren_is_operand(&self) -> bool {
         if self
             .peek_at(1)
-            .is_some_and(|t| is_any_word(self.text, t, &["SELECT", "WITH", "VALUES"]))
+            .is_some_and(|t| is_any_word(self.text, t, words!["SELECT", "WITH", "VALUES"]))
         {
             return true;
         }
@@ -1988,7 +1988,7 @@ impl<'a> Parser<'a> {
                         && is_any_word(
                             self.text,
                             t,
-                            &["AND", "OR", "NOT", "IS", "IN", "LIKE", "BETWEEN", "EXISTS"],
+                            words!["AND", "OR", "NOT", "IS", "IN", "LIKE", "BETWEEN", "EXISTS"],
                         ) =>
                 {
                     has_boolean = true
@@ -2001,7 +2001,7 @@ impl<'a> Parser<'a> {
         let followed_by_operator = after.is_some_and(|t| {
             t.kind == TokenKind::Operator && !matches!(&self.text[t.range.clone()], "&&")
         }) || after.is_some_and(|t| {
-            is_any_word(self.text, t, &["IS", "IN", "LIKE", "BETWEEN", "NOT"])
+            is_any_word(self.text, t, words!["IS", "IN", "LIKE", "BETWEEN", "NOT"])
                 && !is_word(self.text, t, "NOT")
         });
         followed_by_operator || !has_boolean
@@ -2046,9 +2046,9 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                 }
                 TokenKind::LParen => {
-                    let sub = self
-                        .peek_at(1)
-                        .is_some_and(|t| is_any_word(self.text, t, &["SELECT", "WITH", "VALUES"]));
+                    let sub = self.peek_at(1).is_some_and(|t| {
+                        is_any_word(self.text, t, words!["SELECT", "WITH", "VALUES"])
+                    });
                     if sub {
                         operand.subquery = true;
                         self.skip_group();
@@ -2087,7 +2087,7 @@ impl<'a> Parser<'a> {
                             count += 1;
                             continue;
                         }
-                        if is_any_word(self.text, t, CLOCK_KEYWORDS)
+                        if is_any_word(self.text, t, &CLOCK_KEYWORDS)
                             && !self.peek_at(1).is_some_and(|n| n.kind == TokenKind::LParen)
                         {
                             operand.clock = true;
@@ -2098,12 +2098,12 @@ impl<'a> Parser<'a> {
                         if is_any_word(
                             self.text,
                             t,
-                            &[
+                            words![
                                 "AND", "OR", "NOT", "IS", "IN", "LIKE", "ILIKE", "BETWEEN",
                                 "ESCAPE", "GLOB", "SIMILAR", "REGEXP", "AS",
                             ],
-                        ) || is_any_word(self.text, t, CLAUSE_WORDS)
-                            || (count > 0 && is_any_word(self.text, t, STOP_WORDS))
+                        ) || is_any_word(self.text, t, &CLAUSE_WORDS)
+                            || (count > 0 && is_any_word(self.text, t, &STOP_WORDS))
                         {
                             break;
                         }
@@ -2115,7 +2115,7 @@ impl<'a> Parser<'a> {
                             }
                             continue;
                         }
-                        if is_any_word(self.text, t, VALUE_KEYWORDS) {
+                        if is_any_word(self.text, t, &VALUE_KEYWORDS) {
                             self.pos += 1;
                             count += 1;
                             continue;
@@ -2224,8 +2224,8 @@ impl<'a> Parser<'a> {
                     is_any_word(
                         self.text,
                         t,
-                        &["AND", "OR", "NOT", "IS", "IN", "LIKE", "BETWEEN"],
-                    ) || is_any_word(self.text, t, STOP_WORDS)
+                        words!["AND", "OR", "NOT", "IS", "IN", "LIKE", "BETWEEN"],
+                    ) || is_any_word(self.text, t, &STOP_WORDS)
                 }
                 _ => false,
             },
@@ -2327,9 +2327,9 @@ impl<'a> Parser<'a> {
     }
 }
 
-const JOIN_WORDS: &[&str] = &[
+const JOIN_WORDS: WordSet = WordSet::new(&[
     "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "OUTER", "CROSS", "NATURAL", "APPLY", "LOOP", "HASH",
-];
+]);
 
 /// Tables named after `FROM`, `JOIN`, `UPDATE`, `INTO` or `USING` in a token slice.
 pub fn tables_in(text: &str, tokens: &[Token]) -> Vec<TableName> {
@@ -2338,7 +2338,7 @@ pub fn tables_in(text: &str, tokens: &[Token]) -> Vec<TableName> {
         if is_any_word(
             text,
             t,
-            &["FROM", "JOIN", "UPDATE", "INTO", "USING", "APPLY"],
+            words!["FROM", "JOIN", "UPDATE", "INTO", "USING", "APPLY"],
         ) {
             let mut parser = Parser {
                 text,
