@@ -48,6 +48,10 @@ pub struct Scan {
     /// Whether the text mentions a word the scanning linter's prefilter looks for (a
     /// fenced table, `GRANT`, the suppression marker), in any case.
     pub mentions: bool,
+    /// Whether the text holds, in any case, the keyword of a statement the rules examine
+    /// (`UPDATE`, `DELETE`, `MERGE`, `INSERT`, `REPLACE`, `GRANT`, `TRUNCATE`) or the
+    /// suppression marker. A text without one has nothing to report whatever is fenced.
+    pub statements: bool,
 }
 
 /// A compiled configuration: fenced tables and the prefilter that lets files mentioning
@@ -171,7 +175,8 @@ impl Linter {
     /// prefilter looks for. Does not consult the `exclude` globs: the caller has decided
     /// with [`Linter::is_excluded`].
     pub fn scan_text(&self, path: &Path, text: &str) -> Scan {
-        let [declares, mentions] = prefilter::search([&self.discovery, &self.prefilter], text);
+        let [declares, mentions, statements] =
+            prefilter::search([&self.discovery, &self.prefilter, &self.statements], text);
         Scan {
             tables: if declares {
                 self.discover_matched(path, text)
@@ -179,6 +184,7 @@ impl Linter {
                 Vec::new()
             },
             mentions,
+            statements,
         }
     }
 
@@ -453,10 +459,13 @@ impl Linter {
     /// again for the words discovery added. Does not consult the `exclude` globs: the
     /// caller has decided with [`Linter::is_excluded`].
     pub fn check_scanned(&self, path: &Path, text: &str, scan: &Scan) -> FileReport {
-        if self.prefilter.is_empty() || !(scan.mentions || self.unscanned.is_match(text)) {
+        if self.prefilter.is_empty()
+            || !scan.statements
+            || !(scan.mentions || self.unscanned.is_match(text))
+        {
             return FileReport::default();
         }
-        self.check_matched(path, text)
+        self.check_statements(path, text)
     }
 
     /// The check of a file the configuration does not exclude.
@@ -475,12 +484,20 @@ impl Linter {
         if !self.statements.is_match(text) {
             return FileReport::default();
         }
+        self.check_statements(path, text)
+    }
+
+    /// The check of a text that got past the prefilter and holds a statement keyword or
+    /// the suppression marker.
+    fn check_statements(&self, path: &Path, text: &str) -> FileReport {
         let prefilter = &self.prefilter;
         let mut report = FileReport {
             analysed: true,
             ..FileReport::default()
         };
-        let index = LineIndex::new(text);
+        // Built on first use: most files with statements have no finding and no suppression.
+        let index = std::cell::OnceCell::new();
+        let index = || index.get_or_init(|| LineIndex::new(text));
         let mut findings: Vec<(Range<usize>, Vec<usize>, Finding)> = Vec::new();
         let mut suppressions: Vec<(Suppression, Option<u32>)> = Vec::new();
         let mut malformed: Vec<(Range<usize>, String)> = Vec::new();
@@ -502,7 +519,7 @@ impl Linter {
                         suppress::parse_comment(
                             body,
                             comment.range.clone(),
-                            index.line(comment.range.start),
+                            index().line(comment.range.start),
                         ),
                         &mut suppressions,
                     );
@@ -545,13 +562,13 @@ impl Linter {
                         suppress::parse_comment(
                             body,
                             comment.range.clone(),
-                            index.line(comment.range.start),
+                            index().line(comment.range.start),
                         ),
                         &mut suppressions,
                     );
                 }
             }
-            let (found, checked, coverage) = self.check_tokens(text, &lexed.tokens, false);
+            let (found, checked, coverage) = self.check_lexed(text, lexed, false);
             report.statements_checked += checked;
             add_coverage(&mut report.coverage, coverage);
             for finding in found {
@@ -560,12 +577,12 @@ impl Linter {
             }
             // Dynamic SQL: executed string literals that mention a fenced table
             // (`EXEC sp_executesql N'UPDATE ...'`), to any depth.
-            self.check_dynamic(text, &lexed.tokens, None, 0, &mut report, &mut findings);
+            self.check_dynamic(text, lexed, None, 0, &mut report, &mut findings);
         }
 
         let mut diagnostics = Vec::new();
         for (range, anchors, finding) in findings {
-            let anchor_lines: Vec<u32> = anchors.iter().map(|a| index.line(*a)).collect();
+            let anchor_lines: Vec<u32> = anchors.iter().map(|a| index().line(*a)).collect();
             let suppressed = suppressions.iter_mut().find(|(s, _)| {
                 s.rules.contains(&finding.rule)
                     && anchor_lines.iter().any(|line| s.line + 1 == *line)
@@ -576,7 +593,7 @@ impl Linter {
             }
             diagnostics.push(Diagnostic {
                 path: path.to_path_buf(),
-                range: text_range(text, &index, range),
+                range: text_range(text, index(), range),
                 rule: finding.rule,
                 table: finding.table,
                 message: finding.message,
@@ -584,7 +601,7 @@ impl Linter {
             });
         }
         for (suppression, used) in &suppressions {
-            let range = text_range(text, &index, suppression.range.clone());
+            let range = text_range(text, index(), suppression.range.clone());
             let names: Vec<&str> = suppression.rules.iter().map(|r| r.name()).collect();
             if suppression.reason.is_none() {
                 diagnostics.push(Diagnostic {
@@ -610,7 +627,7 @@ impl Linter {
         for (range, why) in malformed {
             diagnostics.push(Diagnostic {
                 path: path.to_path_buf(),
-                range: text_range(text, &index, range),
+                range: text_range(text, index(), range),
                 rule: Rule::MalformedSuppression,
                 table: None,
                 message: format!("malformed suppression: {why}"),
@@ -630,7 +647,7 @@ impl Linter {
     fn check_dynamic(
         &self,
         text: &str,
-        tokens: &[lexer::Token],
+        lexed: &lexer::Lexed,
         offsets: Option<&[usize]>,
         depth: usize,
         report: &mut FileReport,
@@ -643,14 +660,15 @@ impl Linter {
             Some(map) => map[offset.min(map.len() - 1)],
             None => offset,
         };
-        let executed = sql::executed_strings(text, tokens, |token| {
+        let tokens = &lexed.tokens;
+        let executed = sql::executed_strings_lexed(text, lexed, |token| {
             self.prefilter.is_match(&text[token.range.clone()])
         });
         for position in executed {
             let token = &tokens[position];
             let (value, inner) = lexer::string_value(text, token);
-            let lexed = lexer::lex(&value);
-            let (found, checked, coverage) = self.check_tokens(&value, &lexed.tokens, true);
+            let inner_lexed = lexer::lex(&value);
+            let (found, checked, coverage) = self.check_lexed(&value, &inner_lexed, true);
             report.statements_checked += checked;
             add_coverage(&mut report.coverage, coverage);
             let concatenated = [position.checked_sub(1), Some(position + 1)]
@@ -685,7 +703,7 @@ impl Linter {
             }
             self.check_dynamic(
                 &value,
-                &lexed.tokens,
+                &inner_lexed,
                 Some(&map),
                 depth + 1,
                 report,
@@ -698,16 +716,14 @@ impl Linter {
     /// message rather than SQL, so an unparseable "statement" whose keyword sits mid-sentence
     /// is not reported as `unanalysed-write`.
     fn check_literal(&self, text: &str, prose_possible: bool) -> (Vec<Finding>, usize, Coverage) {
-        let lexed = lexer::lex(text);
-        self.check_tokens(text, &lexed.tokens, prose_possible)
+        self.check_lexed(text, &lexer::lex(text), prose_possible)
     }
 
     /// Runs the statement rules over one SQL text (no suppressions, no file): the findings
     /// with byte ranges into `sql`, in order. For tools that hold SQL in hand, such as the
     /// `#[fenced_write]` macro checking the statement it is given.
     pub fn check_sql(&self, sql: &str) -> Vec<SqlFinding> {
-        let lexed = lexer::lex(sql);
-        let (findings, _, _) = self.check_tokens(sql, &lexed.tokens, false);
+        let (findings, _, _) = self.check_lexed(sql, &lexer::lex(sql), false);
         findings
             .into_iter()
             .map(|f| SqlFinding {
@@ -720,13 +736,13 @@ impl Linter {
             .collect()
     }
 
-    fn check_tokens(
+    fn check_lexed(
         &self,
         text: &str,
-        tokens: &[lexer::Token],
+        lexed: &lexer::Lexed,
         prose_possible: bool,
     ) -> (Vec<Finding>, usize, Coverage) {
-        let analysed = sql::analyse_tokens(text, tokens);
+        let analysed = sql::analyse_lexed(text, lexed);
         let mut findings = Vec::new();
         let mut coverage = Coverage::default();
         let mut prose = 0;

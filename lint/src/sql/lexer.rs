@@ -67,6 +67,8 @@ pub struct Lexed {
     pub tokens: Vec<Token>,
     /// The comments, in order.
     pub comments: Vec<Comment>,
+    /// The tokens the analysis looks for.
+    pub(crate) marks: Marks,
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -101,20 +103,67 @@ pub fn lex(text: &str) -> Lexed {
     out
 }
 
+/// Tokens the analysis looks for, noted while lexing so that it need not look at every
+/// token again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Marks {
+    /// The indices of the bare words that are statement keywords (`UPDATE`, `DELETE`,
+    /// `MERGE`, `INSERT`, `REPLACE`, `GRANT`, `TRUNCATE`), in order.
+    pub(crate) statement_words: Vec<usize>,
+    /// Whether a token is `EXEC`, `EXECUTE` or `sp_executesql` (quoted or not).
+    pub(crate) executes: bool,
+    /// The indices of the string tokens right after the bare word `AS` or `DO`, in order.
+    pub(crate) bodies: Vec<usize>,
+}
+
+impl Marks {
+    /// Notes `token`, about to be pushed at index `index`; `raw` is its text and
+    /// `previous` the token before it, with its text.
+    #[inline(always)]
+    fn note(&mut self, index: usize, token: &Token, raw: &[u8], previous: Option<(&Token, &[u8])>) {
+        match token.kind {
+            TokenKind::Word => {
+                if super::words::STATEMENT_WORDS.contains(raw) {
+                    self.statement_words.push(index);
+                } else if !self.executes {
+                    self.executes = super::words::executes(token.kind, raw);
+                }
+            }
+            TokenKind::QuotedIdent if !self.executes => {
+                self.executes = super::words::executes(token.kind, raw);
+            }
+            TokenKind::String
+                if previous.is_some_and(|(t, raw)| {
+                    t.kind == TokenKind::Word
+                        && (raw.eq_ignore_ascii_case(b"AS") || raw.eq_ignore_ascii_case(b"DO"))
+                }) =>
+            {
+                self.bodies.push(index);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// [`lex`] into buffers already allocated: `out` is cleared first.
 pub(crate) fn lex_reusing(text: &str, out: &mut Lexed) {
     out.tokens.clear();
     out.comments.clear();
+    let mut marks = std::mem::take(&mut out.marks);
+    marks.statement_words.clear();
+    marks.executes = false;
+    marks.bodies.clear();
     // About one token in six bytes of SQL: one allocation, not a dozen doublings.
     out.tokens.reserve(text.len() / 6);
-    lex_into(text, 0, 0, out);
+    lex_into(text, 0, 0, out, &mut marks);
+    out.marks = marks;
 }
 
 const MAX_BODY_NESTING: usize = 4;
 
 /// Lexes `text`, found at byte `base` of the outermost text, appending its tokens and
 /// comments to `out` with ranges in the outermost text.
-fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed) {
+fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mut Marks) {
     let bytes = text.as_bytes();
     // The index in `out.tokens` of the first token of the current statement: after the
     // last `;` or `GO` (for `COPY ... FROM stdin`).
@@ -165,10 +214,12 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed) {
                 ))
         {
             i = ident_end(text, i + 1);
-            out.tokens.push(Token {
+            let token = Token {
                 kind: TokenKind::Word,
                 range: base + start..base + i,
-            });
+            };
+            marks.note(out.tokens.len(), &token, &bytes[start..i], None);
+            out.tokens.push(token);
             continue;
         }
         if b == b';' {
@@ -273,6 +324,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed) {
                             base + body_start,
                             nesting + 1,
                             out,
+                            marks,
                         );
                         statement_start = before
                             + out.tokens[before..]
@@ -403,10 +455,24 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed) {
                 }
             }
         };
-        out.tokens.push(Token {
+        let token = Token {
             kind,
             range: base + start..base + i,
-        });
+        };
+        if matches!(
+            kind,
+            TokenKind::Word | TokenKind::QuotedIdent | TokenKind::String
+        ) {
+            // The previous token is of this text: a nested body ends with a delimiter.
+            let previous = out.tokens.last().map(|t| {
+                let raw = bytes
+                    .get(t.range.start.wrapping_sub(base)..t.range.end.wrapping_sub(base))
+                    .unwrap_or_default();
+                (t, raw)
+            });
+            marks.note(out.tokens.len(), &token, &bytes[start..i], previous);
+        }
+        out.tokens.push(token);
     }
 }
 
@@ -484,6 +550,7 @@ fn operator_continues(so_far: &[u8], next: u8) -> bool {
     )
 }
 
+#[inline(always)]
 fn ident_end(text: &str, mut i: usize) -> usize {
     // ASCII, the usual case, byte by byte; anything else by characters.
     let bytes = text.as_bytes();
@@ -493,6 +560,11 @@ fn ident_end(text: &str, mut i: usize) -> usize {
     if i == bytes.len() || bytes[i].is_ascii() {
         return i;
     }
+    ident_end_unicode(text, i)
+}
+
+#[cold]
+fn ident_end_unicode(text: &str, mut i: usize) -> usize {
     for c in text[i..].chars() {
         if is_ident_continue(c) {
             i += c.len_utf8();
@@ -828,6 +900,63 @@ mod tests {
         let text = "\\set x 1\nCOPY t FROM '/tmp/f';\nUPDATE t SET a = 1;";
         assert!(kinds(text).contains(&(TokenKind::Word, "UPDATE")));
         assert_eq!(kinds(text)[0], (TokenKind::Word, "COPY"));
+    }
+
+    /// What the lexer notes is what a search of its tokens finds, for texts made of
+    /// fragments that exercise every place a token is made (nested bodies, quoted names,
+    /// COPY data, words that are not ASCII).
+    #[test]
+    fn marks_agree_with_the_tokens() {
+        use crate::sql::words::{STATEMENT_WORDS, executes};
+        const FRAGMENTS: &[&str] = &[
+            "UPDATE t SET a = 1; ",
+            "exec sp_executesql N'DELETE u'; ",
+            "EXECUTE [sp_executesql] @s; ",
+            "\"sp_executesql\" ",
+            "`sp_executesql` ",
+            "CREATE FUNCTION f() AS $$ INSERT INTO t VALUES (1); EXEC x $$ LANGUAGE sql; ",
+            "DO $a$ BEGIN EXECUTE 'MERGE t'; END $a$; ",
+            "AS 'GRANT x' ",
+            "do E'truncate t' ",
+            "#t REPLACE é update ",
+            "COPY t FROM stdin;\nupdate 'x' [ exec\n\\.\n",
+            "-- EXEC\n/* update */ ",
+            "as ",
+            "'s' ",
+        ];
+        let mut seed = 7u32;
+        for _ in 0..300 {
+            let mut text = String::new();
+            for _ in 0..6 {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                text.push_str(FRAGMENTS[(seed >> 16) as usize % FRAGMENTS.len()]);
+            }
+            let lexed = lex(&text);
+            let tokens = &lexed.tokens;
+            let raw = |t: &Token| text[t.range.clone()].as_bytes();
+            let statement_words: Vec<usize> = (0..tokens.len())
+                .filter(|&i| {
+                    tokens[i].kind == TokenKind::Word && STATEMENT_WORDS.contains(raw(&tokens[i]))
+                })
+                .collect();
+            let bodies: Vec<usize> = (1..tokens.len())
+                .filter(|&i| {
+                    let previous = &tokens[i - 1];
+                    tokens[i].kind == TokenKind::String
+                        && previous.kind == TokenKind::Word
+                        && (raw(previous).eq_ignore_ascii_case(b"AS")
+                            || raw(previous).eq_ignore_ascii_case(b"DO"))
+                })
+                .collect();
+            let marks = &lexed.marks;
+            assert_eq!(marks.statement_words, statement_words, "{text}");
+            assert_eq!(marks.bodies, bodies, "{text}");
+            assert_eq!(
+                marks.executes,
+                tokens.iter().any(|t| executes(t.kind, raw(t))),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -68,7 +68,22 @@ pub fn analyse(text: &str) -> Vec<Analysed> {
 
 /// [`analyse`] over tokens already lexed.
 pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
-    parse::find_statements(text, tokens)
+    analyse_found(text, tokens, parse::find_statements(text, tokens))
+}
+
+/// [`analyse`] over a text already lexed, using the statement keywords the lexer noted.
+pub(crate) fn analyse_lexed(text: &str, lexed: &lexer::Lexed) -> Vec<Analysed> {
+    let tokens = &lexed.tokens;
+    let keywords = lexed.marks.statement_words.iter().copied();
+    analyse_found(
+        text,
+        tokens,
+        parse::find_statements_at(text, tokens, keywords),
+    )
+}
+
+fn analyse_found(text: &str, tokens: &[lexer::Token], found: Vec<parse::Found>) -> Vec<Analysed> {
+    found
         .into_iter()
         .map(|found| {
             let keyword = tokens[found.first].range.clone();
@@ -146,84 +161,38 @@ const STRING_FUNCTIONS: &[&str] = &[
     "lower",
 ];
 
-fn is_sp_executesql(text: &str, token: &lexer::Token) -> bool {
-    // `sp_executesql` or `[sp_executesql]`: the length rules out nearly every token.
-    matches!(token.range.len(), 13 | 15)
-        && matches!(
-            token.kind,
-            lexer::TokenKind::Word | lexer::TokenKind::QuotedIdent
-        )
-        && lexer::ident_text(text, token).eq_ignore_ascii_case("sp_executesql")
+/// Whether `token` is `EXEC`, `EXECUTE`, `sp_executesql` or `[sp_executesql]`.
+fn executes(text: &str, token: &lexer::Token) -> bool {
+    words::executes(token.kind, &text.as_bytes()[token.range.clone()])
 }
 
-fn is_exec(text: &str, token: &lexer::Token) -> bool {
-    token.kind == lexer::TokenKind::Word
-        && matches!(token.range.len(), 4 | 7)
-        && ["EXEC", "EXECUTE"]
-            .iter()
-            .any(|w| text[token.range.clone()].eq_ignore_ascii_case(w))
-}
-
-/// The variables whose value a statement executes: `EXEC (@sql)`, `EXEC sp_executesql
-/// @sql`, `EXECUTE sp_executesql @stmt = @sql`, PL/pgSQL `EXECUTE sql_text`; sorted
-/// ignoring ASCII case, without duplicates. `None` when no token executes anything
-/// (no `EXEC`, `EXECUTE` or `sp_executesql`).
-fn executed_variables<'t>(text: &'t str, tokens: &[lexer::Token]) -> Option<Vec<&'t str>> {
-    let bytes = text.as_bytes();
-    let mut executes = false;
-    let mut out = Vec::new();
-    for (i, token) in tokens.iter().enumerate() {
-        // The lengths of `EXEC`, `EXECUTE`, `sp_executesql` and `[sp_executesql]` rule
-        // out nearly every token before its text is looked at.
-        let first = |at: usize| bytes.get(at).map_or(0, u8::to_ascii_lowercase);
-        let possible = match token.kind {
-            lexer::TokenKind::Word => match token.range.len() {
-                4 | 7 => first(token.range.start) == b'e',
-                13 => first(token.range.start) == b's',
-                _ => false,
-            },
-            lexer::TokenKind::QuotedIdent => {
-                token.range.len() == 15 && first(token.range.start + 1) == b's'
-            }
-            _ => false,
-        };
-        if !(possible && (is_exec(text, token) || is_sp_executesql(text, token))) {
-            continue;
-        }
-        executes = true;
-        let mut j = i + 1;
-        while tokens
-            .get(j)
-            .is_some_and(|t| t.kind == lexer::TokenKind::LParen)
-        {
-            j += 1;
-        }
-        // `EXEC [sys].[sp_executesql] ...`: the procedure is handled at its own name.
-        let Some(next) = tokens.get(j) else { continue };
-        let named_stmt = tokens
-            .get(j + 1)
-            .is_some_and(|t| &text[t.range.clone()] == "=")
-            && next.kind == lexer::TokenKind::Parameter;
-        let operand = if named_stmt {
-            tokens.get(j + 2)
-        } else {
-            Some(next)
-        };
-        if let Some(operand) = operand
-            && matches!(
-                operand.kind,
-                lexer::TokenKind::Parameter | lexer::TokenKind::Word
-            )
-        {
-            out.push(&text[operand.range.clone()]);
-        }
+/// The variable whose value the executing token at `i` executes: `EXEC (@sql)`, `EXEC
+/// sp_executesql @sql`, `EXECUTE sp_executesql @stmt = @sql`, PL/pgSQL `EXECUTE
+/// sql_text`.
+fn executed_variable<'t>(text: &'t str, tokens: &[lexer::Token], i: usize) -> Option<&'t str> {
+    let mut j = i + 1;
+    while tokens
+        .get(j)
+        .is_some_and(|t| t.kind == lexer::TokenKind::LParen)
+    {
+        j += 1;
     }
-    if !executes {
-        return None;
-    }
-    out.sort_unstable_by(|a, b| cmp_ignore_ascii_case(a, b));
-    out.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
-    Some(out)
+    // `EXEC [sys].[sp_executesql] ...`: the procedure is handled at its own name.
+    let next = tokens.get(j)?;
+    let named_stmt = tokens
+        .get(j + 1)
+        .is_some_and(|t| &text[t.range.clone()] == "=")
+        && next.kind == lexer::TokenKind::Parameter;
+    let operand = if named_stmt {
+        tokens.get(j + 2)
+    } else {
+        Some(next)
+    }?;
+    matches!(
+        operand.kind,
+        lexer::TokenKind::Parameter | lexer::TokenKind::Word
+    )
+    .then(|| &text[operand.range.clone()])
 }
 
 fn cmp_ignore_ascii_case(a: &str, b: &str) -> std::cmp::Ordering {
@@ -235,30 +204,59 @@ fn cmp_ignore_ascii_case(a: &str, b: &str) -> std::cmp::Ordering {
 /// No stop: the walk back reached the start of the text or an unmatched `)`.
 const NO_STOP: u32 = u32::MAX;
 
-/// Where the walk back from each token over the expression before it stops, as
-/// [`executed_strings`] walks: for each `j`, the index of the first token before `j`
-/// that is not part of a string expression (strings, parameters, numbers, commas, `(`,
-/// `+`, `||`, calls of [`STRING_FUNCTIONS`] and anything between matching parentheses),
-/// or [`NO_STOP`] when the walk reaches the start or an unmatched `)`. One pass
-/// forwards: the stop before `j` is the stop before `j - 1` when `tokens[j - 1]` is
-/// skipped, and the stop before the matching `(` when it is a `)`.
-fn expression_stops(text: &str, tokens: &[lexer::Token]) -> Vec<u32> {
+fn is_string_function(word: &[u8]) -> bool {
+    // Lengths 4 (`trim`) to 14 (`quote_nullable`): most words are ruled out at once.
+    (4..=14).contains(&word.len())
+        && STRING_FUNCTIONS
+            .iter()
+            .any(|f| word.eq_ignore_ascii_case(f.as_bytes()))
+}
+
+/// What [`executed_strings`] learns in one pass over the tokens.
+struct Survey<'t> {
+    /// For each `j`, where the walk back from `tokens[j]` over the expression before it
+    /// stops: the index of the first token before `j` that is not part of a string
+    /// expression (strings, parameters, numbers, commas, `(`, `+`, `||`, calls of
+    /// [`STRING_FUNCTIONS`] and anything between matching parentheses), or [`NO_STOP`]
+    /// when the walk reaches the start or an unmatched `)`. Found forwards: the stop
+    /// before `j` is the stop before `j - 1` when `tokens[j - 1]` is skipped, and the
+    /// stop before the matching `(` when it is a `)`.
+    stops: Vec<u32>,
+    /// The indices of the string tokens.
+    strings: Vec<usize>,
+    /// The variables executed, sorted ignoring ASCII case, without duplicates.
+    variables: Vec<&'t str>,
+}
+
+fn survey<'t>(text: &'t str, tokens: &[lexer::Token]) -> Survey<'t> {
     use lexer::TokenKind;
     let bytes = text.as_bytes();
-    let mut stops = Vec::with_capacity(tokens.len() + 1);
-    stops.push(NO_STOP);
+    let mut survey = Survey {
+        stops: Vec::with_capacity(tokens.len() + 1),
+        strings: Vec::new(),
+        variables: Vec::new(),
+    };
+    survey.stops.push(NO_STOP);
     let mut open = Vec::new();
     // The stop before the token being examined (`stops[j]`).
     let mut stop = NO_STOP;
     for (j, t) in tokens.iter().enumerate() {
         stop = match t.kind {
-            TokenKind::RParen => open.pop().map_or(NO_STOP, |m: usize| stops[m]),
+            TokenKind::RParen => open.pop().map_or(NO_STOP, |m: usize| survey.stops[m]),
             TokenKind::LParen => {
                 open.push(j);
                 stop
             }
-            TokenKind::String | TokenKind::Parameter | TokenKind::Comma | TokenKind::Number => stop,
+            TokenKind::String => {
+                survey.strings.push(j);
+                stop
+            }
+            TokenKind::Parameter | TokenKind::Comma | TokenKind::Number => stop,
             TokenKind::Operator if matches!(&bytes[t.range.clone()], b"+" | b"||") => stop,
+            TokenKind::Word | TokenKind::QuotedIdent if executes(text, t) => {
+                survey.variables.extend(executed_variable(text, tokens, j));
+                u32::try_from(j).unwrap_or(NO_STOP)
+            }
             TokenKind::Word
                 if tokens
                     .get(j + 1)
@@ -270,17 +268,13 @@ fn expression_stops(text: &str, tokens: &[lexer::Token]) -> Vec<u32> {
             // Token counts are bounded by the file size limit, far below `u32::MAX`.
             _ => u32::try_from(j).unwrap_or(NO_STOP),
         };
-        stops.push(stop);
+        survey.stops.push(stop);
     }
-    stops
-}
-
-fn is_string_function(word: &[u8]) -> bool {
-    // Lengths 4 (`trim`) to 14 (`quote_nullable`): most words are ruled out at once.
-    (4..=14).contains(&word.len())
-        && STRING_FUNCTIONS
-            .iter()
-            .any(|f| word.eq_ignore_ascii_case(f.as_bytes()))
+    survey
+        .variables
+        .sort_unstable_by(|a, b| cmp_ignore_ascii_case(a, b));
+    survey.variables.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    survey
 }
 
 /// The indices of the string tokens whose value is executed as SQL: an argument of
@@ -299,49 +293,74 @@ pub fn executed_strings(
     tokens: &[lexer::Token],
     candidate: impl Fn(&lexer::Token) -> bool,
 ) -> Vec<usize> {
-    use lexer::TokenKind;
-    let is_body_word = |t: &lexer::Token| {
-        t.kind == TokenKind::Word && {
-            let raw = &text[t.range.clone()];
-            raw.eq_ignore_ascii_case("AS") || raw.eq_ignore_ascii_case("DO")
-        }
+    let mut marks = lexer::Marks {
+        executes: tokens.iter().any(|t| executes(text, t)),
+        ..lexer::Marks::default()
     };
-    let Some(variables) = executed_variables(text, tokens) else {
-        // Nothing is executed but quoted bodies: a string right after `AS` or `DO`.
-        return tokens
-            .iter()
-            .enumerate()
-            .skip(1)
-            .filter(|(position, token)| {
-                token.kind == TokenKind::String
-                    && is_body_word(&tokens[position - 1])
-                    && candidate(token)
+    if !marks.executes {
+        marks.bodies = (1..tokens.len())
+            .filter(|&p| {
+                tokens[p].kind == lexer::TokenKind::String && is_body_word(text, &tokens[p - 1])
             })
-            .map(|(position, _)| position)
             .collect();
-    };
+    }
+    executed_strings_marked(text, tokens, &marks, candidate)
+}
+
+/// Whether `token` is the bare word `AS` or `DO`, after which a string is a body.
+fn is_body_word(text: &str, t: &lexer::Token) -> bool {
+    t.kind == lexer::TokenKind::Word && {
+        let raw = &text[t.range.clone()];
+        raw.eq_ignore_ascii_case("AS") || raw.eq_ignore_ascii_case("DO")
+    }
+}
+
+/// [`executed_strings`] over a text already lexed, using what the lexer noted.
+pub(crate) fn executed_strings_lexed(
+    text: &str,
+    lexed: &lexer::Lexed,
+    candidate: impl Fn(&lexer::Token) -> bool,
+) -> Vec<usize> {
+    executed_strings_marked(text, &lexed.tokens, &lexed.marks, candidate)
+}
+
+fn executed_strings_marked(
+    text: &str,
+    tokens: &[lexer::Token],
+    marks: &lexer::Marks,
+    candidate: impl Fn(&lexer::Token) -> bool,
+) -> Vec<usize> {
+    use lexer::TokenKind;
+    if !marks.executes {
+        // Nothing is executed but quoted bodies: a string right after `AS` or `DO`.
+        return marks
+            .bodies
+            .iter()
+            .copied()
+            .filter(|&p| candidate(&tokens[p]))
+            .collect();
+    }
+    let survey = survey(text, tokens);
     let executed_variable = |token: &lexer::Token| {
         matches!(token.kind, TokenKind::Parameter | TokenKind::Word)
-            && variables
+            && survey
+                .variables
                 .binary_search_by(|v| cmp_ignore_ascii_case(v, &text[token.range.clone()]))
                 .is_ok()
     };
-    let stops = expression_stops(text, tokens);
     let mut out = Vec::new();
-    for (position, token) in tokens.iter().enumerate() {
-        if token.kind != TokenKind::String {
-            continue;
-        }
-        let stop = stops[position] as usize;
-        if stops[position] == NO_STOP || position - stop > MAX_EXPRESSION_TOKENS {
+    for &position in &survey.strings {
+        let token = &tokens[position];
+        let stop = survey.stops[position] as usize;
+        if survey.stops[position] == NO_STOP || position - stop > MAX_EXPRESSION_TOKENS {
             continue;
         }
         let t = &tokens[stop];
         let raw = &text[t.range.clone()];
         // The cheap tests first: `candidate` searches the string's text.
-        let executed = if is_exec(text, t) || is_sp_executesql(text, t) {
+        let executed = if executes(text, t) {
             candidate(token)
-        } else if is_body_word(t) {
+        } else if is_body_word(text, t) {
             // A function body in quotes (`AS 'UPDATE ...' LANGUAGE sql`), a `DO` block.
             stop + 1 == position && candidate(token)
         } else if matches!(raw, "=" | "+=") {

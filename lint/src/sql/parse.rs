@@ -14,7 +14,7 @@ use std::ops::Range;
 use super::expr::{ColumnRef, CompareOp, Operand, Predicate};
 use super::lexer::{Token, TokenKind, ident_text};
 pub(crate) use super::words::is_word;
-use super::words::{WordSet, is_any_word, words};
+use super::words::{STATEMENT_WORDS, WordSet, is_any_word, words};
 
 /// A table reference as written: schema (when qualified) and name, unquoted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,13 +98,30 @@ pub enum ParamStyle {
     Unknown,
 }
 
+/// Words only T-SQL has, among those statements use.
+const TSQL_WORDS: WordSet = WordSet::new(&[
+    "TOP",
+    "OUTPUT",
+    "SYSUTCDATETIME",
+    "GETUTCDATE",
+    "GETDATE",
+    "NOLOCK",
+]);
+
 impl ParamStyle {
     /// The parameters and dialect hints among `tokens`.
     pub fn of(text: &str, tokens: &[Token]) -> ParamStyle {
         let mut numbered = None;
         let mut tsql = false;
         for t in tokens {
-            let raw = &text[t.range.clone()];
+            let raw = match t.kind {
+                TokenKind::Parameter | TokenKind::QuotedIdent => &text[t.range.clone()],
+                TokenKind::Word if TSQL_WORDS.contains(&text.as_bytes()[t.range.clone()]) => {
+                    tsql = true;
+                    continue;
+                }
+                _ => continue,
+            };
             match t.kind {
                 TokenKind::Parameter if raw.starts_with("@@") => tsql = true,
                 TokenKind::Parameter if raw.starts_with('@') => return ParamStyle::At,
@@ -115,20 +132,6 @@ impl ParamStyle {
                     numbered = Some(numbered.unwrap_or(0).max(n));
                 }
                 TokenKind::QuotedIdent if raw.starts_with('[') => tsql = true,
-                TokenKind::Word
-                    if [
-                        "TOP",
-                        "OUTPUT",
-                        "SYSUTCDATETIME",
-                        "GETUTCDATE",
-                        "GETDATE",
-                        "NOLOCK",
-                    ]
-                    .iter()
-                    .any(|w| raw.eq_ignore_ascii_case(w)) =>
-                {
-                    tsql = true;
-                }
                 _ => {}
             }
         }
@@ -406,11 +409,23 @@ fn is_name(token: &Token) -> bool {
 
 /// Finds the statement keywords of writes and grants in a token stream.
 pub fn find_statements(text: &str, tokens: &[Token]) -> Vec<Found> {
+    find_statements_at(
+        text,
+        tokens,
+        (0..tokens.len()).filter(|&i| is_any_word(text, &tokens[i], &STATEMENT_WORDS)),
+    )
+}
+
+/// [`find_statements`] given the indices of the bare words among `tokens` that are
+/// statement keywords ([`STATEMENT_WORDS`]), in order, as the lexer notes them.
+pub(crate) fn find_statements_at(
+    text: &str,
+    tokens: &[Token],
+    keywords: impl IntoIterator<Item = usize>,
+) -> Vec<Found> {
     let mut found = Vec::new();
-    for (i, token) in tokens.iter().enumerate() {
-        if token.kind != TokenKind::Word {
-            continue;
-        }
+    for i in keywords {
+        let token = &tokens[i];
         let word = &text[token.range.clone()];
         let kind = if word.eq_ignore_ascii_case("UPDATE") {
             StatementKind::Update

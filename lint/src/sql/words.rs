@@ -40,6 +40,7 @@ impl WordSet {
     }
 
     /// Whether `word` is one of the words, ignoring ASCII case.
+    #[inline(always)]
     pub(crate) fn contains(&self, word: &[u8]) -> bool {
         let Some(&first) = word.first() else {
             return false;
@@ -53,12 +54,37 @@ impl WordSet {
     }
 }
 
+/// The keywords of the statements the rules examine.
+pub(crate) const STATEMENT_WORDS: WordSet = WordSet::new(&[
+    "UPDATE", "DELETE", "MERGE", "INSERT", "REPLACE", "GRANT", "TRUNCATE",
+]);
+
+/// Whether a token of `kind` whose text is `raw` executes SQL: `EXEC`, `EXECUTE`,
+/// `sp_executesql`, or `sp_executesql` quoted (`[sp_executesql]`).
+#[inline(always)]
+pub(crate) fn executes(kind: TokenKind, raw: &[u8]) -> bool {
+    // Lengths and first letters rule out nearly every token before a comparison.
+    match (kind, raw.len(), raw.first().map(u8::to_ascii_lowercase)) {
+        (TokenKind::Word, 4 | 7, Some(b'e')) => {
+            raw.eq_ignore_ascii_case(b"EXEC") || raw.eq_ignore_ascii_case(b"EXECUTE")
+        }
+        (TokenKind::Word, 13, Some(b's')) => raw.eq_ignore_ascii_case(b"sp_executesql"),
+        (TokenKind::QuotedIdent, 15, _) => {
+            raw[1..14].eq_ignore_ascii_case(b"sp_executesql")
+                && matches!(raw[14], b']' | b'"' | b'`')
+        }
+        _ => false,
+    }
+}
+
 /// Whether `token` is a bare word in `words`.
+#[inline(always)]
 pub(crate) fn is_any_word(text: &str, token: &Token, words: &WordSet) -> bool {
     token.kind == TokenKind::Word && words.contains(&text.as_bytes()[token.range.clone()])
 }
 
 /// Whether `token` is the bare word `word`, ignoring ASCII case.
+#[inline]
 pub(crate) fn is_word(text: &str, token: &Token, word: &str) -> bool {
     token.kind == TokenKind::Word
         && text.as_bytes()[token.range.clone()].eq_ignore_ascii_case(word.as_bytes())
@@ -86,5 +112,24 @@ mod tests {
             assert!(!SET.contains(word.as_bytes()), "{word}");
         }
         assert!(!SET.contains("x".repeat(40).as_bytes()));
+    }
+
+    #[test]
+    fn executing_tokens() {
+        for (kind, raw, expected) in [
+            (TokenKind::Word, "EXEC", true),
+            (TokenKind::Word, "execute", true),
+            (TokenKind::Word, "Sp_ExecuteSql", true),
+            (TokenKind::QuotedIdent, "[sp_executesql]", true),
+            (TokenKind::QuotedIdent, "\"sp_executesql\"", true),
+            (TokenKind::QuotedIdent, "[sp_executesqlx", false),
+            (TokenKind::QuotedIdent, "[EXEC]", false),
+            (TokenKind::Word, "EXECUTES", false),
+            (TokenKind::Word, "exe", false),
+            (TokenKind::String, "'EXEC'", false),
+            (TokenKind::Parameter, "@EXEC", false),
+        ] {
+            assert_eq!(executes(kind, raw.as_bytes()), expected, "{raw}");
+        }
     }
 }
