@@ -285,9 +285,8 @@ fn survey<'t>(text: &'t str, tokens: &[lexer::Token]) -> Survey<'t> {
 ///
 /// Only the strings `candidate` accepts are returned (the linter passes those that
 /// mention a fenced table); it is asked only about strings that are executed. The walk
-/// back from each string over the expression it is part of is bounded by
-/// [`MAX_EXPRESSION_TOKENS`], and done for all strings in one pass, so the time is
-/// linear in the number of tokens.
+/// back from each string over the expression it is part of is bounded (512 tokens), and
+/// done for all strings in one pass, so the time is linear in the number of tokens.
 pub fn executed_strings(
     text: &str,
     tokens: &[lexer::Token],
