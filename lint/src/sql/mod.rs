@@ -68,72 +68,77 @@ pub fn analyse(text: &str) -> Vec<Analysed> {
 
 /// [`analyse`] over tokens already lexed.
 pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
-    analyse_found(text, tokens, parse::find_statements(text, tokens))
+    analyse_found(text, tokens, parse::find_statements(text, tokens), None).collect()
 }
 
-/// [`analyse`] over a text already lexed, using the statement keywords the lexer noted.
-pub(crate) fn analyse_lexed(text: &str, lexed: &lexer::Lexed) -> Vec<Analysed> {
+/// [`analyse`] over a text already lexed, using the statement keywords the lexer noted,
+/// one statement at a time. An `INSERT` whose target `wanted` rejects is parsed without
+/// what only its analysis needs (see [`parse::parse_found_for`]).
+pub(crate) fn analyse_lexed<'a>(
+    text: &'a str,
+    lexed: &'a lexer::Lexed,
+    wanted: &'a dyn Fn(&TableName) -> bool,
+) -> impl Iterator<Item = Analysed> + 'a {
     let tokens = &lexed.tokens;
     let keywords = lexed.marks.statement_words.iter().copied();
-    analyse_found(
-        text,
-        tokens,
-        parse::find_statements_at(text, tokens, keywords),
-    )
+    let found = parse::find_statements_at(text, tokens, keywords);
+    analyse_found(text, tokens, found, Some(wanted))
 }
 
-fn analyse_found(text: &str, tokens: &[lexer::Token], found: Vec<parse::Found>) -> Vec<Analysed> {
-    found
-        .into_iter()
-        .map(|found| {
-            let keyword = tokens[found.first].range.clone();
-            let result = parse::parse_found(text, tokens, &found).map_err(|error| {
-                // How far the statement reaches: up to `;`, `GO` or the next found keyword.
-                let end = tokens[found.keyword..]
+fn analyse_found<'a>(
+    text: &'a str,
+    tokens: &'a [lexer::Token],
+    found: Vec<parse::Found>,
+    wanted: Option<&'a dyn Fn(&TableName) -> bool>,
+) -> impl Iterator<Item = Analysed> + 'a {
+    found.into_iter().map(move |found| {
+        let keyword = tokens[found.first].range.clone();
+        let result = parse::parse_found_for(text, tokens, &found, wanted).map_err(|error| {
+            // How far the statement reaches: up to `;`, `GO` or the next found keyword.
+            let end = tokens[found.keyword..]
+                .iter()
+                .skip(1)
+                .take(MAX_UNPARSED_TOKENS)
+                .position(|t| {
+                    matches!(
+                        t.kind,
+                        lexer::TokenKind::Semicolon | lexer::TokenKind::BatchSeparator
+                    )
+                })
+                .map_or(tokens.len(), |p| found.keyword + 1 + p);
+            let end = end
+                .min(found.keyword + MAX_UNPARSED_TOKENS)
+                .min(tokens.len());
+            let slice = &tokens[found.first..end];
+            let mut mentioned = parse::tables_in(text, slice);
+            // The word after the keyword is the most likely target.
+            mentioned.extend(
+                slice
                     .iter()
-                    .skip(1)
-                    .take(MAX_UNPARSED_TOKENS)
-                    .position(|t| {
+                    .filter(|t| {
                         matches!(
                             t.kind,
-                            lexer::TokenKind::Semicolon | lexer::TokenKind::BatchSeparator
+                            lexer::TokenKind::Word
+                                | lexer::TokenKind::QuotedIdent
+                                | lexer::TokenKind::Placeholder
                         )
                     })
-                    .map_or(tokens.len(), |p| found.keyword + 1 + p);
-                let end = end
-                    .min(found.keyword + MAX_UNPARSED_TOKENS)
-                    .min(tokens.len());
-                let slice = &tokens[found.first..end];
-                let mut mentioned = parse::tables_in(text, slice);
-                // The word after the keyword is the most likely target.
-                mentioned.extend(
-                    slice
-                        .iter()
-                        .filter(|t| {
-                            matches!(
-                                t.kind,
-                                lexer::TokenKind::Word
-                                    | lexer::TokenKind::QuotedIdent
-                                    | lexer::TokenKind::Placeholder
-                            )
-                        })
-                        .map(|t| TableName {
-                            schema: None,
-                            name: lexer::ident_text(text, t).to_owned(),
-                            range: t.range.clone(),
-                        }),
-                );
-                let range = keyword.start..slice.last().map_or(keyword.end, |t| t.range.end);
-                (error, range, mentioned)
-            });
-            Analysed {
-                kind: found.kind,
-                keyword,
-                result,
-                at_statement_start: at_statement_start(text, tokens, found.first),
-            }
-        })
-        .collect()
+                    .map(|t| TableName {
+                        schema: None,
+                        name: lexer::ident_text(text, t).to_owned(),
+                        range: t.range.clone(),
+                    }),
+            );
+            let range = keyword.start..slice.last().map_or(keyword.end, |t| t.range.end);
+            (error, range, mentioned)
+        });
+        Analysed {
+            kind: found.kind,
+            keyword,
+            result,
+            at_statement_start: at_statement_start(text, tokens, found.first),
+        }
+    })
 }
 
 /// How far back from a string literal [`executed_strings`] looks for what executes it.
@@ -404,6 +409,47 @@ mod tests {
         ] {
             let analysed = analyse(sql);
             assert!(analysed[0].result.is_err(), "{sql}");
+        }
+    }
+
+    /// An `INSERT` of a target the caller does not want is parsed lean: the same
+    /// outcome, error and target as the whole parse, without rows, columns or the
+    /// parameter style. A target read through a CTE is parsed whole.
+    #[test]
+    fn lean_inserts_parse_as_whole_ones_do() {
+        let nothing_wanted = |_: &TableName| false;
+        for sql in [
+            "INSERT INTO t (a, b) VALUES (1, 'x'), (@p, NULL)",
+            "INSERT t VALUES (1, 2)",
+            "INSERT INTO t VALUES (1 = 2)",
+            "INSERT INTO t (a) VALUES (1",
+            "INSERT INTO t (a) SELECT a FROM u WHERE b = 1",
+            "INSERT INTO t (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET a = 1 WHERE",
+            "INSERT INTO t (id) VALUES ($1) ON CONFLICT DO",
+            "INSERT INTO",
+            "INSERT INTO t DEFAULT VALUES",
+            "REPLACE INTO t (a) VALUES (?1)",
+            "WITH c AS (SELECT a FROM u) INSERT INTO c (a) VALUES (1)",
+        ] {
+            let lexed = lexer::lex(sql);
+            let tokens = &lexed.tokens;
+            for found in parse::find_statements(sql, tokens) {
+                let whole = parse::parse_found(sql, tokens, &found);
+                let lean = parse::parse_found_for(sql, tokens, &found, Some(&nothing_wanted));
+                match (&whole, &lean) {
+                    (Ok(whole), Ok(lean)) => {
+                        assert_eq!(whole.target, lean.target, "{sql}");
+                        assert_eq!(whole.range, lean.range, "{sql}");
+                        if found.first < found.keyword {
+                            assert_eq!(whole, lean, "{sql}");
+                        } else {
+                            assert!(lean.inserts.iter().all(|i| i.columns.is_empty()), "{sql}");
+                        }
+                    }
+                    (Err(whole), Err(lean)) => assert_eq!(whole, lean, "{sql}"),
+                    _ => panic!("{sql}: {whole:?} but lean {lean:?}"),
+                }
+            }
         }
     }
 

@@ -109,14 +109,7 @@ impl Parser<'_> {
             .cte_filters
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
-        let mut sub = Parser {
-            text: self.text,
-            tokens: self.tokens,
-            pos: *at,
-            ctes: Vec::new(),
-            cte_filters: Vec::new(),
-            nesting: 0,
-        };
+        let mut sub = Parser::new(self.text, self.tokens, *at);
         let (conditions, _) = sub.where_clause().ok()?;
         let ends = sub.peek().is_some_and(|t| {
             t.kind == TokenKind::RParen

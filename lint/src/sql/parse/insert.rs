@@ -22,10 +22,14 @@ impl Parser<'_> {
             .table_name()
             .ok_or_else(|| self.error("expected the table after INSERT"))?;
         let alias = self.alias();
+        // A target read through a CTE is resolved after parsing.
+        self.lean = self.ctes.is_empty() && self.wanted.is_some_and(|wanted| !wanted(&target));
         let mut mentioned = vec![target.clone()];
         let start = self.pos;
         let part = self.insert_body(replace)?;
-        mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
+        if !self.lean {
+            mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
+        }
         let mut updates = Vec::new();
         if self.eat_word("ON") {
             if self.eat_word("CONFLICT") {
@@ -88,10 +92,13 @@ impl Parser<'_> {
 
     /// After the target of an INSERT (or `THEN INSERT` in MERGE): column list and source.
     pub(super) fn insert_body(&mut self, replace: bool) -> Result<InsertPart, SqlError> {
-        let columns = if self.at_kind(TokenKind::LParen) {
-            self.column_list()
-        } else {
+        let columns = if !self.at_kind(TokenKind::LParen) {
             Vec::new()
+        } else if self.lean {
+            self.skip_group();
+            Vec::new()
+        } else {
+            self.column_list()
         };
         if self.eat_word("OUTPUT") {
             self.skip_output();
@@ -102,7 +109,10 @@ impl Parser<'_> {
                 self.pos += 1;
                 let mut row = Vec::new();
                 loop {
-                    row.push(self.operand());
+                    let value = self.operand();
+                    if !self.lean {
+                        row.push(value);
+                    }
                     if self.at_kind(TokenKind::Comma) {
                         self.pos += 1;
                     } else {
@@ -113,7 +123,9 @@ impl Parser<'_> {
                     return Err(self.error("expected `)` after VALUES row"));
                 }
                 self.pos += 1;
-                rows.push(row);
+                if !self.lean {
+                    rows.push(row);
+                }
                 if self.at_kind(TokenKind::Comma) {
                     self.pos += 1;
                 } else {

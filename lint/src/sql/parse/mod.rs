@@ -36,6 +36,7 @@ mod update;
 
 pub(crate) use super::words::is_word;
 pub(crate) use find::find_statements_at;
+
 pub use find::{Found, find_statements};
 pub use statement::{
     Assignment, Grant, InsertPart, ParamStyle, SqlError, Statement, StatementKind, TableName,
@@ -136,14 +137,21 @@ fn is_name(token: &Token) -> bool {
 
 /// Parses the statement found at `found`.
 pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statement, SqlError> {
-    let mut parser = Parser {
-        text,
-        tokens,
-        pos: found.keyword,
-        ctes: Vec::new(),
-        cte_filters: Vec::new(),
-        nesting: 0,
-    };
+    parse_found_for(text, tokens, found, None)
+}
+
+/// [`parse_found`] for a caller that looks no further than the target of an `INSERT`
+/// unless `wanted` accepts it: the insert is then parsed only as far as telling whether
+/// it parses and what its target is (the same result, the same error), without its
+/// columns, rows, parameter style or the tables it reads.
+pub(crate) fn parse_found_for(
+    text: &str,
+    tokens: &[Token],
+    found: &Found,
+    wanted: Option<&dyn Fn(&TableName) -> bool>,
+) -> Result<Statement, SqlError> {
+    let mut parser = Parser::new(text, tokens, found.keyword);
+    parser.wanted = wanted;
     if found.first < found.keyword {
         parser.ctes = parser.cte_tables(found.first, found.keyword);
     }
@@ -157,7 +165,9 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
     };
     let last = parser.pos.saturating_sub(1).max(found.keyword);
     statement.range = tokens[found.first].range.start..tokens[last].range.end;
-    statement.param_style = ParamStyle::of(text, &tokens[found.first..=last]);
+    if !parser.lean {
+        statement.param_style = ParamStyle::of(text, &tokens[found.first..=last]);
+    }
     for (table, _) in &parser.ctes {
         statement.mentioned.push(table.clone());
     }
@@ -194,6 +204,11 @@ struct Parser<'a> {
     cte_filters: Vec<(String, usize)>,
     /// Current recursion depth of conditions and calls, bounded by [`MAX_NESTING`].
     nesting: usize,
+    /// Which `INSERT` targets the caller wants the whole statement of (`None`: all).
+    wanted: Option<&'a dyn Fn(&TableName) -> bool>,
+    /// The statement is an `INSERT` of a target not wanted: parse it without keeping
+    /// what only its analysis needs.
+    lean: bool,
 }
 
 /// Deeper nesting than this is not written by people; the statement is reported as not
@@ -201,6 +216,19 @@ struct Parser<'a> {
 const MAX_NESTING: usize = 200;
 
 impl<'a> Parser<'a> {
+    fn new(text: &'a str, tokens: &'a [Token], pos: usize) -> Parser<'a> {
+        Parser {
+            text,
+            tokens,
+            pos,
+            ctes: Vec::new(),
+            cte_filters: Vec::new(),
+            nesting: 0,
+            wanted: None,
+            lean: false,
+        }
+    }
+
     fn peek(&self) -> Option<&'a Token> {
         self.tokens.get(self.pos)
     }

@@ -210,14 +210,7 @@ pub fn tables_in(text: &str, tokens: &[Token]) -> Vec<TableName> {
             t,
             words!["FROM", "JOIN", "UPDATE", "INTO", "USING", "APPLY"],
         ) {
-            let mut parser = Parser {
-                text,
-                tokens,
-                pos: i + 1,
-                ctes: Vec::new(),
-                cte_filters: Vec::new(),
-                nesting: 0,
-            };
+            let mut parser = Parser::new(text, tokens, i + 1);
             parser.eat_word("ONLY");
             if let Some(table) = parser.table_name()
                 && !parser.at_kind(TokenKind::LParen)
