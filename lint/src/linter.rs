@@ -132,10 +132,18 @@ impl Linter {
 
     /// The first fenced table a reference (`schema.name` or `name`) denotes.
     fn table(&self, schema: Option<&str>, name: &str) -> Option<&TableSpec> {
-        let indices = if name.bytes().any(|b| b.is_ascii_uppercase()) || !name.is_ascii() {
+        let mut buffer = [0u8; 64];
+        let indices = if !name.is_ascii() {
             self.by_name.get(&name.to_lowercase())
-        } else {
+        } else if !name.bytes().any(|b| b.is_ascii_uppercase()) {
             self.by_name.get(name)
+        } else if let Some(lower) = buffer.get_mut(..name.len()) {
+            // Lower-cased on the stack: names are short, and looked up for every write.
+            lower.copy_from_slice(name.as_bytes());
+            lower.make_ascii_lowercase();
+            self.by_name.get(std::str::from_utf8(lower).ok()?)
+        } else {
+            self.by_name.get(&name.to_ascii_lowercase())
         }?;
         indices
             .iter()
@@ -387,22 +395,28 @@ impl Linter {
     /// Adds discovered tables to the configured ones. A configured entry for the same
     /// table wins (its column names are authoritative).
     pub fn with_discovered(self, tables: Vec<TableSpec>) -> Linter {
-        let mut all = self.tables;
         let mut discovered = tables;
         discovered.sort();
         discovered.dedup();
+        let mut added = Vec::new();
         for table in discovered {
-            let known = all.iter().any(|t| {
+            let known = |t: &TableSpec| {
                 t.name.eq_ignore_ascii_case(&table.name)
                     && match (&t.schema, &table.schema) {
                         (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
                         _ => true,
                     }
-            });
-            if !known {
-                all.push(table);
+            };
+            if !(self.tables.iter().any(known) || added.iter().any(known)) {
+                added.push(table);
             }
         }
+        if added.is_empty() {
+            // The same tables: the same linter.
+            return self;
+        }
+        let mut all = self.tables;
+        all.extend(added);
         let derived = Self::from_tables(all);
         Linter {
             exclude: self.exclude,

@@ -110,8 +110,9 @@ pub(crate) struct Marks {
     /// The indices of the bare words that are statement keywords (`UPDATE`, `DELETE`,
     /// `MERGE`, `INSERT`, `REPLACE`, `GRANT`, `TRUNCATE`), in order.
     pub(crate) statement_words: Vec<usize>,
-    /// Whether a token is `EXEC`, `EXECUTE` or `sp_executesql` (quoted or not).
-    pub(crate) executes: bool,
+    /// The indices of the tokens `EXEC`, `EXECUTE` and `sp_executesql` (quoted or not),
+    /// in order.
+    pub(crate) executing: Vec<usize>,
     /// The indices of the string tokens right after the bare word `AS` or `DO`, in order.
     pub(crate) bodies: Vec<usize>,
 }
@@ -125,12 +126,12 @@ impl Marks {
             TokenKind::Word => {
                 if super::words::STATEMENT_WORDS.contains(raw) {
                     self.statement_words.push(index);
-                } else if !self.executes {
-                    self.executes = super::words::executes(token.kind, raw);
+                } else if super::words::executes(token.kind, raw) {
+                    self.executing.push(index);
                 }
             }
-            TokenKind::QuotedIdent if !self.executes => {
-                self.executes = super::words::executes(token.kind, raw);
+            TokenKind::QuotedIdent if super::words::executes(token.kind, raw) => {
+                self.executing.push(index);
             }
             TokenKind::String
                 if previous.is_some_and(|(t, raw)| {
@@ -151,7 +152,7 @@ pub(crate) fn lex_reusing(text: &str, out: &mut Lexed) {
     out.comments.clear();
     let mut marks = std::mem::take(&mut out.marks);
     marks.statement_words.clear();
-    marks.executes = false;
+    marks.executing.clear();
     marks.bodies.clear();
     // About one token in six bytes of SQL: one allocation, not a dozen doublings.
     out.tokens.reserve(text.len() / 6);
@@ -172,14 +173,17 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
     let mut line_start = true;
     while i < bytes.len() {
         let b = bytes[i];
-        if b == b'\n' {
-            line_start = true;
-            i += 1;
-            continue;
-        }
-        if b.is_ascii_whitespace() {
-            i += 1;
-            continue;
+        // Whitespace is at most a space; most bytes are not.
+        if b <= b' ' {
+            if b == b'\n' {
+                line_start = true;
+                i += 1;
+                continue;
+            }
+            if b.is_ascii_whitespace() {
+                i += 1;
+                continue;
+            }
         }
         let at_line_start = line_start;
         line_start = false;
@@ -951,11 +955,10 @@ mod tests {
             let marks = &lexed.marks;
             assert_eq!(marks.statement_words, statement_words, "{text}");
             assert_eq!(marks.bodies, bodies, "{text}");
-            assert_eq!(
-                marks.executes,
-                tokens.iter().any(|t| executes(t.kind, raw(t))),
-                "{text}"
-            );
+            let executing: Vec<usize> = (0..tokens.len())
+                .filter(|&i| executes(tokens[i].kind, raw(&tokens[i])))
+                .collect();
+            assert_eq!(marks.executing, executing, "{text}");
         }
     }
 

@@ -217,51 +217,30 @@ fn is_string_function(word: &[u8]) -> bool {
             .any(|f| word.eq_ignore_ascii_case(f.as_bytes()))
 }
 
-/// What [`executed_strings`] learns in one pass over the tokens.
-struct Survey<'t> {
-    /// For each `j`, where the walk back from `tokens[j]` over the expression before it
-    /// stops: the index of the first token before `j` that is not part of a string
-    /// expression (strings, parameters, numbers, commas, `(`, `+`, `||`, calls of
-    /// [`STRING_FUNCTIONS`] and anything between matching parentheses), or [`NO_STOP`]
-    /// when the walk reaches the start or an unmatched `)`. Found forwards: the stop
-    /// before `j` is the stop before `j - 1` when `tokens[j - 1]` is skipped, and the
-    /// stop before the matching `(` when it is a `)`.
-    stops: Vec<u32>,
-    /// The indices of the string tokens.
-    strings: Vec<usize>,
-    /// The variables executed, sorted ignoring ASCII case, without duplicates.
-    variables: Vec<&'t str>,
-}
-
-fn survey<'t>(text: &'t str, tokens: &[lexer::Token]) -> Survey<'t> {
+/// Where the walk back from each token over the expression before it stops, as
+/// [`executed_strings`] walks: for each `j`, the index of the first token before `j`
+/// that is not part of a string expression (strings, parameters, numbers, commas, `(`,
+/// `+`, `||`, calls of [`STRING_FUNCTIONS`] and anything between matching parentheses),
+/// or [`NO_STOP`] when the walk reaches the start or an unmatched `)`. Found forwards in
+/// one pass: the stop before `j` is the stop before `j - 1` when `tokens[j - 1]` is
+/// skipped, and the stop before the matching `(` when it is a `)`.
+fn expression_stops(text: &str, tokens: &[lexer::Token]) -> Vec<u32> {
     use lexer::TokenKind;
     let bytes = text.as_bytes();
-    let mut survey = Survey {
-        stops: Vec::with_capacity(tokens.len() + 1),
-        strings: Vec::new(),
-        variables: Vec::new(),
-    };
-    survey.stops.push(NO_STOP);
+    let mut stops = Vec::with_capacity(tokens.len() + 1);
+    stops.push(NO_STOP);
     let mut open = Vec::new();
     // The stop before the token being examined (`stops[j]`).
     let mut stop = NO_STOP;
     for (j, t) in tokens.iter().enumerate() {
         stop = match t.kind {
-            TokenKind::RParen => open.pop().map_or(NO_STOP, |m: usize| survey.stops[m]),
+            TokenKind::RParen => open.pop().map_or(NO_STOP, |m: usize| stops[m]),
             TokenKind::LParen => {
                 open.push(j);
                 stop
             }
-            TokenKind::String => {
-                survey.strings.push(j);
-                stop
-            }
-            TokenKind::Parameter | TokenKind::Comma | TokenKind::Number => stop,
+            TokenKind::String | TokenKind::Parameter | TokenKind::Comma | TokenKind::Number => stop,
             TokenKind::Operator if matches!(&bytes[t.range.clone()], b"+" | b"||") => stop,
-            TokenKind::Word | TokenKind::QuotedIdent if executes(text, t) => {
-                survey.variables.extend(executed_variable(text, tokens, j));
-                u32::try_from(j).unwrap_or(NO_STOP)
-            }
             TokenKind::Word
                 if tokens
                     .get(j + 1)
@@ -273,13 +252,9 @@ fn survey<'t>(text: &'t str, tokens: &[lexer::Token]) -> Survey<'t> {
             // Token counts are bounded by the file size limit, far below `u32::MAX`.
             _ => u32::try_from(j).unwrap_or(NO_STOP),
         };
-        survey.stops.push(stop);
+        stops.push(stop);
     }
-    survey
-        .variables
-        .sort_unstable_by(|a, b| cmp_ignore_ascii_case(a, b));
-    survey.variables.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
-    survey
+    stops
 }
 
 /// The indices of the string tokens whose value is executed as SQL: an argument of
@@ -298,10 +273,12 @@ pub fn executed_strings(
     candidate: impl Fn(&lexer::Token) -> bool,
 ) -> Vec<usize> {
     let mut marks = lexer::Marks {
-        executes: tokens.iter().any(|t| executes(text, t)),
+        executing: (0..tokens.len())
+            .filter(|&i| executes(text, &tokens[i]))
+            .collect(),
         ..lexer::Marks::default()
     };
-    if !marks.executes {
+    if marks.executing.is_empty() {
         marks.bodies = (1..tokens.len())
             .filter(|&p| {
                 tokens[p].kind == lexer::TokenKind::String && is_body_word(text, &tokens[p - 1])
@@ -335,7 +312,7 @@ fn executed_strings_marked(
     candidate: impl Fn(&lexer::Token) -> bool,
 ) -> Vec<usize> {
     use lexer::TokenKind;
-    if !marks.executes {
+    if marks.executing.is_empty() {
         // Nothing is executed but quoted bodies: a string right after `AS` or `DO`.
         return marks
             .bodies
@@ -344,19 +321,27 @@ fn executed_strings_marked(
             .filter(|&p| candidate(&tokens[p]))
             .collect();
     }
-    let survey = survey(text, tokens);
+    let mut variables: Vec<&str> = marks
+        .executing
+        .iter()
+        .filter_map(|&i| executed_variable(text, tokens, i))
+        .collect();
+    variables.sort_unstable_by(|a, b| cmp_ignore_ascii_case(a, b));
+    variables.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    let stops = expression_stops(text, tokens);
     let executed_variable = |token: &lexer::Token| {
         matches!(token.kind, TokenKind::Parameter | TokenKind::Word)
-            && survey
-                .variables
+            && variables
                 .binary_search_by(|v| cmp_ignore_ascii_case(v, &text[token.range.clone()]))
                 .is_ok()
     };
     let mut out = Vec::new();
-    for &position in &survey.strings {
-        let token = &tokens[position];
-        let stop = survey.stops[position] as usize;
-        if survey.stops[position] == NO_STOP || position - stop > MAX_EXPRESSION_TOKENS {
+    for (position, token) in tokens.iter().enumerate() {
+        if token.kind != TokenKind::String {
+            continue;
+        }
+        let stop = stops[position] as usize;
+        if stops[position] == NO_STOP || position - stop > MAX_EXPRESSION_TOKENS {
             continue;
         }
         let t = &tokens[stop];

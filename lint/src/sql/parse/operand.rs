@@ -103,6 +103,13 @@ impl Parser<'_> {
     /// A value expression: tokens up to a comparison, a boolean keyword, a comma, a
     /// closing parenthesis or a clause boundary. Never fails; may be empty.
     pub(super) fn operand(&mut self) -> Operand {
+        match self.lone_value() {
+            Some(operand) => operand,
+            None => self.any_operand(),
+        }
+    }
+
+    fn any_operand(&mut self) -> Operand {
         let start_pos = self.pos;
         let mut operand = Operand::default();
         let mut count = 0;
@@ -301,6 +308,37 @@ impl Parser<'_> {
         operand
     }
 
+    /// A literal, parameter or `NULL` alone before `,`, `)`, `;` or the end, as in most
+    /// `VALUES` rows: the operand the general loop makes of it, made directly.
+    fn lone_value(&mut self) -> Option<Operand> {
+        let t = self.peek()?;
+        let alone = self.peek_at(1).is_none_or(|next| {
+            matches!(
+                next.kind,
+                TokenKind::Comma
+                    | TokenKind::RParen
+                    | TokenKind::Semicolon
+                    | TokenKind::BatchSeparator
+            )
+        });
+        if !alone {
+            return None;
+        }
+        let mut operand = Operand {
+            range: t.range.clone(),
+            ..Operand::default()
+        };
+        match t.kind {
+            TokenKind::String => {}
+            TokenKind::Number => operand.integer = self.text[t.range.clone()].parse().ok(),
+            TokenKind::Parameter | TokenKind::Placeholder => operand.parameter = true,
+            TokenKind::Word if is_word(self.text, t, "NULL") => operand.null = true,
+            _ => return None,
+        }
+        self.pos += 1;
+        Some(operand)
+    }
+
     pub(super) fn operand_ends_here(&self) -> bool {
         match self.peek() {
             None => true,
@@ -416,6 +454,50 @@ impl Parser<'_> {
                 Some(_) => self.pos += 1,
                 None => return,
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Parser;
+    use crate::sql::lexer::lex;
+
+    /// The shortcut for lone values makes the operand the general loop makes.
+    #[test]
+    fn lone_values_are_read_as_the_general_loop_reads_them() {
+        for text in [
+            "1, 2",
+            "'x')",
+            "N'x';",
+            "@p",
+            "$1,",
+            "?2)",
+            ":name,",
+            "NULL)",
+            "null",
+            "<a, int, 3>,",
+            "$(var))",
+            "42\nGO",
+            "99999999999999999999,",
+        ] {
+            // After `(`, as in a row: `:name` at the start of a line is a SQLCMD command.
+            let text = &format!("({text}");
+            let lexed = lex(text);
+            let mut lone = Parser::new(text, &lexed.tokens, 1);
+            let mut general = Parser::new(text, &lexed.tokens, 1);
+            let Some(fast) = lone.lone_value() else {
+                panic!("{text}: not read as a lone value");
+            };
+            assert_eq!(fast, general.any_operand(), "{text}");
+            assert_eq!(lone.pos, general.pos, "{text}");
+        }
+        for text in ["1 + 2,", "-1,", "NULLIF(a, b)", "x,", "'a' || 'b'"] {
+            let lexed = lex(text);
+            assert!(
+                Parser::new(text, &lexed.tokens, 0).lone_value().is_none(),
+                "{text}"
+            );
         }
     }
 }
