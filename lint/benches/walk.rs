@@ -184,7 +184,7 @@ fn main() {
         .map(|i| {
             let bytes = i.content.clone().unwrap();
             let text = decode(&bytes).map(|t| t.into_owned()).unwrap_or_default();
-            (i, walk::load(&linter, &i.path, bytes), text)
+            (i, walk::load(&linter, &i.path, bytes, false), text)
         })
         .collect();
     let linter = Linter::new(&config).with_discovered(Vec::new());

@@ -196,6 +196,40 @@ impl Linter {
         }
     }
 
+    /// [`Linter::scan_text`] and then [`Linter::check_scanned`] with this linter, in one:
+    /// the same scan and report, with a SQL text lexed once for both passes. Does not
+    /// consult the `exclude` globs: the caller has decided with [`Linter::is_excluded`].
+    pub fn scan_and_check(&self, path: &Path, text: &str) -> (Scan, FileReport) {
+        let [declares, mentions, statements] =
+            prefilter::search([&self.discovery, &self.prefilter, &self.statements], text);
+        let check =
+            !self.prefilter.is_empty() && statements && (mentions || self.unscanned.is_match(text));
+        let (tables, report) = if declares && check && !is_rust(path) {
+            let mut reused = ReusedLexed::take();
+            lexer::lex_reusing(text, &mut reused.0);
+            let tables = self.discover_in_tokens(text, &reused.0.tokens);
+            (tables, self.check_statements(path, text, Some(&reused.0)))
+        } else {
+            let tables = if declares {
+                self.discover_matched(path, text)
+            } else {
+                Vec::new()
+            };
+            let report = if check {
+                self.check_statements(path, text, None)
+            } else {
+                FileReport::default()
+            };
+            (tables, report)
+        };
+        let scan = Scan {
+            tables,
+            mentions,
+            statements,
+        };
+        (scan, report)
+    }
+
     /// The discovery in a file the configuration does not exclude.
     fn discover_included(&self, path: &Path, text: &str) -> Vec<TableSpec> {
         if !self.discovery.is_match(text) {
@@ -222,8 +256,10 @@ impl Linter {
     }
 
     fn discover_in_sql(&self, text: &str) -> Vec<TableSpec> {
-        let lexed = lexer::lex(text);
-        let tokens = &lexed.tokens;
+        self.discover_in_tokens(text, &lexer::lex(text).tokens)
+    }
+
+    fn discover_in_tokens(&self, text: &str, tokens: &[lexer::Token]) -> Vec<TableSpec> {
         let mut out = Vec::new();
         let mut column_sets: Vec<(String, String, String)> = self
             .tables
@@ -479,7 +515,7 @@ impl Linter {
         {
             return FileReport::default();
         }
-        self.check_statements(path, text)
+        self.check_statements(path, text, None)
     }
 
     /// The check of a file the configuration does not exclude.
@@ -498,12 +534,17 @@ impl Linter {
         if !self.statements.is_match(text) {
             return FileReport::default();
         }
-        self.check_statements(path, text)
+        self.check_statements(path, text, None)
     }
 
     /// The check of a text that got past the prefilter and holds a statement keyword or
-    /// the suppression marker.
-    fn check_statements(&self, path: &Path, text: &str) -> FileReport {
+    /// the suppression marker; `lexed`: its tokens, when a SQL text is already lexed.
+    fn check_statements(
+        &self,
+        path: &Path,
+        text: &str,
+        lexed: Option<&lexer::Lexed>,
+    ) -> FileReport {
         let prefilter = &self.prefilter;
         let mut report = FileReport {
             analysed: true,
@@ -566,9 +607,15 @@ impl Linter {
                 }
             }
         } else {
-            let mut reused = ReusedLexed::take();
-            let lexed = &mut reused.0;
-            lexer::lex_reusing(text, lexed);
+            let mut reused = None;
+            let lexed = match lexed {
+                Some(lexed) => lexed,
+                None => {
+                    let reused = reused.insert(ReusedLexed::take());
+                    lexer::lex_reusing(text, &mut reused.0);
+                    &reused.0
+                }
+            };
             for comment in lexed.comments.iter().filter(|c| c.line) {
                 let body = &text[comment.range.clone()];
                 if body.contains(suppress::MARKER) {

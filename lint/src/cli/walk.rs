@@ -15,10 +15,13 @@
 //!
 //! Each file is read and decoded once. Pass 1 (discovering fenced tables from `CREATE
 //! TABLE`) and pass 2 with the configured tables (checking statements) run on it in the
-//! walker's thread right after the read, while the text is in the CPU's cache. Pass 2's
-//! report stands unless discovery adds tables to the configured ones; then pass 2 runs
-//! again after the walk, with all tables, on the texts kept for it: those holding a
-//! statement keyword or the suppression marker, the only ones it can report on.
+//! walker's thread right after the read, while the text is in the CPU's cache, and the
+//! text is then dropped (unless a finding will show it). Pass 2's report stands unless
+//! discovery adds tables to the configured ones; then pass 2 runs again after the walk,
+//! with all tables, on the files that hold a statement keyword or the suppression
+//! marker (the only ones it can report on). Without configured tables, where that is
+//! the rule, their texts are kept for it; with configured tables, where it is rare,
+//! they are read again.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -45,8 +48,8 @@ pub(crate) struct Input<T> {
 /// A file as the lint keeps it between the passes.
 #[derive(Debug)]
 pub(crate) struct Loaded {
-    /// The decoded text when pass 2 can report on it (it holds a statement keyword or the
-    /// suppression marker; `None` otherwise), or why the bytes are not source text.
+    /// The decoded text when it is kept (`None` otherwise), or why the bytes are not
+    /// source text.
     pub(crate) text: Result<Option<String>, Undecodable>,
     /// Whether the configuration's `exclude` globs cover it (a file named on the command
     /// line is read whatever they say, and then not checked).
@@ -222,22 +225,24 @@ pub(crate) fn lint_tree(config: &Config, roots: &[PathBuf], strip_dot: bool) -> 
     // Files the configuration excludes are not even read; a file named on the command
     // line is read, and then not checked if excluded.
     let wanted = |path: &Path| Linter::is_candidate(path) && !linter.is_excluded(path);
+    // Without configured tables, the tables come from discovery, and pass 2 runs again.
+    let keep = linter.tables().is_empty();
     let inputs = read_tree(roots, strip_dot, wanted, |path, bytes| {
-        load(&linter, path, bytes)
+        load(&linter, path, bytes, keep)
     });
     check(linter, inputs)
 }
 
-/// Decodes a file's bytes and runs pass 1 and pass 2 on the text, keeping it only if
-/// pass 2 may have to run again.
-pub(crate) fn load(linter: &Linter, path: &Path, bytes: Vec<u8>) -> Loaded {
+/// Decodes a file's bytes and runs pass 1 and pass 2 on the text. The text is kept
+/// when a finding will show it, or, with `keep`, when pass 2 can report on it.
+pub(crate) fn load(linter: &Linter, path: &Path, bytes: Vec<u8>, keep: bool) -> Loaded {
     let excluded = linter.is_excluded(path);
     match decode_owned(bytes) {
         Ok(text) if !excluded => {
-            let scan = linter.scan_text(path, &text);
-            let report = linter.check_scanned(path, &text, &scan);
+            let (scan, report) = linter.scan_and_check(path, &text);
+            let kept = !report.diagnostics.is_empty() || keep && scan.statements;
             Loaded {
-                text: Ok(scan.statements.then_some(text)),
+                text: Ok(kept.then_some(text)),
                 excluded,
                 scan,
                 report,
@@ -276,10 +281,20 @@ fn check(linter: Linter, inputs: Vec<Input<Loaded>>) -> Run {
                     report,
                     ..
                 }) => {
-                    let report = match &text {
-                        Some(text) if again => linter.check_scanned(&input.path, text, &scan),
-                        _ if again => FileReport::default(),
-                        _ => report,
+                    let (report, text) = if !again {
+                        (report, text)
+                    } else if let Some(text) = text {
+                        (linter.check_scanned(&input.path, &text, &scan), Some(text))
+                    } else if scan.statements {
+                        match read(&input.path).map(decode_owned) {
+                            Ok(Ok(text)) => {
+                                (linter.check_scanned(&input.path, &text, &scan), Some(text))
+                            }
+                            Ok(Err(reason)) => (unreadable(&input.path, reason), None),
+                            Err(reason) => (unreadable(&input.path, reason), None),
+                        }
+                    } else {
+                        (FileReport::default(), None)
                     };
                     // Keep the text only where a snippet will be shown.
                     let text = if report.diagnostics.is_empty() {
@@ -291,20 +306,8 @@ fn check(linter: Linter, inputs: Vec<Input<Loaded>>) -> Run {
                 }
                 Ok(Loaded {
                     text: Err(reason), ..
-                }) => (
-                    FileReport {
-                        diagnostics: vec![Diagnostic::unreadable(&input.path, reason)],
-                        ..FileReport::default()
-                    },
-                    None,
-                ),
-                Err(reason) => (
-                    FileReport {
-                        diagnostics: vec![Diagnostic::unreadable(&input.path, reason)],
-                        ..FileReport::default()
-                    },
-                    None,
-                ),
+                }) => (unreadable(&input.path, reason), None),
+                Err(reason) => (unreadable(&input.path, reason), None),
             };
             (input.path, report, text)
         })
@@ -325,4 +328,12 @@ fn check(linter: Linter, inputs: Vec<Input<Loaded>>) -> Run {
     run.statements_checked = statements_checked;
     run.sources = sources;
     run
+}
+
+/// The report of a file that could not be read or decoded.
+fn unreadable(path: &Path, reason: impl std::fmt::Display) -> FileReport {
+    FileReport {
+        diagnostics: vec![Diagnostic::unreadable(path, reason)],
+        ..FileReport::default()
+    }
 }
