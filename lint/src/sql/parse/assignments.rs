@@ -50,13 +50,14 @@ impl Parser<'_> {
                     });
                 }
             } else {
-                let (parts, column_range) = self
+                let name = self
                     .dotted_name()
                     .ok_or_else(|| self.error("expected a column in SET"))?;
-                if self.at_kind(TokenKind::LParen) && parts.len() >= 2 {
+                let column_range = name.range;
+                if let Some(column) = name.qualifier.filter(|_| self.at_kind(TokenKind::LParen)) {
                     // T-SQL mutator methods: `SET Body.WRITE(@chunk, NULL, 0)`,
                     // `SET Doc.modify('...')`. The column is changed from its own value.
-                    let column = parts[parts.len() - 2].clone();
+                    let column = column.to_owned();
                     let start = self.pos;
                     self.pos += 1;
                     let mut value = Operand::default();
@@ -90,12 +91,12 @@ impl Parser<'_> {
                     // `+=` and friends: the value is computed from the column itself.
                     value.columns.push(ColumnRef {
                         qualifier: None,
-                        name: parts.last().cloned().unwrap_or_default(),
+                        name: name.last.to_owned(),
                         range: column_range.clone(),
                     });
                 }
                 out.push(Assignment {
-                    column: parts.last().cloned().unwrap_or_default(),
+                    column: name.last.to_owned(),
                     column_range,
                     value,
                 });

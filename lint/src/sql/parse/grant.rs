@@ -45,8 +45,8 @@ impl Parser<'_> {
             // PostgreSQL `ON ALL TABLES IN SCHEMA a, b`.
             self.pos += 2;
             if self.eat_word("TABLES") && self.eat_word("IN") && self.eat_word("SCHEMA") {
-                while let Some((parts, _)) = self.dotted_name() {
-                    schemas.extend(parts.last().cloned());
+                while let Some(name) = self.dotted_name() {
+                    schemas.push(name.last.to_owned());
                     if self.at_kind(TokenKind::Comma) {
                         self.pos += 1;
                     } else {
@@ -56,8 +56,8 @@ impl Parser<'_> {
             }
         } else if self.eat_word("ON") && class_prefix(self, "SCHEMA") {
             self.pos += 2;
-            if let Some((parts, _)) = self.dotted_name() {
-                schemas.extend(parts.last().cloned());
+            if let Some(name) = self.dotted_name() {
+                schemas.push(name.last.to_owned());
             }
         } else if class_prefix(self, "DATABASE") {
             self.pos += 2;

@@ -24,10 +24,11 @@ impl Parser<'_> {
         let alias = self.alias();
         // A target read through a CTE is resolved after parsing.
         self.lean = self.ctes.is_empty() && self.wanted.is_some_and(|wanted| !wanted(&target));
-        let mut mentioned = vec![target.clone()];
+        let mut mentioned = Vec::new();
         let start = self.pos;
         let part = self.insert_body(replace)?;
         if !self.lean {
+            mentioned.push(target.clone());
             mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
         }
         let mut updates = Vec::new();
@@ -74,8 +75,11 @@ impl Parser<'_> {
             }
         }
         self.tail();
-        let mut names = vec![target.name.clone()];
-        names.extend(alias);
+        let mut names = Vec::new();
+        if !self.lean {
+            names.push(target.name.clone());
+            names.extend(alias);
+        }
         Ok(Statement {
             param_style: ParamStyle::Unknown,
             kind: StatementKind::Insert,

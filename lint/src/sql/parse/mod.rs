@@ -143,7 +143,7 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
 /// [`parse_found`] for a caller that looks no further than the target of an `INSERT`
 /// unless `wanted` accepts it: the insert is then parsed only as far as telling whether
 /// it parses and what its target is (the same result, the same error), without its
-/// columns, rows, parameter style or the tables it reads.
+/// columns, rows, names, parameter style or the tables it mentions.
 pub(crate) fn parse_found_for(
     text: &str,
     tokens: &[Token],

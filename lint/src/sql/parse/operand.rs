@@ -221,16 +221,12 @@ impl Parser<'_> {
                             continue;
                         }
                     }
-                    let Some((parts, range)) = self.dotted_name() else {
+                    let Some(name) = self.dotted_name() else {
                         self.pos += 1;
                         continue;
                     };
-                    if self.at_kind(TokenKind::LParen) && parts.len() <= 3 {
-                        let function = parts
-                            .last()
-                            .cloned()
-                            .unwrap_or_default()
-                            .to_ascii_lowercase();
+                    if self.at_kind(TokenKind::LParen) && name.parts <= 3 {
+                        let function = name.last.to_ascii_lowercase();
                         self.pos += 1;
                         if CLOCK_FUNCTIONS.contains(&function.as_str()) {
                             operand.clock = true;
@@ -277,12 +273,10 @@ impl Parser<'_> {
                             self.call_arguments(&mut operand);
                         }
                     } else {
-                        let name = parts.last().cloned().unwrap_or_default();
-                        let qualifier = (parts.len() >= 2).then(|| parts[parts.len() - 2].clone());
                         operand.columns.push(ColumnRef {
-                            qualifier,
-                            name,
-                            range,
+                            qualifier: name.qualifier.map(str::to_owned),
+                            name: name.last.to_owned(),
+                            range: name.range,
                         });
                     }
                 }

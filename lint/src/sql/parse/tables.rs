@@ -7,33 +7,54 @@ use super::super::lexer::{Token, TokenKind, ident_text};
 use super::super::words::{WordSet, is_any_word, words};
 use super::{Parser, STOP_WORDS, TableName, is_name};
 
-impl Parser<'_> {
-    /// A possibly qualified name: `a`, `a.b`, `a.b.c`, `a..c`. Returns the parts.
-    pub(super) fn dotted_name(&mut self) -> Option<(Vec<String>, Range<usize>)> {
+/// A possibly qualified name as written, unquoted: its last two parts are all the
+/// statements need, and they stay borrowed from the text.
+pub(super) struct Dotted<'a> {
+    /// How many parts (`a.b.c`: 3; an empty middle part, `a..c`, counts).
+    pub(super) parts: usize,
+    /// The last part: the name.
+    pub(super) last: &'a str,
+    /// The part before the last (`""` for `a..c`), when there are two or more.
+    pub(super) qualifier: Option<&'a str>,
+    /// Byte range of the whole name.
+    pub(super) range: Range<usize>,
+}
+
+impl<'a> Parser<'a> {
+    /// A possibly qualified name: `a`, `a.b`, `a.b.c`, `a..c`, `a.*`.
+    pub(super) fn dotted_name(&mut self) -> Option<Dotted<'a>> {
         let first = self.peek().filter(|t| is_name(t))?;
-        let start = first.range.start;
-        let mut end = first.range.end;
-        let mut parts = vec![ident_text(self.text, first).to_owned()];
+        let mut name = Dotted {
+            parts: 1,
+            last: ident_text(self.text, first),
+            qualifier: None,
+            range: first.range.clone(),
+        };
+        let push = |name: &mut Dotted<'a>, part: &'a str| {
+            name.parts += 1;
+            name.qualifier = Some(name.last);
+            name.last = part;
+        };
         self.pos += 1;
         while self.at_kind(TokenKind::Dot) {
             self.pos += 1;
             match self.peek() {
                 Some(t) if is_name(t) => {
-                    parts.push(ident_text(self.text, t).to_owned());
-                    end = t.range.end;
+                    push(&mut name, ident_text(self.text, t));
+                    name.range.end = t.range.end;
                     self.pos += 1;
                 }
-                Some(t) if t.kind == TokenKind::Dot => parts.push(String::new()),
+                Some(t) if t.kind == TokenKind::Dot => push(&mut name, ""),
                 Some(t) if t.kind == TokenKind::Operator && &self.text[t.range.clone()] == "*" => {
-                    parts.push("*".to_owned());
-                    end = t.range.end;
+                    push(&mut name, "*");
+                    name.range.end = t.range.end;
                     self.pos += 1;
                     break;
                 }
                 _ => break,
             }
         }
-        Some((parts, start..end))
+        Some(name)
     }
 
     pub(super) fn table_name(&mut self) -> Option<TableName> {
@@ -54,14 +75,14 @@ impl Parser<'_> {
                 range: t.range.clone(),
             });
         }
-        let (parts, range) = self.dotted_name()?;
-        let n = parts.len();
-        let name = parts[n - 1].clone();
-        let schema = (n >= 2 && !parts[n - 2].is_empty()).then(|| parts[n - 2].clone());
+        let name = self.dotted_name()?;
         Some(TableName {
-            schema,
-            name,
-            range,
+            schema: name
+                .qualifier
+                .filter(|schema| !schema.is_empty())
+                .map(str::to_owned),
+            name: name.last.to_owned(),
+            range: name.range,
         })
     }
 
