@@ -401,6 +401,16 @@ async fn first_row(rows: RowStream) -> std::result::Result<Option<Row>, tokio_po
     Ok(first)
 }
 
+/// Every row of `rows`.
+async fn all_rows(rows: RowStream) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
+    let mut rows = pin!(rows);
+    let mut all = Vec::new();
+    while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {
+        all.push(row?);
+    }
+    Ok(all)
+}
+
 impl Backend for Postgres {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
@@ -458,6 +468,39 @@ impl Backend for Postgres {
                                 prepared_again = true;
                             }
                             row => return row?.as_ref().map(decode).transpose(),
+                        }
+                    }
+                })
+                .await;
+            match attempt {
+                Attempt::Done(result) => return result,
+                Attempt::Again(error) => self.again(&mut attempts, error)?,
+            }
+        }
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        let mut attempts = 0;
+        loop {
+            let attempt = self
+                .with_connection(async |conn| {
+                    let mut prepared_again = false;
+                    loop {
+                        let (client, statement) =
+                            conn.prepared(sql).await.map_err(Error::not_executed)?;
+                        let expected = statement.params().len();
+                        let rows = match client.query_raw(statement, params).await {
+                            Ok(rows) => all_rows(rows).await,
+                            Err(error) if unsent(&error, expected, params.len()) => {
+                                return Err(Error::not_executed(error));
+                            }
+                            Err(error) => Err(error),
+                        };
+                        match rows {
+                            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+                                prepared_again = true;
+                            }
+                            rows => return rows?.iter().map(decode).collect(),
                         }
                     }
                 })
