@@ -75,12 +75,14 @@
 #[path = "private.rs"]
 pub mod __private;
 pub mod backend;
+pub mod claim;
 pub mod dialect;
 mod error;
 pub mod keeper;
 mod lease;
 pub mod operation;
 mod outcome;
+pub mod renewal;
 mod store;
 mod table;
 mod value;
@@ -94,6 +96,7 @@ pub use backend::{Mssql, MssqlOptions};
 pub use backend::{PooledClient, Postgres};
 #[cfg(feature = "sqlite")]
 pub use backend::{Sqlite, SqliteExecution, SqliteOptions};
+pub use claim::{Candidates, Comparison};
 pub use dialect::procedures::{MssqlProcedures, Procedure};
 pub use dialect::{
     Dialect, FencedSql, fence_predicate, publish_once_assignment, publish_once_predicate,
@@ -103,6 +106,7 @@ pub use keeper::{Keeper, KeeperBuilder, Loss};
 pub use lease::{AsLease, Lease, LeaseState};
 pub use operation::{OperationOutcome, Resolution};
 pub use outcome::Outcome;
+pub use renewal::{BatchKeeper, BatchKeeperBuilder, KeptLease};
 pub use store::{MAX_TTL, Store};
 pub use table::{
     Column, ColumnType, FencedTable, FencedTableBuilder, Identifier, KeyType, MAX_IDENTIFIER_LEN,

@@ -1020,7 +1020,7 @@ impl<B: Backend> Store<B> {
             .collect()
     }
 
-    fn check_key(&self, key: &Key) -> Result<()> {
+    pub(crate) fn check_key(&self, key: &Key) -> Result<()> {
         if key.key_type() != self.table.key_type() {
             return Err(Error::KeyType {
                 expected: self.table.key_type(),

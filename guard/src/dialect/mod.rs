@@ -26,6 +26,7 @@
 //! holds for [`FencedSql`] statements written with
 //! [`fence_predicate`].
 
+pub mod batch;
 pub mod lex;
 mod mssql;
 mod postgres;
