@@ -164,6 +164,9 @@ impl Candidates {
     }
 }
 
+/// A filter's tests, each on the table's declared column, and the values they bind.
+type Filter<'t> = (Vec<(&'t Identifier, Test)>, Vec<Value>);
+
 /// A key as a statement returns it, for a table whose keys are of `key_type`.
 pub(crate) fn key_from(key_type: KeyType, value: &Value) -> Option<Key> {
     match key_type {
@@ -257,7 +260,7 @@ impl<B: Backend> Store<B> {
     fn conditions<'t>(
         &'t self,
         candidates: &Candidates,
-    ) -> Result<(Vec<(&'t Identifier, Test)>, Vec<Value>)> {
+    ) -> Result<Filter<'t>> {
         if candidates.conditions.len() > MAX_CONDITIONS {
             return Err(Error::Config(format!(
                 "a claim's filter has {} conditions, more than {MAX_CONDITIONS}",

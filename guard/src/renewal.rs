@@ -583,7 +583,7 @@ where
     /// Moves every lease due now into the round, and with them those due within half
     /// their renewal interval, so that leases come to share rounds.
     fn gather(&mut self, now: Instant) {
-        if !self.due.first().is_some_and(|(at, _)| *at <= now) {
+        if self.due.first().is_none_or(|(at, _)| *at > now) {
             return;
         }
         let horizon = now + self.widest_window;
