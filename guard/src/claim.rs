@@ -257,10 +257,7 @@ impl<B: Backend> Store<B> {
     }
 
     /// The filter's tests, each column the table's declared one, and the values bound.
-    fn conditions<'t>(
-        &'t self,
-        candidates: &Candidates,
-    ) -> Result<Filter<'t>> {
+    fn conditions<'t>(&'t self, candidates: &Candidates) -> Result<Filter<'t>> {
         if candidates.conditions.len() > MAX_CONDITIONS {
             return Err(Error::Config(format!(
                 "a claim's filter has {} conditions, more than {MAX_CONDITIONS}",
