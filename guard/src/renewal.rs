@@ -511,7 +511,7 @@ where
         let mut statements: JoinSet<Answer> = JoinSet::new();
         loop {
             self.launch(&mut statements);
-            let far = Instant::now() + Duration::from_secs(3600);
+            let far = saturating_add(Instant::now(), Duration::from_secs(3600));
             let wake = [self.due.first(), self.deadlines.first()]
                 .into_iter()
                 .flatten()
@@ -545,12 +545,14 @@ where
         let due = deadline
             .checked_sub(r.lease.ttl().saturating_sub(r.renew))
             .unwrap_or_else(Instant::now);
-        self.widest_window = self.widest_window.max(r.renew / 2);
         let invalid = self
             .store
             .check_key(r.lease.key())
             .and_then(|()| ttl_millis(r.lease.ttl()).map(drop))
             .err();
+        if invalid.is_none() {
+            self.widest_window = self.widest_window.max(r.renew / 2);
+        }
         self.entries.insert(
             id,
             Entry {
@@ -586,7 +588,7 @@ where
         if self.due.first().is_none_or(|(at, _)| *at > now) {
             return;
         }
-        let horizon = now + self.widest_window;
+        let horizon = saturating_add(now, self.widest_window);
         let taken: Vec<(Instant, u64)> = self
             .due
             .iter()
@@ -675,7 +677,7 @@ where
                             .extend_local_deadline(saturating_add(sent_at, ttl));
                         entry.attempts = 0;
                         entry.last = None;
-                        let due = sent_at + entry.renew;
+                        let due = saturating_add(sent_at, entry.renew);
                         self.reschedule(id, due);
                     } else if entry.lease.is_released() {
                         // Given back meanwhile: the lease's end, not a loss.
@@ -700,7 +702,7 @@ where
                     entry.attempts = entry.attempts.saturating_add(1);
                     entry.last = Some(Arc::clone(&error));
                     // The deadline, not the retry, decides when the lease fails closed.
-                    let due = now + entry.retry;
+                    let due = saturating_add(now, entry.retry);
                     self.reschedule(id, due);
                 }
             }
