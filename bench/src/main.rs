@@ -220,7 +220,7 @@ impl ScaleArgs {
         } else {
             self.leases.clone()
         };
-        if leases.is_empty() || leases.iter().any(|&n| n == 0) {
+        if leases.is_empty() || leases.contains(&0) {
             return Err(Error::Usage(
                 "--leases must list counts of at least 1".into(),
             ));
@@ -430,6 +430,52 @@ mod tests {
         case!("hand-off" => [Execution::HandOff]);
         case!("hand-off,in-place" => [Execution::HandOff, Execution::InPlace]);
         case!("in-place,hand-off,in-place" => [Execution::InPlace, Execution::HandOff]);
+    }
+
+    fn scale(args: &[&str]) -> Result<scale::Settings, Error> {
+        let args = Args::try_parse_from(
+            ["fenced-bench", "scale"]
+                .into_iter()
+                .chain(args.iter().copied()),
+        )
+        .expect("parses");
+        match args.command {
+            Some(Command::Scale(scale)) => scale.settings(),
+            None => panic!("no scale subcommand"),
+        }
+    }
+
+    #[test]
+    fn the_scale_benchmark_defaults_to_the_issue_sizes() {
+        let settings = scale(&[]).unwrap();
+        assert_eq!(settings.leases, [10_000, 100_000]);
+        assert_eq!(settings.keeper_leases, 100_000);
+        assert_eq!(
+            (settings.big_rows, settings.tasks, settings.connections),
+            (1_000_000, 256, 32)
+        );
+        assert_eq!((settings.claim_rows, settings.claim_workers), (100_000, 32));
+        assert_eq!(settings.claim_batches, [1, 10, 100]);
+        assert_eq!(settings.parts.len(), 4);
+        let quick = scale(&["--quick", "--parts", "renewal"]).unwrap();
+        assert_eq!(quick.parts, [scale::Part::Renewal]);
+        assert!(quick.leases.iter().all(|&n| n <= 5_000));
+    }
+
+    #[test]
+    fn the_scale_benchmark_refuses_empty_sizes() {
+        for bad in [
+            &["--leases", "0"][..],
+            &["--claim-batches", "0"],
+            &["--tasks", "0"],
+            &["--ttl", "0"],
+            &["--big-rows", "10", "--tasks", "20"],
+        ] {
+            assert!(
+                matches!(scale(bad), Err(Error::Usage(_))),
+                "accepted {bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -186,6 +186,16 @@ impl ServerCpu {
     }
 }
 
+/// The backends of a run and their CPU time when its window started.
+type CpuMark = (ServerCpu, Option<u64>);
+
+/// The server's WAL counters.
+#[derive(Clone, Copy, Debug)]
+struct Wal {
+    bytes: i64,
+    full_pages: i64,
+}
+
 /// One measured span: wall time, statements, server and client CPU.
 #[derive(Clone, Copy, Debug, Default)]
 struct Span {
@@ -314,6 +324,18 @@ impl Scale {
             ))
             .await?;
         Ok(())
+    }
+
+    /// The server's WAL written so far (PostgreSQL 14 and later).
+    async fn wal(&self) -> Result<Wal> {
+        let row = self
+            .monitor
+            .query_one("SELECT wal_bytes::bigint, wal_fpi FROM pg_stat_wal", &[])
+            .await?;
+        Ok(Wal {
+            bytes: row.try_get(0)?,
+            full_pages: row.try_get(1)?,
+        })
     }
 
     /// The plan of `sql` run with `values` (literals), by `EXPLAIN EXECUTE`.
@@ -719,6 +741,10 @@ impl Cycle for SizeCycle {
 pub(crate) struct SizeSide {
     summary: Summary,
     server_us_per_cycle: f64,
+    /// The whole server's WAL per cycle (`pg_stat_wal`: every session's, the
+    /// benchmark's being the only writers).
+    wal_bytes_per_cycle: f64,
+    full_pages_per_cycle: f64,
 }
 
 /// The table-size comparison for one shape.
@@ -753,7 +779,7 @@ async fn size_run(
         })
         .collect();
     let window = measure::Window::starting_now(settings.warmup, settings.measured);
-    let server: Arc<Mutex<Option<(ServerCpu, Option<u64>)>>> = Arc::default();
+    let server: Arc<Mutex<Option<CpuMark>>> = Arc::default();
     let (_, tally, cpu, start, end) = measure::run_async(
         cycles,
         |i| i as i64 + 1,
@@ -762,28 +788,27 @@ async fn size_run(
             let cpu = ServerCpu::of(&scale.monitor, &name).await?;
             let at = cpu.now();
             *server.lock().map_err(|_| Error::Worker)? = Some((cpu, at));
-            Ok::<_, Error>(())
+            scale.wal().await
         },
         || async {
+            let wal = scale.wal().await?;
             let guard = server.lock().map_err(|_| Error::Worker)?;
-            Ok::<_, Error>(
-                guard
-                    .as_ref()
-                    .and_then(|(cpu, at)| Some(cpu.now()? - (*at)?)),
-            )
+            let cpu = guard
+                .as_ref()
+                .and_then(|(cpu, at)| Some(cpu.now()? - (*at)?));
+            Ok::<_, Error>((cpu, wal))
         },
     )
     .await?;
-    start?;
-    let server_ns = end?;
-    let n = tally.latencies_ns.len();
+    let (wal_start, (server_ns, wal_end)) = (start?, end?);
+    let n = tally.latencies_ns.len() as f64;
+    let per_cycle = |x: f64| if n > 0.0 { x / n } else { f64::NAN };
     let summary = Summary::of(tally, window.measured(), cpu);
     Ok(SizeSide {
         summary,
-        server_us_per_cycle: match server_ns {
-            Some(ns) if n > 0 => ns as f64 / 1e3 / n as f64,
-            _ => f64::NAN,
-        },
+        server_us_per_cycle: server_ns.map_or(f64::NAN, |ns| per_cycle(ns as f64 / 1e3)),
+        wal_bytes_per_cycle: per_cycle((wal_end.bytes - wal_start.bytes) as f64),
+        full_pages_per_cycle: per_cycle((wal_end.full_pages - wal_start.full_pages) as f64),
     })
 }
 
@@ -801,14 +826,15 @@ async fn size(
             "123457, '00000000-0000-0000-0000-000000000001', 30000",
         )
         .await?;
-    if !(plan.contains("Index Scan using") && plan.contains("_pkey")) {
+    let index = format!("Index Scan using \"{}_pkey\"", big.name().name().as_str());
+    if !plan.contains(&index) {
         return Err(Error::Protocol(format!(
             "the acquisition does not use the key's index:\n{plan}"
         )));
     }
     let plan = plan
         .lines()
-        .find(|line| line.contains("Index Scan using"))
+        .find(|line| line.contains(&index))
         .map(|line| {
             line.split("  (cost")
                 .next()
@@ -839,6 +865,8 @@ async fn size(
         let side = |runs: &[SizeSide]| SizeSide {
             summary: Summary::median(&runs.iter().map(|r| r.summary).collect::<Vec<_>>()),
             server_us_per_cycle: median(runs.iter().map(|r| r.server_us_per_cycle).collect()),
+            wal_bytes_per_cycle: median(runs.iter().map(|r| r.wal_bytes_per_cycle).collect()),
+            full_pages_per_cycle: median(runs.iter().map(|r| r.full_pages_per_cycle).collect()),
         };
         results.push(Size {
             shape,
@@ -1120,8 +1148,8 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
             out,
             "#### Table size: {} rows against {} ({} tasks over {} connections, each task on rows of its own)\n\n\
              Median of {} runs of {:?}. The acquisition's plan: `{}`.\n\n\
-             | cycle | large cycles/s | small cycles/s | large/small | large p50 ms | small p50 ms | large p99 ms | small p99 ms | large server CPU µs/cycle | small | large client CPU µs/cycle | small |\n\
-             |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+             | cycle | large cycles/s | small cycles/s | large/small | large p50 ms | small p50 ms | large p99 ms | small p99 ms | large server CPU µs/cycle | small | large client CPU µs/cycle | small | large WAL bytes/cycle | small | large full-page images/cycle | small |\n\
+             |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
             settings.big_rows,
             settings.tasks,
             settings.tasks,
@@ -1134,7 +1162,7 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
             let (b, m) = (s.big, s.small);
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 match s.shape {
                     SizeShape::Acquisition => "acquire, release",
                     SizeShape::Cycle => "acquire, publish, release",
@@ -1150,6 +1178,10 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
                 f(m.server_us_per_cycle, 0),
                 f(b.summary.cpu_us_per_cycle, 0),
                 f(m.summary.cpu_us_per_cycle, 0),
+                f(b.wal_bytes_per_cycle, 0),
+                f(m.wal_bytes_per_cycle, 0),
+                f(b.full_pages_per_cycle, 2),
+                f(m.full_pages_per_cycle, 2),
             );
         }
         out.push('\n');

@@ -84,8 +84,9 @@ pub fn max_batch_size(dialect: Dialect) -> usize {
 }
 
 impl<B: Backend> Store<B> {
-    /// Renews every lease of `leases` (each for its own ttl) in as few statements as
-    /// [`max_batch_size`] allows, sent one after the other, and returns one outcome per
+    /// Renews every lease of `leases` (each for its own ttl) in statements of
+    /// [`DEFAULT_BATCH_SIZE`] leases (at most [`max_batch_size`]), sent one after the
+    /// other, and returns one outcome per
     /// lease, in order. Each lease's renewal is the one [`renew`](Store::renew) makes:
     /// applied only while the lease still holds (same generation and owner, unexpired
     /// by the database's clock, current epoch), so a late renewal never revives; each
@@ -112,7 +113,7 @@ impl<B: Backend> Store<B> {
             }
         }
         let mut outcomes = vec![Outcome::Refused; leases.len()];
-        let max = max_batch_size(self.dialect());
+        let max = DEFAULT_BATCH_SIZE.min(max_batch_size(self.dialect()));
         for chunk in sent.chunks(max) {
             let size = padded(chunk.len(), max);
             let sql = batch::renew_batch(self.dialect(), self.table(), size);

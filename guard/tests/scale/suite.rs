@@ -361,31 +361,22 @@ pub async fn thirty_two_claimers_take_each_row_once_per_generation<P: Place>(pla
         );
         claims.extend(taken.iter().map(|(worker, lease)| Claimed {
             worker: *worker,
-            key: keys(std::slice::from_ref(lease))[0],
+            key: key_of(lease),
             generation: lease.generation(),
         }));
         let leases: Vec<Lease> = taken.into_iter().map(|(_, lease)| lease).collect();
         if round == 0 {
             // A tenth given back by their holders, every one of which must apply: no
             // other claimer holds their rows. The rest expire.
-            for lease in leases
-                .iter()
-                .filter(|l| keys(std::slice::from_ref(l))[0] % 10 == 0)
-            {
-                assert_eq!(store.release(lease).await.unwrap(), Outcome::Applied);
-            }
+            let given_back = leases.iter().filter(|l| key_of(l) % 10 == 0).cloned();
+            release_all(&store, given_back.collect(), Outcome::Applied).await;
             expire_all(&store).await;
             held = leases;
         } else {
             // The first round's holders of expired rows were superseded: their releases
             // are refused. A hundred of them, to keep the test short.
-            let superseded = held
-                .iter()
-                .filter(|l| keys(std::slice::from_ref(l))[0] % 10 != 0)
-                .take(100);
-            for lease in superseded {
-                assert_eq!(store.release(lease).await.unwrap(), Outcome::Refused);
-            }
+            let superseded = held.iter().filter(|l| key_of(l) % 10 != 0).take(100);
+            release_all(&store, superseded.cloned().collect(), Outcome::Refused).await;
         }
     }
     let rows = generations(&store).await;
@@ -404,6 +395,32 @@ pub async fn thirty_two_claimers_take_each_row_once_per_generation<P: Place>(pla
             .collect::<Vec<_>>()
             .join("; ")
     );
+}
+
+fn key_of(lease: &Lease) -> i64 {
+    keys(std::slice::from_ref(lease))[0]
+}
+
+/// Releases `leases` from eight tasks at once, each release expected to be `expected`.
+async fn release_all<B>(store: &Store<B>, leases: Vec<Lease>, expected: Outcome)
+where
+    B: Backend + Clone + Send + Sync + 'static,
+{
+    let leases = Arc::new(leases);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (store, leases, next) = (store.clone(), Arc::clone(&leases), Arc::clone(&next));
+        tasks.push(tokio::spawn(async move {
+            while let Some(lease) = leases.get(next.fetch_add(1, Ordering::SeqCst)) {
+                let outcome = store.release(lease).await.expect("release");
+                assert_eq!(outcome, expected, "release of {}", lease.key());
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("a releaser panicked");
+    }
 }
 
 /// Moves every row's expiry into the past with a raw UPDATE.
