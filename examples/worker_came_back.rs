@@ -2,10 +2,12 @@
 //!
 //! Worker A takes the lease on a report and pauses before publishing. Its lease expires
 //! by the database's clock; worker B takes over, builds and publishes. Then A resumes and
-//! writes. The first run uses a naive lease: the lock is real, but the writes are plain
-//! `UPDATE ... WHERE key = @key`, so A's stale report overwrites B's. The second run
-//! publishes through `fenced`: A's write carries its generation, owner and an expiry
-//! check, and the database refuses it.
+//! writes. A report has lines, in a table of their own, written in the same transaction
+//! as the report. The first run uses a naive lease: the lock is real, but the writes are
+//! a plain transaction (`UPDATE ... WHERE key = @key` and the lines' `INSERT`s), so A's
+//! stale report overwrites B's and A's lines join B's. The second run publishes through
+//! `fenced`, in a fenced transaction: its first statement checks A's lease and locks
+//! the row, the database refuses it, and none of A's lines is ever visible.
 //!
 //! ```text
 //! cargo run --example worker_came_back                      # embedded SQLite, temp file
@@ -19,13 +21,16 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use fenced::{Backend, ColumnType, FencedTable, Lease, Outcome, Store, Value, Wait};
+use fenced::{ColumnType, Executor, FencedTable, Lease, Lend, Outcome, Store, Value, Wait};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
 /// Short enough that the demonstration runs in about a second, long enough that the
 /// statements themselves never outlive it.
 const LEASE_TTL: Duration = Duration::from_millis(400);
+
+/// How long a worker's transaction may stay open.
+const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -98,8 +103,9 @@ async fn connect_mssql(_url: &str, _table: FencedTable) -> anyhow::Result<()> {
     bail!("this build has no SQL Server backend: run with `--features mssql`")
 }
 
-async fn run<B: Backend>(store: Store<B>, database: &str) -> anyhow::Result<()> {
+async fn run<B: Lend>(store: Store<B>, database: &str) -> anyhow::Result<()> {
     store.create_schema().await?;
+    create_lines_table(&store).await?;
 
     let naive = replay(&store, Writes::Naive).await?;
     let fenced = replay(&store, Writes::Fenced).await?;
@@ -110,7 +116,7 @@ async fn run<B: Backend>(store: Store<B>, database: &str) -> anyhow::Result<()> 
     // The story is only worth telling if it came out as the article says; CI runs this.
     anyhow::ensure!(
         naive.stale_write_landed && !fenced.stale_write_landed,
-        "expected the naive run to lose B's report and the fenced run to keep it"
+        "expected the naive run to lose B's report and the fenced run to keep it, lines included"
     );
     Ok(())
 }
@@ -118,9 +124,11 @@ async fn run<B: Backend>(store: Store<B>, database: &str) -> anyhow::Result<()> 
 /// How the workers write the report once they hold the lease.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Writes {
-    /// `UPDATE ... WHERE key = @key`: the lock was taken, but the write does not carry it.
+    /// A plain transaction, `UPDATE ... WHERE key = @key` and the lines: the lock was
+    /// taken, but the writes do not carry it.
     Naive,
-    /// The guard's publication: key, generation, owner and expiry in the `WHERE`.
+    /// A fenced transaction: the lease checked and its row locked first, then the lines
+    /// and the guard's publication.
     Fenced,
 }
 
@@ -143,7 +151,7 @@ struct Timeline {
     title: &'static str,
     events: Vec<Event>,
     verdict: String,
-    /// Whether the row ended up holding A's stale report instead of B's.
+    /// Whether A's stale report replaced B's, or any of A's lines is visible.
     stale_write_landed: bool,
 }
 
@@ -159,7 +167,7 @@ impl Clock {
 }
 
 /// Plays the story once on a fresh report row and reads the row back at the end.
-async fn replay<B: Backend>(store: &Store<B>, writes: Writes) -> anyhow::Result<Timeline> {
+async fn replay<B: Lend>(store: &Store<B>, writes: Writes) -> anyhow::Result<Timeline> {
     let report = Uuid::new_v4();
     store.provision(report).await?;
     let clock = Clock(Instant::now());
@@ -178,7 +186,7 @@ async fn replay<B: Backend>(store: &Store<B>, writes: Writes) -> anyhow::Result<
     let worker_a = async {
         paused.await.ok();
         let at = clock.event("A resumes and publishes its report");
-        let outcome = write(store, writes, &lease_a, "report by A").await?;
+        let outcome = write(store, writes, &lease_a, "A").await?;
         anyhow::Ok((at, outcome))
     };
 
@@ -198,7 +206,7 @@ async fn replay<B: Backend>(store: &Store<B>, writes: Writes) -> anyhow::Result<
             "A's lease expired; B acquires: generation {}",
             lease_b.generation()
         )));
-        let outcome = write(store, writes, &lease_b, "report by B").await?;
+        let outcome = write(store, writes, &lease_b, "B").await?;
         b_events.push(clock.event(format!("B publishes its report: {}", describe(outcome))));
         resume_a.send(()).ok();
         anyhow::Ok(b_events)
@@ -210,38 +218,67 @@ async fn replay<B: Backend>(store: &Store<B>, writes: Writes) -> anyhow::Result<
     events.push(clock.event(format!("A's write: {}", describe(a_outcome))));
 
     let (payload, published) = read_back(store, report).await?;
-    let verdict = if payload.as_deref() == Some("report by B") {
-        format!("row holds B's report (published generation {published}): correct")
-    } else {
-        format!(
-            "row holds {} (published generation {published}): B's result is lost",
-            payload
-                .as_deref()
-                .map_or("nothing".into(), |p| format!("\"{p}\""))
-        )
-    };
+    let (lines_of_a, lines_of_b) = (
+        count_lines(store, report, "A").await?,
+        count_lines(store, report, "B").await?,
+    );
+    let correct = payload.as_deref() == Some("report by B") && lines_of_a == 0;
+    let verdict = format!(
+        "row holds {} (published generation {published}), lines: {lines_of_b} of B, \
+         {lines_of_a} of A: {}",
+        payload
+            .as_deref()
+            .map_or("nothing".into(), |p| format!("\"{p}\"")),
+        if correct {
+            "correct"
+        } else {
+            "B's result is lost"
+        }
+    );
     Ok(Timeline {
         title: writes.title(),
         events,
         verdict,
-        stale_write_landed: payload.as_deref() != Some("report by B"),
+        stale_write_landed: !correct,
     })
 }
 
-/// Writes the worker's report the way `writes` says.
-async fn write<B: Backend>(
+/// The lines each worker writes with its report.
+const LINES: [&str; 2] = ["total: 3", "checked: yes"];
+
+/// Writes `worker`'s report and its lines the way `writes` says.
+async fn write<B: Lend>(
     store: &Store<B>,
     writes: Writes,
     lease: &Lease,
-    payload: &str,
+    worker: &str,
 ) -> anyhow::Result<Outcome> {
+    let payload = format!("report by {worker}");
+    let insert = insert_line_sql(store.dialect());
     match writes {
-        Writes::Fenced => Ok(store
-            .publish(lease, &[("Payload", Value::from(payload))])
-            .await?),
+        Writes::Fenced => {
+            let Some(tx) = store.transaction(lease, TRANSACTION_TIMEOUT).await? else {
+                return Ok(Outcome::Refused);
+            };
+            for line in LINES {
+                let line = format!("{worker}: {line}");
+                tx.execute(&insert, &[Value::from(lease.key()), Value::from(line)])
+                    .await?;
+            }
+            let published = tx
+                .store()
+                .publish(lease, &[("Payload", Value::from(payload))])
+                .await?;
+            if published.is_refused() {
+                tx.rollback().await?;
+                return Ok(published);
+            }
+            tx.commit().await?;
+            Ok(Outcome::Applied)
+        }
         Writes::Naive => {
             // What code without fencing sends: the lease was checked in memory, the row
-            // is found by key alone.
+            // is found by key alone, and the lines go with it in a plain transaction.
             let dialect = store.dialect();
             let table = store.table();
             let sql = format!(
@@ -254,8 +291,9 @@ async fn write<B: Backend>(
                 table.key_column().quoted(dialect),
                 dialect.placeholder(3),
             );
-            let rows = store
-                .backend()
+            let conn = store.backend().lend().await?;
+            conn.execute_batch(fenced::dialect::begin(dialect)).await?;
+            let rows = conn
                 .execute(
                     &sql,
                     &[
@@ -265,9 +303,72 @@ async fn write<B: Backend>(
                     ],
                 )
                 .await?;
+            for line in LINES {
+                let line = format!("{worker}: {line}");
+                conn.execute(&insert, &[Value::from(lease.key()), Value::from(line)])
+                    .await?;
+            }
+            conn.execute_batch(fenced::dialect::commit(dialect)).await?;
+            B::give_back(conn);
             Ok(Outcome::from_rows(rows))
         }
     }
+}
+
+/// The report lines' table: the report's key and one line of text.
+async fn create_lines_table<B: Lend>(store: &Store<B>) -> anyhow::Result<()> {
+    let dialect = store.dialect();
+    let (report, line) = (quote(dialect, "Report"), quote(dialect, "Line"));
+    let sql = match dialect {
+        fenced::Dialect::Postgres => format!(
+            "CREATE TABLE IF NOT EXISTS {} ({report} uuid NOT NULL, {line} text NOT NULL)",
+            quote(dialect, "ReportLine")
+        ),
+        fenced::Dialect::Sqlite => format!(
+            "CREATE TABLE IF NOT EXISTS {} ({report} text NOT NULL, {line} text NOT NULL)",
+            quote(dialect, "ReportLine")
+        ),
+        fenced::Dialect::Mssql => format!(
+            "IF OBJECT_ID(N'ReportLine') IS NULL CREATE TABLE {} \
+             ({report} uniqueidentifier NOT NULL, {line} nvarchar(200) NOT NULL)",
+            quote(dialect, "ReportLine")
+        ),
+    };
+    store.backend().execute_batch(&sql).await?;
+    Ok(())
+}
+
+fn insert_line_sql(dialect: fenced::Dialect) -> String {
+    format!(
+        "INSERT INTO {} ({}, {}) VALUES ({}, {})",
+        quote(dialect, "ReportLine"),
+        quote(dialect, "Report"),
+        quote(dialect, "Line"),
+        dialect.placeholder(1),
+        dialect.placeholder(2)
+    )
+}
+
+/// How many lines of `report` `worker` wrote.
+async fn count_lines<B: Lend>(store: &Store<B>, report: Uuid, worker: &str) -> anyhow::Result<i64> {
+    let dialect = store.dialect();
+    let sql = format!(
+        "SELECT CAST(COUNT(*) AS bigint) FROM {} WHERE {} = {} AND {} LIKE {}",
+        quote(dialect, "ReportLine"),
+        quote(dialect, "Report"),
+        dialect.placeholder(1),
+        quote(dialect, "Line"),
+        dialect.placeholder(2)
+    );
+    let count = store
+        .backend()
+        .query_i64(
+            &sql,
+            &[Value::Uuid(report), Value::from(format!("{worker}: %"))],
+        )
+        .await?
+        .context("a count")?;
+    Ok(count)
 }
 
 fn quote(dialect: fenced::Dialect, column: &str) -> String {
@@ -276,7 +377,7 @@ fn quote(dialect: fenced::Dialect, column: &str) -> String {
         .quoted(dialect)
 }
 
-async fn read_back<B: Backend>(
+async fn read_back<B: Lend>(
     store: &Store<B>,
     report: Uuid,
 ) -> anyhow::Result<(Option<String>, i64)> {

@@ -501,7 +501,7 @@ mod sqlite {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use fenced::Postgres;
+    use fenced::{Executor, Postgres};
 
     use super::*;
 
@@ -579,7 +579,7 @@ mod postgres {
 
 #[cfg(feature = "mssql")]
 mod mssql {
-    use fenced::{Mssql, MssqlOptions};
+    use fenced::{Executor, Mssql, MssqlOptions};
 
     use super::*;
 

@@ -249,7 +249,7 @@ async fn the_readme_on_sqlite() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn the_readme_on_postgres() {
-    use fenced::Postgres;
+    use fenced::{Executor, Postgres};
 
     let url = std::env::var("FENCED_PG_URL")
         .unwrap_or_else(|_| "host=127.0.0.1 port=5432 user=postgres dbname=test".to_owned());
@@ -281,7 +281,7 @@ async fn the_readme_on_postgres() {
 #[cfg(feature = "mssql")]
 #[tokio::test]
 async fn the_readme_on_sql_server() {
-    use fenced::{Mssql, MssqlOptions};
+    use fenced::{Executor, Mssql, MssqlOptions};
 
     let Ok(url) = std::env::var("FENCED_MSSQL_URL") else {
         assert!(

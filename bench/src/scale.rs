@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fenced_guard::{
-    Backend, BatchKeeper, Candidates, Dialect, FencedTable, KeptLease, Lease, Loss, Postgres,
-    Result as GuardResult, Store, Value, dialect,
+    Backend, BatchKeeper, Candidates, Dialect, Executor, FencedTable, KeptLease, Lease, Loss,
+    Postgres, Result as GuardResult, Store, Value, dialect,
 };
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -111,7 +111,7 @@ impl Counted {
     }
 }
 
-impl Backend for Counted {
+impl Executor for Counted {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }

@@ -41,9 +41,11 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use uuid::Uuid;
 
-use crate::backend::Backend;
+use crate::backend::Executor;
 use crate::dialect::batch;
 use crate::error::{Error, Result};
 use crate::lease::Lease;
@@ -183,7 +185,7 @@ pub(crate) fn padded(n: usize, max: usize) -> usize {
     n.next_power_of_two().min(max).max(n)
 }
 
-impl<B: Backend> Store<B> {
+impl<E: Executor> Store<E> {
     /// Claims up to `limit` free rows among `candidates` for `ttl`, in one statement
     /// (one per [`MAX_KEYS_PER_STATEMENT`] candidate keys): each row claimed has its
     /// generation bumped and a new owner, expiry and the current epoch installed,
@@ -198,6 +200,9 @@ impl<B: Backend> Store<B> {
     /// writer needs neither. Babelfish ignores `READPAST`: there a claim that meets a row
     /// another claim is taking waits for it, finds it no longer free, and returns fewer
     /// rows; no row is ever claimed twice.
+    ///
+    /// On a connection of the caller's ([`Store::on`]), the claim runs inside whatever
+    /// transaction is open there, and its rows stay locked until that transaction ends.
     ///
     /// Fewer than `limit` leases (none included) means that no more free candidates were
     /// found unlocked: it never means an error. A `limit` of 0, or an empty key list,
@@ -217,13 +222,30 @@ impl<B: Backend> Store<B> {
         limit: usize,
         ttl: Duration,
     ) -> Result<Vec<Lease>> {
-        if self.uses_procedures() {
-            return Err(Error::Config(
-                "a claim has no stored procedure; a store running through procedures cannot \
-                 send it"
-                    .into(),
-            ));
+        let span = tracing::debug_span!(
+            "fenced",
+            step = "claim",
+            table = %self.table().name(),
+            limit,
+            claimed = tracing::field::Empty,
+        );
+        let claimed = self
+            .claim_inner(candidates, limit, ttl)
+            .instrument(span.clone())
+            .await;
+        if let Ok(leases) = &claimed {
+            span.record("claimed", leases.len());
         }
+        claimed
+    }
+
+    async fn claim_inner(
+        &self,
+        candidates: &Candidates,
+        limit: usize,
+        ttl: Duration,
+    ) -> Result<Vec<Lease>> {
+        self.no_procedure("a claim")?;
         let ttl_ms = ttl_millis(ttl)?;
         let (tests, values) = self.conditions(candidates)?;
         if let Some(keys) = &candidates.keys {

@@ -108,6 +108,18 @@ pub enum Error {
         /// The checkout timeout that passed.
         timeout: std::time::Duration,
     },
+    /// An error reported by the database through sqlx, or by sqlx itself. Displays
+    /// sqlx's own message; the error is the variant's field.
+    #[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
+    #[error("{0}")]
+    Sqlx(sqlx::Error),
+    /// A [fenced transaction](crate::transaction) on the guard's pool outlived the
+    /// timeout it was begun with: it was rolled back, and nothing of it was written.
+    #[error("the fenced transaction outlived its timeout of {timeout:?} and was rolled back")]
+    TransactionTimedOut {
+        /// The timeout it was begun with.
+        timeout: std::time::Duration,
+    },
     /// A network error while connecting to SQL Server.
     #[cfg(feature = "mssql")]
     #[error("sql server connection failed")]
@@ -151,6 +163,7 @@ impl Error {
             | Error::Cancelled
             | Error::NotExecuted(_)
             | Error::PoolTimedOut { .. }
+            | Error::TransactionTimedOut { .. }
             | Error::OperationReused { .. }
             | Error::NotProvisioned { .. } => false,
             Error::UnexpectedResult(_) | Error::Task(_) | Error::PublicationUnsettled { .. } => {
@@ -171,6 +184,9 @@ impl Error {
             Error::Mssql(error) => !matches!(error, tiberius::error::Error::Server(_)),
             #[cfg(feature = "mssql")]
             Error::MssqlConnect(_) => false,
+            // The database answered: the statement's own error, which ends only it.
+            #[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
+            Error::Sqlx(error) => !matches!(error, sqlx::Error::Database(_)),
         }
     }
 }
@@ -234,6 +250,8 @@ impl Error {
             Error::Sqlite(error) => error.sqlite_error().map(|e| e.extended_code.to_string()),
             #[cfg(feature = "mssql")]
             Error::Mssql(tiberius::error::Error::Server(token)) => Some(token.code().to_string()),
+            #[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
+            Error::Sqlx(sqlx::Error::Database(db)) => db.code().map(|code| code.into_owned()),
             _ => None,
         }
     }

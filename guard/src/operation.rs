@@ -118,6 +118,8 @@ pub(crate) fn is_unique_violation(error: &Error) -> bool {
         }
         #[cfg(feature = "mssql")]
         Error::Mssql(tiberius::error::Error::Server(e)) => matches!(e.code(), 2627 | 2601),
+        #[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
+        Error::Sqlx(sqlx::Error::Database(e)) => e.is_unique_violation(),
         _ => false,
     }
 }

@@ -53,9 +53,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Executor};
 use crate::claim::{key_from, padded};
 use crate::dialect::{Dialect, batch};
 use crate::error::{Error, Result};
@@ -83,7 +84,7 @@ pub fn max_batch_size(dialect: Dialect) -> usize {
     }
 }
 
-impl<B: Backend> Store<B> {
+impl<E: Executor> Store<E> {
     /// Renews every lease of `leases` (each for its own ttl) in statements of
     /// [`DEFAULT_BATCH_SIZE`] leases (at most [`max_batch_size`]), sent one after the
     /// other, and returns one outcome per
@@ -102,6 +103,24 @@ impl<B: Backend> Store<B> {
     /// any database error. After an error the leases of that statement and of those not
     /// sent yet are in doubt; the leases of the statements before it were renewed.
     pub async fn renew_many<L: AsLease>(&self, leases: &[L]) -> Result<Vec<Outcome>> {
+        let span = tracing::debug_span!(
+            "fenced",
+            step = "renew_many",
+            table = %self.table().name(),
+            leases = leases.len(),
+            renewed = tracing::field::Empty,
+        );
+        let outcomes = self.renew_many_inner(leases).instrument(span.clone()).await;
+        if let Ok(outcomes) = &outcomes {
+            span.record(
+                "renewed",
+                outcomes.iter().filter(|o| o.is_applied()).count(),
+            );
+        }
+        outcomes
+    }
+
+    async fn renew_many_inner<L: AsLease>(&self, leases: &[L]) -> Result<Vec<Outcome>> {
         self.no_batch()?;
         let mut sent = Vec::with_capacity(leases.len());
         for (i, lease) in leases.iter().enumerate() {
@@ -132,14 +151,7 @@ impl<B: Backend> Store<B> {
 
     /// Refuses a store in procedure mode.
     fn no_batch(&self) -> Result<()> {
-        if self.uses_procedures() {
-            return Err(Error::Config(
-                "a batched renewal has no stored procedure; a store running through \
-                 procedures cannot send it"
-                    .into(),
-            ));
-        }
-        Ok(())
+        self.no_procedure("a batched renewal")
     }
 
     /// Runs `sql`, [`batch::renew_batch`] written for `size` leases, for `leases` (at

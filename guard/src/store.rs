@@ -1,4 +1,4 @@
-//! The protocol, written once over a [`Backend`].
+//! The protocol, written once over an [`Executor`].
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::backend::Backend;
+use crate::backend::Executor;
+use crate::connection::IntoExecutor;
 use crate::dialect::procedures::{MssqlProcedures, Procedure};
 use crate::dialect::{self, Dialect, FencedSql, Statements};
 use crate::error::{Error, Result};
@@ -16,6 +17,7 @@ use crate::lease::{AsLease, Lease, LeaseState};
 use crate::operation::{OperationOutcome, Resolution, is_unique_violation};
 use crate::outcome::Outcome;
 use crate::table::{FencedTable, Identifier};
+use crate::trace;
 use crate::value::{Key, Value};
 use crate::wait::Wait;
 
@@ -58,8 +60,10 @@ pub const MAX_TTL: Duration = Duration::from_millis(i32::MAX as u64);
 #[derive(Clone, Debug)]
 pub struct Store<B> {
     backend: B,
-    table: FencedTable,
-    statements: Statements,
+    // Shared, so that a view of the store on another executor (`Store::on`) costs no
+    // rendering and no copy of the statements.
+    table: Arc<FencedTable>,
+    statements: Arc<Statements>,
     writes: Arc<Mutex<RenderedWrites>>,
     procedures: Option<Arc<Calls>>,
 }
@@ -171,14 +175,14 @@ enum CallerWrite<'a> {
     Procedure(&'a Calls),
 }
 
-impl<B: Backend> Store<B> {
+impl<B: Executor> Store<B> {
     /// A store for `table` on `backend`.
     pub fn new(backend: B, table: FencedTable) -> Self {
         let statements = Statements::render(backend.dialect(), &table);
         Store {
             backend,
-            table,
-            statements,
+            table: Arc::new(table),
+            statements: Arc::new(statements),
             writes: Arc::default(),
             procedures: None,
         }
@@ -193,8 +197,8 @@ impl<B: Backend> Store<B> {
     /// ([`resolve`](Store::resolve), [`current_epoch`](Store::current_epoch)) stay
     /// `SELECT`s. A publication must assign exactly the table's declared application
     /// columns, in any order, since the procedure sets them all. [`update`](Store::update),
-    /// [`update_op`](Store::update_op) and [`execute_fenced`](Store::execute_fenced)
-    /// have no procedure and fail with [`Error::Config`].
+    /// [`update_op`](Store::update_op), [`execute_fenced`](Store::execute_fenced) and
+    /// fenced transactions have no procedure and fail with [`Error::Config`].
     ///
     /// # Errors
     ///
@@ -208,11 +212,12 @@ impl<B: Backend> Store<B> {
             )));
         }
         let procedures = MssqlProcedures::new(&self.table)?;
-        self.statements.provision = procedures.call(Procedure::Provision, false);
-        self.statements.acquire = procedures.call(Procedure::Acquire, false);
-        self.statements.renew = procedures.call(Procedure::Renew, false);
-        self.statements.release = procedures.call(Procedure::Release, false);
-        self.statements.advance_epoch = procedures.call(Procedure::AdvanceEpoch, false);
+        let statements = Arc::make_mut(&mut self.statements);
+        statements.provision = procedures.call(Procedure::Provision, false);
+        statements.acquire = procedures.call(Procedure::Acquire, false);
+        statements.renew = procedures.call(Procedure::Renew, false);
+        statements.release = procedures.call(Procedure::Release, false);
+        statements.advance_epoch = procedures.call(Procedure::AdvanceEpoch, false);
         self.procedures = Some(Arc::new(Calls {
             publish: procedures.call(Procedure::Publish, false),
             publish_recorded: procedures.call(Procedure::Publish, true),
@@ -245,7 +250,7 @@ impl<B: Backend> Store<B> {
         }
     }
 
-    fn no_procedure(&self, what: &str) -> Result<()> {
+    pub(crate) fn no_procedure(&self, what: &str) -> Result<()> {
         if self.procedures.is_some() {
             return Err(Error::Config(format!(
                 "{what} has no stored procedure; a store running through procedures cannot send it"
@@ -277,6 +282,68 @@ impl<B: Backend> Store<B> {
             ));
         }
         Ok(values)
+    }
+
+    /// This store's protocol on a connection, transaction or pool of the caller's
+    /// ([`crate::connection`]): the same statements, rendered once for the store, run
+    /// there instead of on the store's own executor. Cheap: nothing is rendered or
+    /// copied, and nothing is sent.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn run(store: &fenced_guard::Store<fenced_guard::Postgres>, client: &mut fenced_guard::tokio_postgres::Client, lease: &fenced_guard::Lease) -> Result<(), Box<dyn std::error::Error>> {
+    /// use fenced_guard::Value;
+    ///
+    /// let tx = client.transaction().await?;
+    /// // The lease's row is checked and locked until `tx` ends.
+    /// let Some(fenced) = store.on(&tx)?.fence(lease).await? else {
+    ///     return Ok(()); // the lease is gone: `tx` rolls back when dropped
+    /// };
+    /// fenced
+    ///     .execute(
+    ///         "INSERT INTO report_line (report, line) VALUES ($1, $2)",
+    ///         &[Value::from(lease.key()), Value::from("total: 3")],
+    ///     )
+    ///     .await?;
+    /// fenced.store().publish(lease, &[]).await?;
+    /// drop(fenced);
+    /// tx.commit().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the connection's database is not the store's dialect.
+    pub fn on<C: IntoExecutor>(&self, connection: C) -> Result<Store<C::Executor>> {
+        let executor = connection.into_executor();
+        if executor.dialect() != self.dialect() {
+            return Err(Error::Config(format!(
+                "this store renders {} statements; the connection given is {}",
+                self.dialect(),
+                executor.dialect()
+            )));
+        }
+        Ok(self.with_executor(executor))
+    }
+
+    /// This store on `executor`, sharing everything else.
+    pub(crate) fn with_executor<E>(&self, executor: E) -> Store<E> {
+        Store {
+            backend: executor,
+            table: Arc::clone(&self.table),
+            statements: Arc::clone(&self.statements),
+            writes: Arc::clone(&self.writes),
+            procedures: self.procedures.clone(),
+        }
+    }
+
+    /// The executor, given up.
+    pub(crate) fn into_executor(self) -> B {
+        self.backend
+    }
+
+    pub(crate) fn statements(&self) -> &Statements {
+        &self.statements
     }
 
     /// The backend, for example to run raw statements.
@@ -317,9 +384,13 @@ impl<B: Backend> Store<B> {
     /// missing table.
     pub async fn provision(&self, key: impl Into<Key>) -> Result<bool> {
         let key = key.into();
-        self.check_key(&key)?;
-        let rows = self.rows(&self.statements.provision, &[key.into()]).await?;
-        Ok(rows > 0)
+        let span = trace::step("provision", &self.table, &key, None);
+        trace::traced(span, async {
+            self.check_key(&key)?;
+            let rows = self.rows(&self.statements.provision, &[key.into()]).await?;
+            Ok(rows > 0)
+        })
+        .await
     }
 
     /// One attempt to acquire the row for `key` for `ttl`: bumps the generation and
@@ -337,32 +408,36 @@ impl<B: Backend> Store<B> {
     /// must not look held forever); any database error, including a missing table.
     pub async fn try_acquire(&self, key: impl Into<Key>, ttl: Duration) -> Result<Option<Lease>> {
         let key = key.into();
-        self.check_key(&key)?;
-        let ttl_ms = ttl_millis(ttl)?;
-        let owner = Uuid::new_v4();
-        let acquired_at = Instant::now();
-        let row = self
-            .backend
-            .query_row(
-                &self.statements.acquire,
-                &[Value::from(&key), Value::Uuid(owner), Value::I64(ttl_ms)],
-            )
-            .await?;
-        let Some(row) = row else {
-            self.inspect_row(&key).await?;
-            return Ok(None);
-        };
-        let (Some(generation), epoch) = (
-            row.first().and_then(Value::as_i64),
-            row.get(1).and_then(Value::as_i64),
-        ) else {
-            return Err(Error::UnexpectedResult(format!(
-                "acquisition returned {row:?}, expected the new generation"
-            )));
-        };
-        Ok(Some(
-            Lease::from_parts(key, owner, generation, ttl, acquired_at).with_epoch(epoch),
-        ))
+        let span = trace::step("try_acquire", &self.table, &key, None);
+        trace::traced(span, async {
+            self.check_key(&key)?;
+            let ttl_ms = ttl_millis(ttl)?;
+            let owner = Uuid::new_v4();
+            let acquired_at = Instant::now();
+            let row = self
+                .backend
+                .query_row(
+                    &self.statements.acquire,
+                    &[Value::from(&key), Value::Uuid(owner), Value::I64(ttl_ms)],
+                )
+                .await?;
+            let Some(row) = row else {
+                self.inspect_row(&key).await?;
+                return Ok(None);
+            };
+            let (Some(generation), epoch) = (
+                row.first().and_then(Value::as_i64),
+                row.get(1).and_then(Value::as_i64),
+            ) else {
+                return Err(Error::UnexpectedResult(format!(
+                    "acquisition returned {row:?}, expected the new generation"
+                )));
+            };
+            Ok(Some(
+                Lease::from_parts(key, owner, generation, ttl, acquired_at).with_epoch(epoch),
+            ))
+        })
+        .await
     }
 
     /// Acquires the row for `key`, retrying with jittered exponential backoff until
@@ -463,19 +538,23 @@ impl<B: Backend> Store<B> {
     /// [`Error::KeyType`]; any database error.
     pub async fn renew(&self, lease: &impl AsLease) -> Result<Outcome> {
         let lease = lease.as_lease();
-        self.check_key(lease.key())?;
-        if lease.is_revoked() {
-            return Ok(Outcome::Refused);
-        }
-        let ttl_ms = ttl_millis(lease.ttl())?;
-        let sent_at = Instant::now();
-        let [key, generation, owner] = lease_params(lease);
-        let params = [key, generation, owner, Value::I64(ttl_ms)];
-        let outcome = Outcome::from_rows(self.rows(&self.statements.renew, &params).await?);
-        if outcome.is_applied() {
-            lease.extend_local_deadline(crate::wait::saturating_add(sent_at, lease.ttl()));
-        }
-        Ok(outcome)
+        let span = trace::step("renew", &self.table, lease.key(), Some(lease.generation()));
+        trace::traced(span, async {
+            self.check_key(lease.key())?;
+            if lease.is_revoked() {
+                return Ok(Outcome::Refused);
+            }
+            let ttl_ms = ttl_millis(lease.ttl())?;
+            let sent_at = Instant::now();
+            let [key, generation, owner] = lease_params(lease);
+            let params = [key, generation, owner, Value::I64(ttl_ms)];
+            let outcome = Outcome::from_rows(self.rows(&self.statements.renew, &params).await?);
+            if outcome.is_applied() {
+                lease.extend_local_deadline(crate::wait::saturating_add(sent_at, lease.ttl()));
+            }
+            Ok(outcome)
+        })
+        .await
     }
 
     /// A fenced update of the caller's own columns (`(column, value)` pairs; names
@@ -496,17 +575,21 @@ impl<B: Backend> Store<B> {
         assignments: &[(&str, Value)],
     ) -> Result<Outcome> {
         let lease = lease.as_lease();
-        self.no_procedure("a fenced update")?;
-        if assignments.is_empty() {
-            return Err(Error::Config("an update needs at least one column".into()));
-        }
-        let sql = self.write_sql(WriteKind::Update, assignments)?;
-        self.check_key(lease.key())?;
-        if lease.is_revoked() {
-            return Ok(Outcome::Refused);
-        }
-        self.run_fenced(lease, &sql, assignments.iter().map(|(_, v)| v.clone()))
-            .await
+        let span = trace::step("update", &self.table, lease.key(), Some(lease.generation()));
+        trace::traced(span, async {
+            self.no_procedure("a fenced update")?;
+            if assignments.is_empty() {
+                return Err(Error::Config("an update needs at least one column".into()));
+            }
+            let sql = self.write_sql(WriteKind::Update, assignments)?;
+            self.check_key(lease.key())?;
+            if lease.is_revoked() {
+                return Ok(Outcome::Refused);
+            }
+            self.run_fenced(lease, &sql, assignments.iter().map(|(_, v)| v.clone()))
+                .await
+        })
+        .await
     }
 
     /// The article's publication: writes the caller's columns and sets the published
@@ -527,8 +610,18 @@ impl<B: Backend> Store<B> {
         lease: &impl AsLease,
         assignments: &[(&str, Value)],
     ) -> Result<Outcome> {
-        self.publish_inner(lease.as_lease(), assignments, false)
-            .await
+        let lease = lease.as_lease();
+        let span = trace::step(
+            "publish",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            self.publish_inner(lease.as_lease(), assignments, false)
+                .await
+        })
+        .await
     }
 
     /// [`publish`](Store::publish) and [`release`](Store::release) in one statement: on
@@ -547,11 +640,20 @@ impl<B: Backend> Store<B> {
         assignments: &[(&str, Value)],
     ) -> Result<Outcome> {
         let lease = lease.as_lease();
-        let outcome = self.publish_inner(lease, assignments, true).await?;
-        if outcome.is_applied() {
-            lease.mark_released();
-        }
-        Ok(outcome)
+        let span = trace::step(
+            "publish_and_release",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            let outcome = self.publish_inner(lease, assignments, true).await?;
+            if outcome.is_applied() {
+                lease.mark_released();
+            }
+            Ok(outcome)
+        })
+        .await
     }
 
     /// Gives the row back: clears owner and expiry where generation and owner still
@@ -567,15 +669,24 @@ impl<B: Backend> Store<B> {
     /// [`Error::KeyType`]; any database error.
     pub async fn release(&self, lease: &impl AsLease) -> Result<Outcome> {
         let lease = lease.as_lease();
-        self.check_key(lease.key())?;
-        let rows = self
-            .rows(&self.statements.release, &lease_params(lease))
-            .await?;
-        let outcome = Outcome::from_rows(rows);
-        if outcome.is_applied() {
-            lease.mark_released();
-        }
-        Ok(outcome)
+        let span = trace::step(
+            "release",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            self.check_key(lease.key())?;
+            let rows = self
+                .rows(&self.statements.release, &lease_params(lease))
+                .await?;
+            let outcome = Outcome::from_rows(rows);
+            if outcome.is_applied() {
+                lease.mark_released();
+            }
+            Ok(outcome)
+        })
+        .await
     }
 
     /// Runs the caller's own statement that already carries the fence (see
@@ -598,17 +709,26 @@ impl<B: Backend> Store<B> {
         params: &[Value],
     ) -> Result<Outcome> {
         let lease = lease.as_lease();
-        self.no_procedure("caller sql")?;
-        sql.check_use(&self.table, params.len())?;
-        self.check_key(lease.key())?;
-        if lease.is_revoked() {
-            return Ok(Outcome::Refused);
-        }
-        self.run_fenced(
-            lease,
-            sql.for_dialect(self.dialect()),
-            params.iter().cloned(),
-        )
+        let span = trace::step(
+            "execute_fenced",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            self.no_procedure("caller sql")?;
+            sql.check_use(&self.table, params.len())?;
+            self.check_key(lease.key())?;
+            if lease.is_revoked() {
+                return Ok(Outcome::Refused);
+            }
+            self.run_fenced(
+                lease,
+                sql.for_dialect(self.dialect()),
+                params.iter().cloned(),
+            )
+            .await
+        })
         .await
     }
 
@@ -633,17 +753,26 @@ impl<B: Backend> Store<B> {
         assignments: &[(&str, Value)],
     ) -> Result<OperationOutcome> {
         let lease = lease.as_lease();
-        self.no_procedure("a fenced update")?;
-        if assignments.is_empty() {
-            return Err(Error::Config("an update needs at least one column".into()));
-        }
-        let sql = self.write_sql(WriteKind::UpdateRecorded, assignments)?;
-        self.check_key(lease.key())?;
-        if lease.is_revoked() {
-            return Ok(OperationOutcome::Refused);
-        }
-        let values = assignments.iter().map(|(_, v)| v.clone()).collect();
-        self.run_recorded(lease, op, &sql, values).await
+        let span = trace::step(
+            "update_op",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            self.no_procedure("a fenced update")?;
+            if assignments.is_empty() {
+                return Err(Error::Config("an update needs at least one column".into()));
+            }
+            let sql = self.write_sql(WriteKind::UpdateRecorded, assignments)?;
+            self.check_key(lease.key())?;
+            if lease.is_revoked() {
+                return Ok(OperationOutcome::Refused);
+            }
+            let values = assignments.iter().map(|(_, v)| v.clone()).collect();
+            self.run_recorded(lease, op, &sql, values).await
+        })
+        .await
     }
 
     /// [`publish`](Store::publish) carrying operation id `op`, recorded atomically with
@@ -665,8 +794,18 @@ impl<B: Backend> Store<B> {
         op: Uuid,
         assignments: &[(&str, Value)],
     ) -> Result<OperationOutcome> {
-        self.publish_recorded(lease.as_lease(), op, assignments, false)
-            .await
+        let lease = lease.as_lease();
+        let span = trace::step(
+            "publish_op",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            self.publish_recorded(lease.as_lease(), op, assignments, false)
+                .await
+        })
+        .await
     }
 
     /// [`publish_and_release`](Store::publish_and_release) carrying operation id `op`,
@@ -682,11 +821,20 @@ impl<B: Backend> Store<B> {
         assignments: &[(&str, Value)],
     ) -> Result<OperationOutcome> {
         let lease = lease.as_lease();
-        let outcome = self.publish_recorded(lease, op, assignments, true).await?;
-        if outcome.is_in_effect() {
-            lease.mark_released();
-        }
-        Ok(outcome)
+        let span = trace::step(
+            "publish_and_release_op",
+            &self.table,
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, async {
+            let outcome = self.publish_recorded(lease, op, assignments, true).await?;
+            if outcome.is_in_effect() {
+                lease.mark_released();
+            }
+            Ok(outcome)
+        })
+        .await
     }
 
     /// Whether operation id `op` was applied, read from the outcomes table. See

@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, Once, PoisonError};
 use std::time::Duration;
 
 use fenced_guard::{
-    Backend, ColumnType, Completion, Dialect, Error, FencedTable, Keeper, Key, Loss, Outcome,
-    Result, Store, Value, Work,
+    Backend, ColumnType, Completion, Dialect, Error, Executor, FencedTable, Keeper, Key, Loss,
+    Outcome, Result, Store, Value, Work,
 };
 use uuid::Uuid;
 
@@ -296,7 +296,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl<B: Backend + Clone> Backend for Faulty<B> {
+impl<B: Backend + Clone> Executor for Faulty<B> {
     fn dialect(&self) -> Dialect {
         self.inner.dialect()
     }

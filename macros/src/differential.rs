@@ -20,8 +20,8 @@
 use std::time::{Duration, Instant};
 
 use fenced_guard::{
-    Backend, ColumnType, Dialect, FencedTable, Lease, Mssql, Outcome, Postgres, Sqlite, Store,
-    Value,
+    Backend, ColumnType, Dialect, Executor, FencedTable, Lease, Mssql, Outcome, Postgres, Sqlite,
+    Store, Value,
 };
 
 use crate::statement::{self, Checks, Declared};

@@ -24,7 +24,7 @@ use proc_macro::TokenStream;
 /// errors.
 ///
 /// ```
-/// use fenced::{AsLease, Backend, Lease, Outcome, Store, fenced_write};
+/// use fenced::{AsLease, Backend, Executor, Lease, Outcome, Store, fenced_write};
 ///
 /// /// A lease on one report, as the application hands it around.
 /// pub struct ReportLease(Lease);
@@ -130,7 +130,7 @@ use proc_macro::TokenStream;
 /// written without the attribute, and may ask for a `Send` future:
 ///
 /// ```
-/// use fenced::{Backend, Lease, Outcome, Store, fenced_write};
+/// use fenced::{Backend, Executor, Lease, Outcome, Store, fenced_write};
 ///
 /// pub trait ReportRepository {
 ///     fn save(&self, lease: &Lease, payload: &str)

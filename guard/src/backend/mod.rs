@@ -1,37 +1,43 @@
-//! The executor contract, and one executor per database behind its feature.
+//! The executor contract, and one pooled executor per database behind its feature.
 //!
-//! A [`Backend`] runs single autocommitted statements with bound parameters. The
-//! protocol ([`Store`](crate::Store)) is written once over it.
+//! An [`Executor`] runs statements with bound parameters. The protocol
+//! ([`Store`](crate::Store)) is written once over it. A [`Backend`] is an executor that
+//! can be shared between tasks: the guard's own pools ([`Postgres`], [`Sqlite`],
+//! [`Mssql`]). The caller's own connections are executors too
+//! ([`crate::connection`]).
 
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod kept;
 #[cfg(feature = "mssql")]
-mod mssql;
+pub(crate) mod mssql;
 #[cfg(any(feature = "mssql", feature = "postgres", feature = "sqlite"))]
 mod pool;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(crate) mod postgres;
 #[cfg(feature = "sqlite")]
-mod sqlite;
+pub(crate) mod sqlite;
 
 use std::future::Future;
 
 #[cfg(feature = "mssql")]
-pub use mssql::{Mssql, MssqlOptions};
+pub use mssql::{LentMssql, Mssql, MssqlOptions};
 #[cfg(feature = "postgres")]
-pub use postgres::{PooledClient, Postgres};
+pub use postgres::{LentPostgres, PooledClient, Postgres};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{Sqlite, SqliteExecution, SqliteOptions};
+pub use sqlite::{LentSqlite, Sqlite, SqliteExecution, SqliteOptions};
 
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::value::Value;
 
-/// A database connection pool that runs single statements.
+/// Runs statements with bound parameters on a database: a pool of connections, or one
+/// connection (or transaction) that the caller owns.
 ///
-/// Each call is one autocommitted statement on a pooled connection. Every driver,
-/// network or SQL error is returned as an [`Error`]; nothing is folded into "no rows".
-pub trait Backend: Send + Sync + 'static {
+/// On a pool, each call is one autocommitted statement on a pooled connection; on a
+/// single connection, each call runs there, inside whatever transaction is open on it.
+/// Every driver, network or SQL error is returned as an [`Error`]; nothing is folded
+/// into "no rows".
+pub trait Executor {
     /// The SQL dialect this backend speaks.
     fn dialect(&self) -> Dialect;
 
@@ -47,13 +53,13 @@ pub trait Backend: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<Vec<Value>>>> + Send;
 
     /// Runs a statement and returns every row it produced, decoded as by
-    /// [`query_row`](Backend::query_row); on SQL Server, the rows of the batch's last
+    /// [`query_row`](Executor::query_row); on SQL Server, the rows of the batch's last
     /// result set. Batched renewal ([`Store::renew_many`](crate::Store::renew_many),
     /// [`BatchKeeper`](crate::BatchKeeper)) and claiming
     /// ([`Store::claim`](crate::Store::claim)) read their per-row outcomes with it.
     ///
-    /// The default refuses with [`Error::Config`]: a backend written before this
-    /// method cannot batch, but runs every single-row operation as before.
+    /// The default refuses with [`Error::Config`]: an executor written before this
+    /// method cannot claim or batch, but runs every single-row operation as before.
     fn query_rows(
         &self,
         sql: &str,
@@ -61,7 +67,7 @@ pub trait Backend: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<Vec<Value>>>> + Send {
         let _ = (sql, params);
         std::future::ready(Err(Error::Config(format!(
-            "the {} backend cannot return several rows",
+            "this {} executor cannot return several rows",
             self.dialect()
         ))))
     }
@@ -86,7 +92,7 @@ pub trait Backend: Send + Sync + 'static {
     ) -> impl Future<Output = Result<u64>> + Send {
         let _ = (write, write_params, record, record_params);
         std::future::ready(Err(Error::Config(format!(
-            "the {} backend cannot record an operation in the write's transaction",
+            "this {} executor cannot record an operation in the write's transaction",
             self.dialect()
         ))))
     }
@@ -112,3 +118,11 @@ pub trait Backend: Send + Sync + 'static {
         }
     }
 }
+
+/// An [`Executor`] that tasks can share and keep: what a [`Store`](crate::Store) needs
+/// for a [`Keeper`](crate::Keeper) or a spawned task. Every `Send + Sync + 'static`
+/// executor is one: the guard's pools, and cloneable pools of the caller's such as
+/// sqlx's.
+pub trait Backend: Executor + Send + Sync + 'static {}
+
+impl<T: Executor + Send + Sync + 'static> Backend for T {}

@@ -9,10 +9,12 @@ use tiberius::{Client, ColumnData, Config};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
-use crate::backend::Backend;
+use crate::backend::Executor;
 use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
+use crate::connection::mssql as client;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
+use crate::transaction::Lend;
 use crate::value::{Key, Value};
 
 type Connection = Client<Compat<TcpStream>>;
@@ -275,7 +277,7 @@ async fn outside_transaction(conn: &mut Connection) -> bool {
 /// change it there (the count Entity Framework relies on for tables with triggers),
 /// and `SET NOCOUNT ON` does not suppress it. The line break ends a trailing `--`
 /// comment; trailing semicolons are dropped so that none is doubled.
-fn with_row_count(sql: &str) -> String {
+pub(crate) fn with_row_count(sql: &str) -> String {
     let statement = sql.trim_end().trim_end_matches(';');
     format!("{statement}\n;SELECT CAST(@@ROWCOUNT AS bigint)")
 }
@@ -318,7 +320,7 @@ impl<'a> tiberius::IntoSql<'a> for Value {
     }
 }
 
-fn decode(row: tiberius::Row) -> Result<Vec<Value>> {
+pub(crate) fn decode(row: tiberius::Row) -> Result<Vec<Value>> {
     row.into_iter()
         .map(|cell| {
             Ok(match cell {
@@ -343,11 +345,54 @@ fn decode(row: tiberius::Row) -> Result<Vec<Value>> {
         .collect()
 }
 
-fn refs(params: &[Value]) -> Vec<&dyn tiberius::ToSql> {
+pub(crate) fn refs(params: &[Value]) -> Vec<&dyn tiberius::ToSql> {
     params.iter().map(|p| p as &dyn tiberius::ToSql).collect()
 }
 
-impl Backend for Mssql {
+/// A connection of an [`Mssql`] pool, lent for a fenced transaction.
+pub struct LentMssql(tokio::sync::Mutex<Checkout<Connection>>);
+
+impl std::fmt::Debug for LentMssql {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LentMssql").finish_non_exhaustive()
+    }
+}
+
+impl Lend for Mssql {
+    type Lent = LentMssql;
+
+    async fn lend(&self) -> Result<LentMssql> {
+        Ok(LentMssql(tokio::sync::Mutex::new(self.checkout().await?)))
+    }
+
+    fn give_back(lent: LentMssql) {
+        lent.0.into_inner().give_back();
+    }
+}
+
+impl Executor for LentMssql {
+    fn dialect(&self) -> Dialect {
+        Dialect::Mssql
+    }
+
+    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        client::execute_counted(self.0.lock().await.conn(), sql, params).await
+    }
+
+    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        client::last_row(self.0.lock().await.conn(), sql, params).await
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        client::last_rows(self.0.lock().await.conn(), sql, params).await
+    }
+
+    async fn execute_batch(&self, sql: &str) -> Result<()> {
+        client::batch(self.0.lock().await.conn(), sql).await
+    }
+}
+
+impl Executor for Mssql {
     fn dialect(&self) -> Dialect {
         Dialect::Mssql
     }

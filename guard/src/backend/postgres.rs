@@ -15,10 +15,11 @@ use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Row, RowStream, Socket};
 
-use crate::backend::Backend;
+use crate::backend::Executor;
 use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
+use crate::transaction::Lend;
 use crate::value::{Key, Value};
 use connection::{Connection, Opener, opener};
 
@@ -69,7 +70,7 @@ impl std::fmt::Debug for Postgres {
 impl Postgres {
     /// How many prepared statements each connection keeps. A store uses a handful; the
     /// bound is for statements sent through the backend directly
-    /// ([`Backend::execute`]), so that a stream of distinct texts cannot grow a
+    /// ([`Executor::execute`]), so that a stream of distinct texts cannot grow a
     /// connection's statements, and the server's memory, without limit. Past it, the
     /// statement used longest ago is closed.
     pub const MAX_PREPARED_STATEMENTS: usize = connection::MAX_PREPARED_STATEMENTS;
@@ -291,7 +292,7 @@ impl std::error::Error for Unencodable {
 /// Whether `error`, from running a statement that takes `expected` parameters with
 /// `given`, was raised before anything was sent: tokio-postgres checks the count and
 /// encodes every value before it sends the statement.
-fn unsent(error: &tokio_postgres::Error, expected: usize, given: usize) -> bool {
+pub(crate) fn unsent(error: &tokio_postgres::Error, expected: usize, given: usize) -> bool {
     expected != given
         || std::error::Error::source(error).is_some_and(|source| source.is::<Unencodable>())
 }
@@ -354,7 +355,7 @@ impl ToSql for Key {
     to_sql_checked!();
 }
 
-fn decode(row: &Row) -> Result<Vec<Value>> {
+pub(crate) fn decode(row: &Row) -> Result<Vec<Value>> {
     (0..row.len())
         .map(|i| {
             let ty = row.columns()[i].type_();
@@ -391,7 +392,9 @@ fn decode(row: &Row) -> Result<Vec<Value>> {
 /// The first row of `rows`, after reading them all: a later row's error is the
 /// statement's error, as with [`Client::query`](tokio_postgres::Client::query), but no
 /// vector of rows is built for the one row kept.
-async fn first_row(rows: RowStream) -> std::result::Result<Option<Row>, tokio_postgres::Error> {
+pub(crate) async fn first_row(
+    rows: RowStream,
+) -> std::result::Result<Option<Row>, tokio_postgres::Error> {
     let mut rows = pin!(rows);
     let mut first = None;
     while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {
@@ -402,7 +405,9 @@ async fn first_row(rows: RowStream) -> std::result::Result<Option<Row>, tokio_po
 }
 
 /// Every row of `rows`.
-async fn all_rows(rows: RowStream) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
+pub(crate) async fn all_rows(
+    rows: RowStream,
+) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
     let mut rows = pin!(rows);
     let mut all = Vec::new();
     while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {
@@ -411,7 +416,132 @@ async fn all_rows(rows: RowStream) -> std::result::Result<Vec<Row>, tokio_postgr
     Ok(all)
 }
 
-impl Backend for Postgres {
+/// Runs a statement on `conn`, prepared once per connection, and returns the rows it
+/// changed. A statement whose cached preparation went stale (its table was altered) is
+/// prepared again, once.
+async fn execute_on(conn: &mut Connection, sql: &str, params: &[Value]) -> Result<u64> {
+    let mut prepared_again = false;
+    loop {
+        let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
+        let expected = statement.params().len();
+        // The values are bound straight from the slice: no vector of references.
+        match client.execute_raw(statement, params).await {
+            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+                prepared_again = true;
+            }
+            Err(error) if unsent(&error, expected, params.len()) => {
+                return Err(Error::not_executed(error));
+            }
+            result => return Ok(result?),
+        }
+    }
+}
+
+/// Runs a statement on `conn`, as [`execute_on`], and returns its first row.
+async fn query_row_on(
+    conn: &mut Connection,
+    sql: &str,
+    params: &[Value],
+) -> Result<Option<Vec<Value>>> {
+    let mut prepared_again = false;
+    loop {
+        let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
+        let expected = statement.params().len();
+        let row = match client.query_raw(statement, params).await {
+            Ok(rows) => first_row(rows).await,
+            Err(error) if unsent(&error, expected, params.len()) => {
+                return Err(Error::not_executed(error));
+            }
+            Err(error) => Err(error),
+        };
+        match row {
+            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+                prepared_again = true;
+            }
+            row => return row?.as_ref().map(decode).transpose(),
+        }
+    }
+}
+
+/// Runs a statement on `conn`, as [`execute_on`], and returns every row.
+async fn query_rows_on(
+    conn: &mut Connection,
+    sql: &str,
+    params: &[Value],
+) -> Result<Vec<Vec<Value>>> {
+    let mut prepared_again = false;
+    loop {
+        let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
+        let expected = statement.params().len();
+        let rows = match client.query_raw(statement, params).await {
+            Ok(rows) => all_rows(rows).await,
+            Err(error) if unsent(&error, expected, params.len()) => {
+                return Err(Error::not_executed(error));
+            }
+            Err(error) => Err(error),
+        };
+        match rows {
+            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+                prepared_again = true;
+            }
+            rows => return rows?.iter().map(decode).collect(),
+        }
+    }
+}
+
+/// A connection of a [`Postgres`] pool, lent for a fenced transaction.
+pub struct LentPostgres(tokio::sync::Mutex<Checkout<Connection>>);
+
+impl std::fmt::Debug for LentPostgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LentPostgres").finish_non_exhaustive()
+    }
+}
+
+impl Lend for Postgres {
+    type Lent = LentPostgres;
+
+    async fn lend(&self) -> Result<LentPostgres> {
+        Ok(LentPostgres(tokio::sync::Mutex::new(
+            self.checkout().await?,
+        )))
+    }
+
+    fn give_back(lent: LentPostgres) {
+        lent.0.into_inner().give_back();
+    }
+}
+
+impl Executor for LentPostgres {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        execute_on(self.0.lock().await.conn(), sql, params).await
+    }
+
+    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        query_row_on(self.0.lock().await.conn(), sql, params).await
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        query_rows_on(self.0.lock().await.conn(), sql, params).await
+    }
+
+    async fn execute_batch(&self, sql: &str) -> Result<()> {
+        Ok(self
+            .0
+            .lock()
+            .await
+            .conn()
+            .client()
+            .batch_execute(sql)
+            .await?)
+    }
+}
+
+impl Executor for Postgres {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }
@@ -420,24 +550,7 @@ impl Backend for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| {
-                    let mut prepared_again = false;
-                    loop {
-                        let (client, statement) =
-                            conn.prepared(sql).await.map_err(Error::not_executed)?;
-                        let expected = statement.params().len();
-                        // The values are bound straight from the slice: no vector of references.
-                        match client.execute_raw(statement, params).await {
-                            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
-                                prepared_again = true;
-                            }
-                            Err(error) if unsent(&error, expected, params.len()) => {
-                                return Err(Error::not_executed(error));
-                            }
-                            result => return Ok(result?),
-                        }
-                    }
-                })
+                .with_connection(async |conn| execute_on(conn, sql, params).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,
@@ -450,27 +563,7 @@ impl Backend for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| {
-                    let mut prepared_again = false;
-                    loop {
-                        let (client, statement) =
-                            conn.prepared(sql).await.map_err(Error::not_executed)?;
-                        let expected = statement.params().len();
-                        let row = match client.query_raw(statement, params).await {
-                            Ok(rows) => first_row(rows).await,
-                            Err(error) if unsent(&error, expected, params.len()) => {
-                                return Err(Error::not_executed(error));
-                            }
-                            Err(error) => Err(error),
-                        };
-                        match row {
-                            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
-                                prepared_again = true;
-                            }
-                            row => return row?.as_ref().map(decode).transpose(),
-                        }
-                    }
-                })
+                .with_connection(async |conn| query_row_on(conn, sql, params).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,
@@ -483,27 +576,7 @@ impl Backend for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| {
-                    let mut prepared_again = false;
-                    loop {
-                        let (client, statement) =
-                            conn.prepared(sql).await.map_err(Error::not_executed)?;
-                        let expected = statement.params().len();
-                        let rows = match client.query_raw(statement, params).await {
-                            Ok(rows) => all_rows(rows).await,
-                            Err(error) if unsent(&error, expected, params.len()) => {
-                                return Err(Error::not_executed(error));
-                            }
-                            Err(error) => Err(error),
-                        };
-                        match rows {
-                            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
-                                prepared_again = true;
-                            }
-                            rows => return rows?.iter().map(decode).collect(),
-                        }
-                    }
-                })
+                .with_connection(async |conn| query_rows_on(conn, sql, params).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,

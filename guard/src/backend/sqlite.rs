@@ -10,10 +10,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::Backend;
+use crate::backend::Executor;
 use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
+use crate::connection::sqlite as caller;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
+use crate::transaction::Lend;
 use crate::value::{Key, Value};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, Statement, params_from_iter};
@@ -168,7 +170,7 @@ impl std::fmt::Debug for Sqlite {
 impl Sqlite {
     /// How many prepared statements each connection keeps. A store uses a handful per
     /// table; the bound is for statements sent through the backend directly
-    /// ([`Backend::execute`]), so that a stream of distinct texts cannot grow a
+    /// ([`Executor::execute`]), so that a stream of distinct texts cannot grow a
     /// connection's statements without limit. Past it, the statement used longest ago
     /// is finalized.
     pub const MAX_PREPARED_STATEMENTS: usize = prepared::CAPACITY;
@@ -437,7 +439,7 @@ fn uuid_text(uuid: &uuid::Uuid) -> String {
 }
 
 /// The values of a statement as the statement binds them: [`Bound`] for each.
-fn bound(params: &[Value]) -> impl Iterator<Item = Bound<'_>> {
+pub(crate) fn bound(params: &[Value]) -> impl Iterator<Item = Bound<'_>> {
     params.iter().map(Bound::from)
 }
 
@@ -445,7 +447,7 @@ fn bound(params: &[Value]) -> impl Iterator<Item = Bound<'_>> {
 /// so binding it borrows that text: `impl ToSql for Value` has to return a new `String`
 /// for a UUID, an allocation and a free on every statement that carries a lease's
 /// owner. SQLite copies bound text either way.
-enum Bound<'a> {
+pub(crate) enum Bound<'a> {
     Value(&'a Value),
     UuidText([u8; uuid::fmt::Hyphenated::LENGTH]),
 }
@@ -496,7 +498,7 @@ impl rusqlite::ToSql for Key {
     }
 }
 
-fn decode(index: usize, value: ValueRef<'_>) -> rusqlite::Result<Value> {
+pub(crate) fn decode(index: usize, value: ValueRef<'_>) -> rusqlite::Result<Value> {
     Ok(match value {
         ValueRef::Null => Value::Null,
         ValueRef::Integer(v) => Value::I64(v),
@@ -510,7 +512,95 @@ fn decode(index: usize, value: ValueRef<'_>) -> rusqlite::Result<Value> {
     })
 }
 
-impl Backend for Sqlite {
+/// A connection of a [`Sqlite`] pool, lent for a fenced transaction.
+///
+/// Its statements wait for a lock as SQLite itself does, in the calling thread, up to
+/// the busy timeout: on the multi-threaded runtime inside
+/// [`block_in_place`](tokio::task::block_in_place), on the current-thread runtime on
+/// the runtime's one thread. A fenced transaction's statements hold the write lock
+/// from its `BEGIN IMMEDIATE`, so only that first statement can wait.
+pub struct LentSqlite {
+    conn: std::sync::Mutex<Checkout<PreparedConnection>>,
+    busy_timeout: Duration,
+}
+
+impl std::fmt::Debug for LentSqlite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LentSqlite").finish_non_exhaustive()
+    }
+}
+
+impl LentSqlite {
+    fn run<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
+        let run = || {
+            let mut checkout = self
+                .conn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            with_busy_timeout(checkout.conn(), self.busy_timeout, |conn| f(conn.conn()))
+        };
+        let result = if on_multi_thread_runtime() {
+            tokio::task::block_in_place(run)
+        } else {
+            run()
+        };
+        result.and_then(|inner| inner).map_err(Error::Sqlite)
+    }
+}
+
+impl Lend for Sqlite {
+    type Lent = LentSqlite;
+
+    async fn lend(&self) -> Result<LentSqlite> {
+        Ok(LentSqlite {
+            conn: std::sync::Mutex::new(self.checkout().await?),
+            busy_timeout: self.inner.options.busy_timeout,
+        })
+    }
+
+    fn give_back(lent: LentSqlite) {
+        lent.conn
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .give_back();
+    }
+}
+
+impl Executor for LentSqlite {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        self.run(|conn| caller::execute(conn, sql, params))
+    }
+
+    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        self.run(|conn| caller::query_row(conn, sql, params))
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        self.run(|conn| caller::query_rows(conn, sql, params))
+    }
+
+    async fn execute_batch(&self, sql: &str) -> Result<()> {
+        self.run(|conn| conn.execute_batch(sql))
+    }
+
+    async fn execute_then_record(
+        &self,
+        write: &str,
+        write_params: &[Value],
+        record: &str,
+        record_params: &[Value],
+    ) -> Result<u64> {
+        self.run(|conn| {
+            caller::execute_then_record(conn, (write, write_params), (record, record_params))
+        })
+    }
+}
+
+impl Executor for Sqlite {
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
     }

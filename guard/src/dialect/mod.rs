@@ -13,6 +13,7 @@
 //! | [`acquire`] | 1 key, 2 new owner, 3 ttl in milliseconds; returns the new generation |
 //! | [`renew`] | 1 key, 2 generation, 3 owner, 4 ttl in milliseconds |
 //! | [`release`] | 1 key, 2 generation, 3 owner |
+//! | [`lock`] | 1 key, 2 generation, 3 owner; changes (PostgreSQL: returns) one row while the lease holds |
 //! | [`update`], [`publish`] | 1..=n the caller's values, n+1 key, n+2 generation, n+3 owner |
 //! | [`update_recorded`], [`publish_recorded`] | as [`update`] / [`publish`], then n+4 operation id |
 //! | [`record_operation`] (SQLite) | 1 operation id, 2 key, 3 generation |
@@ -567,6 +568,54 @@ pub fn release(dialect: Dialect, table: &FencedTable) -> String {
     )
 }
 
+/// Checks that the lease holds (the fence of [`renew`], by the database's clock) and
+/// locks its row against every other writer, a successor's acquisition included, until
+/// the enclosing transaction ends. Changes nothing.
+///
+/// PostgreSQL takes the row lock with `FOR NO KEY UPDATE`, the lock an acquisition's
+/// `UPDATE` needs, without writing a row version; rows of other tables may still take
+/// a foreign key to it. SQL Server and SQLite lock by updating the generation to
+/// itself: a table hint is ignored by Babelfish, and a SQLite transaction begun
+/// `DEFERRED` takes the write lock only with a write.
+pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
+    let name = table.name().quoted(dialect);
+    let fence = fence_predicate(dialect, table, 1);
+    match dialect {
+        Dialect::Postgres => format!("SELECT 1 FROM {name} WHERE {fence} FOR NO KEY UPDATE"),
+        Dialect::Sqlite | Dialect::Mssql => {
+            let generation = q(dialect, table.generation_column());
+            format!("UPDATE {name} SET {generation} = {generation} WHERE {fence}")
+        }
+    }
+}
+
+/// The statement that begins a transaction. SQLite's is `BEGIN IMMEDIATE`: it takes the
+/// write lock at once, so that two transactions never both read and then deadlock on
+/// upgrading to write.
+pub fn begin(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres => "BEGIN",
+        Dialect::Sqlite => "BEGIN IMMEDIATE",
+        Dialect::Mssql => "BEGIN TRANSACTION",
+    }
+}
+
+/// The statement that commits the open transaction.
+pub fn commit(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres | Dialect::Sqlite => "COMMIT",
+        Dialect::Mssql => "COMMIT TRANSACTION",
+    }
+}
+
+/// The statement that rolls the open transaction back.
+pub fn rollback(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres | Dialect::Sqlite => "ROLLBACK",
+        Dialect::Mssql => "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION",
+    }
+}
+
 fn assignments(dialect: Dialect, columns: &[&Identifier]) -> Vec<String> {
     columns
         .iter()
@@ -721,6 +770,7 @@ pub(crate) struct Statements {
     pub(crate) acquire: String,
     pub(crate) renew: String,
     pub(crate) release: String,
+    pub(crate) lock: String,
 }
 
 impl Statements {
@@ -743,6 +793,7 @@ impl Statements {
             acquire: acquire(dialect, table),
             renew: renew(dialect, table),
             release: release(dialect, table),
+            lock: lock(dialect, table),
         }
     }
 }

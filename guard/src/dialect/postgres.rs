@@ -76,6 +76,8 @@ mod tests {
             r#"UPDATE "app"."ReportPublication" SET "Generation" = "Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE "ReportId" = $1 AND ("LeaseUntilUtc" IS NULL OR "LeaseUntilUtc" <= clock_timestamp() OR "LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING "Generation", "LeaseEpoch""#,
         renew: dialect::renew(D, &table()) =>
             r#"UPDATE "app"."ReportPublication" SET "LeaseUntilUtc" = clock_timestamp() + $4::bigint * interval '1 millisecond' WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)"#,
+        lock: dialect::lock(D, &table()) =>
+            r#"SELECT 1 FROM "app"."ReportPublication" WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) FOR NO KEY UPDATE"#,
         release: dialect::release(D, &table()) =>
             r#"UPDATE "app"."ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3"#,
         update: dialect::update(D, &table(), &[&payload()]) =>

@@ -145,7 +145,7 @@ impl MssqlProcedures {
 
     /// Two batches per procedure, in [`Procedure::ALL`] order: [`stub`] then
     /// [`procedure`], each to be run on its own (for example with
-    /// [`Backend::execute_batch`](crate::Backend::execute_batch)). Running them again
+    /// [`Executor::execute_batch`](crate::Executor::execute_batch)). Running them again
     /// replaces the procedures' bodies and keeps their permissions.
     ///
     /// [`stub`]: MssqlProcedures::stub

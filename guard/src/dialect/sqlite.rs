@@ -73,6 +73,8 @@ mod tests {
             r#"UPDATE "ReportPublication" SET "Generation" = "Generation" + 1, "LeaseOwner" = ?2, "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + ?3, "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1) WHERE "ReportId" = ?1 AND ("LeaseUntilUtc" IS NULL OR "LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR "LeaseEpoch" <> (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)) RETURNING "Generation", "LeaseEpoch""#,
         renew: dialect::renew(D, &table()) =>
             r#"UPDATE "ReportPublication" SET "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + ?4 WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)"#,
+        lock: dialect::lock(D, &table()) =>
+            r#"UPDATE "ReportPublication" SET "Generation" = "Generation" WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)"#,
         release: dialect::release(D, &table()) =>
             r#"UPDATE "ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3"#,
         update: dialect::update(D, &table(), &[&payload()]) =>

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use fenced_guard::{Backend, Mssql, MssqlOptions, Store};
+use fenced_guard::{Executor, Mssql, MssqlOptions, Store};
 
 use crate::suite::report_table;
 use crate::support::Place;
@@ -102,7 +102,7 @@ pub mod procedures {
     use std::time::Duration;
 
     use fenced_guard::{
-        Backend, Error, Key, MssqlProcedures, OperationOutcome, Outcome, Resolution, Store, Value,
+        Error, Executor, Key, MssqlProcedures, OperationOutcome, Outcome, Resolution, Store, Value,
     };
 
     use super::with_schema;
@@ -341,7 +341,7 @@ pub mod procedures {
 pub mod row_counts {
     use std::time::Duration;
 
-    use fenced_guard::{Backend, Key, MssqlOptions, Outcome, Store, Value};
+    use fenced_guard::{Executor, Key, MssqlOptions, Outcome, Store, Value};
     use tokio_util::compat::TokioAsyncWriteCompatExt;
 
     use super::{add_audit_trigger, with_schema};
@@ -486,7 +486,7 @@ pub mod row_counts {
 /// a key with trailing spaces, which every SQL Server collation ignores, is refused.
 pub mod text_keys {
 
-    use fenced_guard::{Backend, ColumnType, Error, FencedTable, KeyType, Store};
+    use fenced_guard::{ColumnType, Error, Executor, FencedTable, KeyType, Store};
 
     use super::with_schema;
     use crate::suite::Fixture;
@@ -600,7 +600,7 @@ pub mod nulls {
 /// The backend's pool: a connection the server answered with an error is kept when no
 /// transaction is left open on it, and closed when one is.
 pub mod connections {
-    use fenced_guard::{Backend, Mssql, MssqlOptions};
+    use fenced_guard::{Executor, Mssql, MssqlOptions};
 
     use crate::support::mssql::{connect, url};
 

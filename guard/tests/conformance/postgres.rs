@@ -15,7 +15,7 @@ crate::conformance!(setup);
 mod connections {
     use std::time::Duration;
 
-    use fenced_guard::{Backend, Error, Postgres, Value};
+    use fenced_guard::{Error, Executor, Postgres, Value};
     use tokio_postgres::error::SqlState;
 
     use crate::support::postgres::url;
@@ -254,7 +254,7 @@ mod connections {
 mod identifiers {
     use std::time::Duration;
 
-    use fenced_guard::{Backend, ColumnType, Error, FencedTable, KeyType, Store, Value};
+    use fenced_guard::{ColumnType, Error, Executor, FencedTable, KeyType, Store, Value};
 
     use crate::support::Place;
     use crate::support::postgres::TestSchema;
@@ -330,7 +330,7 @@ mod identifiers {
 /// What an error says: the server's own message and SQLSTATE, or the driver's error
 /// and its causes.
 mod errors {
-    use fenced_guard::{Backend, Error, Postgres};
+    use fenced_guard::{Error, Executor, Postgres};
     use tokio_postgres::error::SqlState;
 
     use crate::support::postgres::url;
@@ -375,7 +375,7 @@ mod errors {
 
 /// Whether an error may have committed, by where it happened.
 mod classification {
-    use fenced_guard::{Backend, Error, Postgres, Value};
+    use fenced_guard::{Error, Executor, Postgres, Value};
 
     use crate::classification::{a_good_publication_is_published, publication_is_not_retried};
     use crate::support::Place;
@@ -451,7 +451,7 @@ mod classification {
 mod terminated {
     use std::time::Duration;
 
-    use fenced_guard::{Backend, Error, FencedTable, Lease, Postgres, Store, Value};
+    use fenced_guard::{Error, Executor, FencedTable, Lease, Postgres, Store, Value};
     use uuid::Uuid;
 
     use crate::support::Place;

@@ -27,7 +27,7 @@ mod in_place {
 /// The file is in WAL mode once opened, as every later connection sees it.
 #[tokio::test]
 async fn sqlite_file_is_in_wal_mode() {
-    use fenced_guard::Backend;
+    use fenced_guard::Executor;
 
     let db = TempDatabase::new("wal.db");
     drop(db.connect().await);
@@ -43,7 +43,7 @@ async fn sqlite_file_is_in_wal_mode() {
 /// Whether an error may have committed, by where it happened. SQLite runs in the
 /// process: every error of its own is the statement's answer, rolled back.
 mod classification {
-    use fenced_guard::{Backend, Error, Value};
+    use fenced_guard::{Error, Executor, Value};
 
     use crate::classification::{a_good_publication_is_published, publication_is_not_retried};
     use crate::support::Place;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fenced_guard::{
-    Backend, CancellationToken, ColumnType, Dialect, Error, FencedSql, FencedTable, Key, KeyType,
-    Lease, OperationOutcome, Outcome, Resolution, Store, Value, Wait, fence_predicate,
+    Backend, CancellationToken, ColumnType, Dialect, Error, Executor, FencedSql, FencedTable, Key,
+    KeyType, Lease, OperationOutcome, Outcome, Resolution, Store, Value, Wait, fence_predicate,
     publish_once_assignment, publish_once_predicate,
 };
 use tokio::sync::{Barrier, oneshot};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fenced_guard::{
-    Backend, Completion, Error, Lease, OperationOutcome, Outcome, Resolution, Store, Value, Work,
+    Completion, Error, Executor, Lease, OperationOutcome, Outcome, Resolution, Store, Value, Work,
 };
 use uuid::Uuid;
 

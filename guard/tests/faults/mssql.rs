@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use fenced_guard::{
-    Backend, Candidates, Dialect, FencedTable, Lease, Mssql, MssqlOptions, Store, Value,
+    Candidates, Dialect, Executor, FencedTable, Lease, Mssql, MssqlOptions, Store, Value,
 };
 use tokio_util::compat::TokioAsyncWriteCompatExt;
 use uuid::Uuid;

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use fenced_guard::{Backend, Dialect, FencedTable, Postgres, Store};
+use fenced_guard::{Dialect, Executor, FencedTable, Postgres, Store};
 use tokio_postgres::NoTls;
 use tokio_postgres::config::{Host, SslMode};
 

@@ -1,7 +1,7 @@
 //! SQLite for the fault tests: one database file per run in a temporary directory, each
 //! worker with its own connection. There is no wire to cut: the faults are pauses.
 
-use fenced_guard::{Backend, Dialect, FencedTable, Sqlite, SqliteOptions, Store};
+use fenced_guard::{Dialect, Executor, FencedTable, Sqlite, SqliteOptions, Store};
 
 use crate::history::{Bench, TraceEntry, job_table};
 use crate::proxy::Proxy;

@@ -76,10 +76,59 @@ mod postgres {
 
     scale!(setup);
 
+    /// A claim inside a caller's own transaction keeps its rows locked until that
+    /// transaction ends: a claim from another connection meanwhile skips them and takes
+    /// others. A batched renewal runs on the caller's connection too.
+    #[tokio::test]
+    async fn a_claim_in_the_callers_transaction_holds_its_rows_until_commit() {
+        use std::time::Duration;
+
+        use fenced_guard::{Candidates, Store};
+        use tokio_postgres::NoTls;
+
+        use crate::suite::{jobs, provision_range};
+        use crate::support::Place;
+        use crate::support::postgres::url;
+
+        let place = TestSchema::create("fenced_scale_", 1).await;
+        let store = Store::new(place.connect().await, jobs(&place));
+        store.create_schema().await.unwrap();
+        provision_range(&store, 1, 4).await;
+        let (mut client, connection) = tokio_postgres::connect(&url(), NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let ttl = Duration::from_secs(30);
+
+        let tx = client.transaction().await.unwrap();
+        let mine = store
+            .on(&tx)
+            .unwrap()
+            .claim(&Candidates::keys([1_i64, 2]), 2, ttl)
+            .await
+            .unwrap();
+        assert_eq!(mine.len(), 2);
+        // Locked by the open transaction, not yet committed: skipped, not waited for.
+        let others = store.claim(&Candidates::any(), 4, ttl).await.unwrap();
+        let mut taken: Vec<String> = others.iter().map(|l| l.key().to_string()).collect();
+        taken.sort();
+        assert_eq!(taken, ["3", "4"]);
+        let renewed = store.on(&tx).unwrap().renew_many(&mine).await.unwrap();
+        assert!(renewed.iter().all(|o| o.is_applied()));
+        tx.commit().await.unwrap();
+        assert!(
+            store
+                .claim(&Candidates::any(), 4, ttl)
+                .await
+                .unwrap()
+                .is_empty(),
+            "every row is held"
+        );
+        place.teardown().await;
+    }
+
     /// The plans of the statements over many rows use the key's index on a table large
     /// enough that a scan would cost more.
     mod plans {
-        use fenced_guard::{Backend, Postgres, Store, dialect};
+        use fenced_guard::{Executor, Postgres, Store, dialect};
 
         use crate::suite::{jobs, provision_range};
         use crate::support::Place;
@@ -165,4 +214,32 @@ mod mssql {
     }
 
     scale!(setup);
+
+    /// A store running through stored procedures has no procedure for a claim or a
+    /// batched renewal: each says so before sending anything.
+    #[tokio::test]
+    async fn claims_and_batches_refuse_procedure_mode() {
+        use fenced_guard::{BatchKeeper, Candidates, Error, Store};
+
+        use crate::suite::jobs;
+        use crate::support::Place;
+
+        let Some(place) = setup(1).await else { return };
+        let store = Store::new(place.connect().await, jobs(&place))
+            .through_procedures()
+            .unwrap();
+        let ttl = std::time::Duration::from_secs(30);
+        let config = |what: &str, result: Result<(), Error>| match result {
+            Err(Error::Config(message)) => assert!(message.contains("procedure"), "{message}"),
+            other => panic!("{what}: expected a configuration error, got {other:?}"),
+        };
+        config(
+            "claim",
+            store.claim(&Candidates::any(), 1, ttl).await.map(drop),
+        );
+        let none: [fenced_guard::Lease; 0] = [];
+        config("renew_many", store.renew_many(&none).await.map(drop));
+        config("batch keeper", BatchKeeper::start(&store).map(drop));
+        place.teardown().await;
+    }
 }

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fenced_guard::{
-    Backend, BatchKeeper, Candidates, ColumnType, Comparison, Dialect, Error, FencedTable, Key,
-    KeyType, Lease, LeaseState, Loss, Outcome, Result, Store, Value,
+    Backend, BatchKeeper, Candidates, ColumnType, Comparison, Dialect, Error, Executor,
+    FencedTable, Key, KeyType, Lease, LeaseState, Loss, Outcome, Result, Store, Value,
 };
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
@@ -715,7 +715,7 @@ struct Gate<B> {
     mode: Arc<AtomicU8>,
 }
 
-impl<B> Backend for Gate<B>
+impl<B> Executor for Gate<B>
 where
     B: Backend + Clone + Send + Sync + 'static,
 {

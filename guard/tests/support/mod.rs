@@ -11,6 +11,7 @@ use std::future::Future;
 use fenced_guard::Backend;
 
 pub mod lease;
+pub mod lines;
 #[cfg(feature = "mssql")]
 pub mod mssql;
 #[cfg(feature = "postgres")]

@@ -6,7 +6,7 @@
 
 use std::io::Write;
 
-use fenced_guard::{Backend, Mssql, MssqlOptions, Value};
+use fenced_guard::{Executor, Mssql, MssqlOptions, Value};
 use uuid::Uuid;
 
 use super::Place;

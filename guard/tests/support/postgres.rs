@@ -3,7 +3,7 @@
 //! tests fail, never skip, otherwise. Each test gets a schema with a random name,
 //! dropped at the end.
 
-use fenced_guard::{Backend, Postgres};
+use fenced_guard::{Executor, Postgres};
 use uuid::Uuid;
 
 use super::Place;

@@ -1,7 +1,7 @@
 //! Raw access to a fenced row, around the protocol: the tests read the durable state
 //! back and move a lease's expiry with plain statements, bound by key.
 
-use fenced_guard::{Backend, Dialect, Identifier, Key, Store, Value};
+use fenced_guard::{Dialect, Executor, Identifier, Key, Store, Value};
 use uuid::Uuid;
 
 /// The test tables' own column, `Payload`, quoted for `d`.
@@ -15,7 +15,7 @@ pub fn payload(text: &str) -> [(&'static str, Value); 1] {
 }
 
 /// The SQL expressions `columns` (already quoted) of the row under `key`, as stored.
-pub async fn select<B: Backend>(store: &Store<B>, key: &Key, columns: &[String]) -> Vec<Value> {
+pub async fn select<B: Executor>(store: &Store<B>, key: &Key, columns: &[String]) -> Vec<Value> {
     let d = store.dialect();
     let t = store.table();
     let sql = format!(
@@ -52,7 +52,7 @@ pub fn clock_plus_hours(d: Dialect, hours: i32) -> String {
 }
 
 /// Moves the row's expiry an hour into the past with a raw UPDATE.
-pub async fn expire<B: Backend>(store: &Store<B>, key: &Key) {
+pub async fn expire<B: Executor>(store: &Store<B>, key: &Key) {
     let d = store.dialect();
     let t = store.table();
     let sql = format!(

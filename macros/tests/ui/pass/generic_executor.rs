@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use fenced::{Backend, Dialect, FencedTable, Lease, Outcome, Store, fenced_write};
+use fenced::{Backend, Executor, Dialect, FencedTable, Lease, Outcome, Store, fenced_write};
 
 pub struct Reports<B> {
     store: Arc<Store<B>>,

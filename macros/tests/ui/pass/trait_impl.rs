@@ -1,4 +1,4 @@
-use fenced::{Backend, Lease, Outcome, Store, fenced_write};
+use fenced::{Backend, Executor, Lease, Outcome, Store, fenced_write};
 
 pub trait ReportRepository {
     fn save(

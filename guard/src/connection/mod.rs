@@ -1,0 +1,62 @@
+//! The protocol on connections the service already has.
+//!
+//! A service keeps its own pools, drivers and transactions. [`Store::on`] runs the
+//! store's statements (rendered once, for its dialect) on one of them instead of the
+//! guard's own pool:
+//!
+//! | driver | what [`Store::on`] takes |
+//! |---|---|
+//! | tokio-postgres (`postgres`) | `&Client`, `&Transaction<'_>` |
+//! | rusqlite (`sqlite`) | `&Connection`, `&Transaction<'_>` |
+//! | tiberius (`mssql`) | `&mut Client<S>` |
+//! | sqlx (`sqlx-postgres`) | `&PgPool`, `&mut PgConnection`, `&mut Transaction<'_, Postgres>` |
+//! | sqlx (`sqlx-sqlite`) | `&SqlitePool`, `&mut SqliteConnection`, `&mut Transaction<'_, Sqlite>` |
+//!
+//! sqlx's pools are [`Backend`](crate::Backend)s: `Store::new(SqlxPgPool::from(pool),
+//! table)` runs everything, keepers included, on the service's own pool.
+//!
+//! On a connection with a transaction open, every statement runs inside it: a fenced
+//! write commits or rolls back with the caller's own statements. [`Store::fence`]
+//! checks a lease inside such a transaction and locks its row until the transaction
+//! ends ([`crate::transaction`]).
+//!
+//! A rusqlite connection is synchronous, and so are the statements run on it: each
+//! future is ready when first polled. Synchronous code drives it with any executor's
+//! `block_on`.
+//!
+//! [`Store::on`]: crate::Store::on
+//! [`Store::fence`]: crate::Store::fence
+
+#[cfg(feature = "mssql")]
+pub(crate) mod mssql;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+pub(crate) mod sqlite;
+#[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
+mod sqlx;
+
+#[cfg(feature = "mssql")]
+pub use mssql::TiberiusClient;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresClient;
+#[cfg(feature = "sqlite")]
+pub use sqlite::RusqliteConnection;
+#[cfg(feature = "sqlx-postgres")]
+pub use sqlx::{SqlxPgConnection, SqlxPgPool};
+#[cfg(feature = "sqlx-sqlite")]
+pub use sqlx::{SqlxSqliteConnection, SqlxSqlitePool};
+
+use crate::backend::Executor;
+
+/// A connection, transaction or pool of the caller's, which [`Store::on`] runs the
+/// protocol on. Implemented for the types in the [module's table](self).
+///
+/// [`Store::on`]: crate::Store::on
+pub trait IntoExecutor {
+    /// The executor that runs statements on it.
+    type Executor: Executor;
+
+    /// Wraps it; nothing is sent.
+    fn into_executor(self) -> Self::Executor;
+}

@@ -1,0 +1,79 @@
+//! tokio-postgres: a caller's `Client` or `Transaction`.
+
+use tokio_postgres::{Client, GenericClient, Transaction};
+
+use crate::backend::Executor;
+use crate::backend::postgres::{all_rows, decode, first_row, unsent};
+use crate::connection::IntoExecutor;
+use crate::dialect::Dialect;
+use crate::error::{Error, Result};
+use crate::value::Value;
+
+/// A caller's tokio-postgres [`Client`] or [`Transaction`], as an [`Executor`].
+///
+/// Each statement is prepared (one round trip) and then run (another): the caller's
+/// connection keeps no statement cache of the guard's. The guard's own pool
+/// ([`Postgres`](crate::Postgres)) prepares each statement once per connection.
+#[derive(Debug)]
+pub struct PostgresClient<'a, C>(&'a C);
+
+impl<'a> IntoExecutor for &'a Client {
+    type Executor = PostgresClient<'a, Client>;
+
+    fn into_executor(self) -> Self::Executor {
+        PostgresClient(self)
+    }
+}
+
+impl<'a, 't> IntoExecutor for &'a Transaction<'t> {
+    type Executor = PostgresClient<'a, Transaction<'t>>;
+
+    fn into_executor(self) -> Self::Executor {
+        PostgresClient(self)
+    }
+}
+
+impl<C: GenericClient + Sync> Executor for PostgresClient<'_, C> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        let statement = self.0.prepare(sql).await.map_err(Error::not_executed)?;
+        let expected = statement.params().len();
+        match self.0.execute_raw(&statement, params).await {
+            Err(error) if unsent(&error, expected, params.len()) => Err(Error::not_executed(error)),
+            result => Ok(result?),
+        }
+    }
+
+    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        let statement = self.0.prepare(sql).await.map_err(Error::not_executed)?;
+        let expected = statement.params().len();
+        let row = match self.0.query_raw(&statement, params).await {
+            Ok(rows) => first_row(rows).await?,
+            Err(error) if unsent(&error, expected, params.len()) => {
+                return Err(Error::not_executed(error));
+            }
+            Err(error) => return Err(error.into()),
+        };
+        row.as_ref().map(decode).transpose()
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        let statement = self.0.prepare(sql).await.map_err(Error::not_executed)?;
+        let expected = statement.params().len();
+        let rows = match self.0.query_raw(&statement, params).await {
+            Ok(rows) => all_rows(rows).await?,
+            Err(error) if unsent(&error, expected, params.len()) => {
+                return Err(Error::not_executed(error));
+            }
+            Err(error) => return Err(error.into()),
+        };
+        rows.iter().map(decode).collect()
+    }
+
+    async fn execute_batch(&self, sql: &str) -> Result<()> {
+        Ok(self.0.batch_execute(sql).await?)
+    }
+}

@@ -1,0 +1,323 @@
+//! Fenced transactions: several statements, on any tables, committed only while a
+//! lease holds.
+//!
+//! A fenced write is one statement on the lease's own row. A report with its lines, a
+//! result with its outbox message, a repair of three tables need a transaction instead.
+//! Its first statement checks the lease (key, generation, owner, unexpired by the
+//! database's clock, current recovery epoch) and locks the lease's row until the
+//! transaction ends. A successor's acquisition needs that row, so it cannot happen
+//! while the transaction is open: everything the transaction writes, on any table,
+//! commits before the next generation exists, or not at all.
+//!
+//! The lock, not the clock, fences what follows the check: a lease that expires while
+//! its transaction is open still commits, since no successor could acquire meanwhile.
+//! What bounds the transaction is a timeout its caller sets.
+//!
+//! Two ways to have one:
+//! - [`Store::transaction`] on the guard's own pool: it begins, checks, and
+//!   [commits](FencedTransaction::commit) within the timeout given.
+//! - [`Store::fence`] inside a transaction the caller opened on their own connection
+//!   ([`Store::on`]); the caller commits, and bounds it.
+//!
+//! # What the lock costs
+//!
+//! While the transaction is open, the lease's row is locked: a successor's acquisition,
+//! and this lease's own renewal from another connection (a [`Keeper`](crate::Keeper)),
+//! wait for it to end. Keep a fenced transaction well within the lease's ttl. What a
+//! waiting acquirer sees:
+//! - PostgreSQL and SQL Server: its `UPDATE` waits for the row, then reads it as the
+//!   transaction left it; bound the wait with the acquirer's own `lock_timeout` /
+//!   `SET LOCK_TIMEOUT` if needed.
+//! - SQLite: the write lock is the database's; another connection's write waits for its
+//!   busy timeout, then fails with `SQLITE_BUSY`.
+//!
+//! [`Store::transaction`]'s timeout is enforced by the database where it can be: on
+//! PostgreSQL the transaction's `statement_timeout` and
+//! `idle_in_transaction_session_timeout` are set to it, so a holder that hangs is
+//! disconnected, and its transaction rolled back, by the server. Everywhere, a statement
+//! after the timeout fails with
+//! [`Error::TransactionTimedOut`], and so does the
+//! commit, which rolls back instead. SQL Server and
+//! SQLite have no server-side bound: a holder that hangs holds the lock until its
+//! connection closes.
+
+use std::ops::Deref;
+use std::time::{Duration, Instant};
+
+use crate::backend::{Backend, Executor};
+use crate::dialect;
+use crate::error::{Error, Result};
+use crate::lease::{AsLease, Lease};
+use crate::outcome::Outcome;
+use crate::store::Store;
+use crate::trace;
+use crate::value::Value;
+
+/// A transaction in which a lease was checked and its row locked: the proof a fenced
+/// transaction's statements need. Its statements run on the transaction's connection.
+///
+/// Made by [`Store::fence`] (the caller's transaction) or [`Store::transaction`] (the
+/// guard's pool, as the [`FencedTransaction`] that derefs to it).
+#[derive(Debug)]
+pub struct Fenced<'l, E> {
+    store: Store<E>,
+    lease: &'l Lease,
+    /// When a transaction of the guard's pool times out; `None` in the caller's own.
+    deadline: Option<(Instant, Duration)>,
+}
+
+impl<'l, E: Executor> Fenced<'l, E> {
+    /// The lease checked.
+    pub fn lease(&self) -> &'l Lease {
+        self.lease
+    }
+
+    /// The store on the transaction's connection, for the protocol's writes on the
+    /// lease's own table ([`Store::update`], [`Store::publish`] and the others) inside
+    /// the transaction.
+    pub fn store(&self) -> &Store<E> {
+        &self.store
+    }
+
+    /// [`Error::TransactionTimedOut`] once a transaction of the guard's pool has outlived
+    /// its timeout.
+    fn in_time(&self) -> Result<()> {
+        match self.deadline {
+            Some((deadline, timeout)) if Instant::now() >= deadline => {
+                Err(Error::TransactionTimedOut { timeout })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs any statement, on any table, inside the transaction, with `params` bound;
+    /// returns the number of rows it changed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TransactionTimedOut`] past the timeout of [`Store::transaction`] (nothing
+    /// is sent); any database error. The transaction is then in the state the database
+    /// leaves it in: on PostgreSQL, aborted until rolled back.
+    pub async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        self.in_time()?;
+        self.store.backend().execute(sql, params).await
+    }
+
+    /// Runs a statement inside the transaction and returns its first row.
+    ///
+    /// # Errors
+    ///
+    /// As for [`execute`](Fenced::execute).
+    pub async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        self.in_time()?;
+        self.store.backend().query_row(sql, params).await
+    }
+}
+
+/// A guard's pool that can lend one of its connections for a [`FencedTransaction`].
+///
+/// A lent connection that is not given back (a transaction dropped without commit or
+/// rollback, a cancelled statement) is closed: the server rolls its transaction back.
+pub trait Lend: Backend {
+    /// One connection of the pool, held for a transaction.
+    type Lent: Executor + Send + Sync;
+
+    /// Takes a connection from the pool.
+    fn lend(&self) -> impl Future<Output = Result<Self::Lent>> + Send;
+
+    /// Returns a connection with no transaction open to the pool.
+    fn give_back(lent: Self::Lent);
+}
+
+/// A fenced transaction on a connection of the guard's pool ([`Store::transaction`]).
+///
+/// Derefs to [`Fenced`], whose methods run statements inside it. Ends with
+/// [`commit`](FencedTransaction::commit) or [`rollback`](FencedTransaction::rollback);
+/// dropped without either (a cancellation, a panic, an early return), its connection is
+/// closed and the server rolls it back.
+#[derive(Debug)]
+pub struct FencedTransaction<'l, B: Lend> {
+    fenced: Fenced<'l, B::Lent>,
+}
+
+impl<'l, B: Lend> Deref for FencedTransaction<'l, B> {
+    type Target = Fenced<'l, B::Lent>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.fenced
+    }
+}
+
+impl<B: Lend> FencedTransaction<'_, B> {
+    /// Commits, within the timeout the transaction was begun with.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TransactionTimedOut`] past the timeout: the transaction was rolled back
+    /// instead. Any database error: the connection is then closed, which rolls back an
+    /// open transaction; after an error of the commit itself the outcome is unknown, as
+    /// for any statement whose answer is lost.
+    pub async fn commit(self) -> Result<()> {
+        if let Err(timed_out) = self.fenced.in_time() {
+            // A failed rollback closes the connection, which rolls back as well: on
+            // PostgreSQL the server may have ended the session already.
+            let _ = self.rollback().await;
+            return Err(timed_out);
+        }
+        let dialect = self.fenced.store.dialect();
+        let lease = self.fenced.lease;
+        let span = trace::step(
+            "commit",
+            self.fenced.store.table(),
+            lease.key(),
+            Some(lease.generation()),
+        );
+        trace::traced(span, self.end(dialect::commit(dialect))).await
+    }
+
+    /// Rolls back: nothing of the transaction is written.
+    ///
+    /// # Errors
+    ///
+    /// Any database error; the connection is then closed, which rolls back as well.
+    pub async fn rollback(self) -> Result<()> {
+        let dialect = self.fenced.store.dialect();
+        self.end(dialect::rollback(dialect)).await
+    }
+
+    async fn end(self, statement: &str) -> Result<()> {
+        let store = self.fenced.store;
+        store.backend().execute_batch(statement).await?;
+        B::give_back(store.into_executor());
+        Ok(())
+    }
+}
+
+impl<B: Executor> Store<B> {
+    /// Checks that `lease` holds (as a fenced write does: key, generation, owner,
+    /// unexpired by the database's clock, current epoch) and locks its row until the
+    /// enclosing transaction ends; see [`crate::transaction`].
+    ///
+    /// Call it first in a transaction the caller opened on their own connection, on the
+    /// store [`Store::on`] made for it (which it takes); every statement of the transaction is then fenced by it, on
+    /// any table. `None` means the lease no longer holds: roll the transaction back.
+    /// Outside a transaction the lock ends with the statement and fences nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KeyType`]; any database error.
+    pub async fn fence<'l>(
+        self,
+        lease: &'l (impl AsLease + ?Sized),
+    ) -> Result<Option<Fenced<'l, B>>> {
+        let lease = lease.as_lease();
+        let span = trace::step("fence", self.table(), lease.key(), Some(lease.generation()));
+        let locked = trace::traced(span, self.lock_row(lease)).await?;
+        Ok(match locked {
+            Outcome::Applied => Some(Fenced {
+                store: self,
+                lease,
+                deadline: None,
+            }),
+            Outcome::Refused => None,
+        })
+    }
+
+    /// Begins a transaction on a connection of the guard's pool, checks `lease` and
+    /// locks its row ([`Store::fence`]); see [`crate::transaction`]. `None` means the
+    /// lease no longer holds: the transaction was rolled back and the connection given
+    /// back.
+    ///
+    /// `timeout` bounds how long the transaction may stay open, and so how long a
+    /// successor may wait for the row: past it, a statement or the commit rolls back
+    /// and fails, and on PostgreSQL the server itself ends a transaction that stays open
+    /// longer.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KeyType`]; [`Error::Config`] for a zero timeout; any database error,
+    /// including a pool timeout.
+    pub async fn transaction<'l>(
+        &self,
+        lease: &'l (impl AsLease + ?Sized),
+        timeout: Duration,
+    ) -> Result<Option<FencedTransaction<'l, B>>>
+    where
+        B: Lend,
+    {
+        let lease = lease.as_lease();
+        self.no_procedure("a fenced transaction")?;
+        self.check_key(lease.key())?;
+        if timeout.is_zero() {
+            return Err(Error::Config(
+                "a fenced transaction's timeout must not be zero".into(),
+            ));
+        }
+        if lease.is_revoked() {
+            return Ok(None);
+        }
+        let deadline = crate::wait::saturating_add(Instant::now(), timeout);
+        let store = self.with_executor(self.backend().lend().await?);
+        let dialect = self.dialect();
+        store
+            .backend()
+            .execute_batch(dialect::begin(dialect))
+            .await?;
+        if dialect == dialect::Dialect::Postgres {
+            // At least 1 ms: 0 would switch the timeouts off.
+            let ms = timeout.as_millis().clamp(1, i32::MAX as u128);
+            store
+                .backend()
+                .query_row(
+                    "SELECT set_config('statement_timeout', $1, true), \
+                     set_config('idle_in_transaction_session_timeout', $1, true)",
+                    &[Value::Text(ms.to_string())],
+                )
+                .await?;
+        }
+        let fenced = Fenced {
+            store,
+            lease,
+            deadline: Some((deadline, timeout)),
+        };
+        let span = trace::step(
+            "transaction",
+            self.table(),
+            lease.key(),
+            Some(lease.generation()),
+        );
+        match trace::traced(span, fenced.store.lock_row(lease)).await? {
+            Outcome::Applied => Ok(Some(FencedTransaction { fenced })),
+            Outcome::Refused => {
+                FencedTransaction::<B> { fenced }.rollback().await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The check-and-lock statement: `Applied` when the lease holds and its row is now
+    /// locked.
+    pub(crate) async fn lock_row(&self, lease: &Lease) -> Result<Outcome> {
+        self.no_procedure("a fenced transaction")?;
+        self.check_key(lease.key())?;
+        if lease.is_revoked() {
+            return Ok(Outcome::Refused);
+        }
+        let params = [
+            Value::from(lease.key()),
+            Value::I64(lease.generation()),
+            Value::Uuid(lease.owner()),
+        ];
+        let sql = &self.statements().lock;
+        let locked = if self.dialect() == dialect::Dialect::Postgres {
+            self.backend().query_row(sql, &params).await?.is_some()
+        } else {
+            self.backend().execute(sql, &params).await? == 1
+        };
+        Ok(if locked {
+            Outcome::Applied
+        } else {
+            Outcome::Refused
+        })
+    }
+}

@@ -1,0 +1,70 @@
+//! rusqlite: a caller's `Connection` and `Transaction`.
+
+use fenced_guard::{Key, Sqlite, Store};
+use uuid::Uuid;
+
+use crate::protocol::{fenced_lines, lines, protocol, reports, stale_is_refused};
+use crate::support::Place;
+use crate::support::lines::create_lines_table;
+use crate::support::sqlite::TempDatabase;
+
+#[tokio::test]
+async fn the_protocol_on_a_connection_and_its_transactions() {
+    let place = TempDatabase::new("connections.db");
+    let own = Store::new(place.connect().await, reports(&place));
+    own.create_schema().await.unwrap();
+    create_lines_table(&place, &own).await;
+    let mut conn = rusqlite::Connection::open(place.path()).unwrap();
+    let key = Key::from(Uuid::new_v4());
+
+    let lease = protocol(&own.on(&conn).unwrap(), &key, true).await;
+
+    let tx = conn.transaction().unwrap();
+    assert!(fenced_lines(&place, own.on(&tx).unwrap(), &lease, "line 0").await);
+    tx.commit().unwrap();
+    assert_eq!(lines(&place, &own, &key).await, 1);
+
+    let tx = conn.transaction().unwrap();
+    assert!(fenced_lines(&place, own.on(&tx).unwrap(), &lease, "line 1").await);
+    tx.rollback().unwrap();
+    assert_eq!(lines(&place, &own, &key).await, 1);
+
+    stale_is_refused(&own.on(&conn).unwrap(), &key, &lease).await;
+    let tx = conn.transaction().unwrap();
+    assert!(!fenced_lines(&place, own.on(&tx).unwrap(), &lease, "line 2").await);
+    tx.commit().unwrap();
+    assert_eq!(lines(&place, &own, &key).await, 1);
+}
+
+/// A rusqlite connection is synchronous: its futures are ready when first polled, so
+/// synchronous code drives them without a runtime of its own.
+#[test]
+fn synchronous_code_drives_a_rusqlite_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("sync.db")).unwrap();
+    let table = fenced_guard::FencedTable::default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let own: Store<Sqlite> = runtime.block_on(async {
+        let own = Store::new(
+            Sqlite::open(dir.path().join("sync.db")).await.unwrap(),
+            table,
+        );
+        own.create_schema().await.unwrap();
+        own
+    });
+    drop(runtime);
+    let on = own.on(&conn).unwrap();
+    let key = Key::from(Uuid::new_v4());
+    let ready = |f: std::pin::Pin<&mut dyn Future<Output = fenced_guard::Result<bool>>>| {
+        let waker = std::task::Waker::noop();
+        match f.poll(&mut std::task::Context::from_waker(waker)) {
+            std::task::Poll::Ready(result) => result,
+            std::task::Poll::Pending => panic!("a rusqlite statement did not complete at once"),
+        }
+    };
+    assert!(ready(std::pin::pin!(on.provision(key.clone()))).unwrap());
+    assert!(!ready(std::pin::pin!(on.provision(key))).unwrap());
+}

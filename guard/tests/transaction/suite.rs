@@ -1,0 +1,321 @@
+//! The schedules, written once over a [`Place`] whose pool lends connections.
+
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use fenced_guard::{Executor, FencedTable, Key, Lease, Lend, Outcome, Store, Value};
+use uuid::Uuid;
+
+use crate::support::Place;
+use crate::support::lines::{create_lines_table, insert_line, line_count};
+use crate::support::row::{expire, payload, payload_column, select};
+
+/// A place for one test, and how to see that a connection waits for a row lock.
+pub trait Fixture: Place
+where
+    Self::Backend: Lend,
+{
+    /// Waits until the statement running on `waiter` (a backend of one connection)
+    /// waits for a lock held by another transaction. `marker` was read from that
+    /// connection by [`Fixture::marker`] before.
+    fn until_blocked(&self, marker: &Value) -> impl Future<Output = ()> + Send;
+
+    /// What tells `waiter`'s one connection apart (its server process id); `Null` where
+    /// the lock view does not need it (SQLite: there is one writer).
+    fn marker(&self, waiter: &Self::Backend) -> impl Future<Output = Value> + Send;
+}
+
+pub const TTL: Duration = Duration::from_secs(60);
+
+/// How long the tests' fenced transactions may stay open.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn reports(place: &impl Place) -> FencedTable {
+    FencedTable::builder()
+        .table(place.qualified("Report"))
+        .column("Payload", fenced_guard::ColumnType::Text)
+        .build()
+        .expect("valid test table")
+}
+
+/// A store on a fresh place, its schema, one provisioned row, and a lines table.
+pub async fn setup<F: Fixture>(place: &F) -> (Store<F::Backend>, Key)
+where
+    F::Backend: Lend,
+{
+    let store = Store::new(place.connect().await, reports(place));
+    store.create_schema().await.expect("create the schema");
+    create_lines_table(place, &store).await;
+    let key = Key::from(Uuid::new_v4());
+    store.provision(key.clone()).await.expect("provision");
+    (store, key)
+}
+
+async fn acquire<B: Executor>(store: &Store<B>, key: &Key) -> Lease {
+    store
+        .try_acquire(key.clone(), TTL)
+        .await
+        .expect("acquire")
+        .expect("the row is free")
+}
+
+/// Waits, by the database's clock, until the lease on `key` has expired. Reads the
+/// committed row, which an open fenced transaction does not block.
+async fn until_expired<E: Executor>(store: &Store<E>, key: &Key) {
+    // Bounded: the lease's ttl is a few seconds.
+    for _ in 0..6_000 {
+        if !store.inspect(key.clone()).await.expect("inspect").is_held() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the lease never expired");
+}
+
+/// A's fenced transaction holds the row even once A's lease has expired by the clock:
+/// B's acquisition, which then matches the row, waits until A commits; then B's
+/// generation is A's + 1 and every line of A is there.
+pub async fn holds_the_row_until_it_ends<F: Fixture>(place: Arc<F>)
+where
+    F::Backend: Lend,
+{
+    let (store, key) = setup(&*place).await;
+    let lease = store
+        .try_acquire(key.clone(), Duration::from_secs(3))
+        .await
+        .expect("acquire")
+        .expect("the row is free");
+    let tx = store
+        .transaction(&lease, TIMEOUT)
+        .await
+        .expect("begin")
+        .expect("the lease holds");
+    let insert = insert_line(&*place, &store);
+    for i in 0..3 {
+        let rows = tx
+            .execute(
+                &insert,
+                &[Value::from(&key), Value::from(format!("line {i}"))],
+            )
+            .await
+            .expect("insert a line");
+        assert_eq!(rows, 1);
+    }
+
+    let waiter = place.connect().await;
+    let marker = place.marker(&waiter).await;
+    let successor = Store::new(waiter, reports(&*place));
+    until_expired(&successor, &key).await;
+    let b = tokio::spawn({
+        let key = key.clone();
+        async move { successor.try_acquire(key, TTL).await }
+    });
+    place.until_blocked(&marker).await;
+    assert!(
+        !b.is_finished(),
+        "B acquired while A's transaction held the row"
+    );
+
+    tx.commit().await.expect("commit");
+    let next = b
+        .await
+        .expect("B's task")
+        .expect("B's acquisition")
+        .expect("the row is free after A's commit");
+    assert_eq!(next.generation(), lease.generation() + 1);
+    assert_eq!(line_count(&*place, &store, &key).await, 3);
+}
+
+/// A fenced transaction that outlives its timeout commits nothing.
+pub async fn a_transaction_past_its_timeout_commits_nothing<F: Fixture>(place: Arc<F>)
+where
+    F::Backend: Lend,
+{
+    let (store, key) = setup(&*place).await;
+    let lease = acquire(&store, &key).await;
+    let timeout = Duration::from_millis(200);
+    let tx = store.transaction(&lease, timeout).await.unwrap().unwrap();
+    tx.execute(
+        &insert_line(&*place, &store),
+        &[Value::from(&key), Value::from("line 0")],
+    )
+    .await
+    .unwrap();
+    // Past the deadline by the transaction's own reckoning, then some.
+    tokio::time::sleep(timeout * 2).await;
+    let late = tx
+        .execute(
+            &insert_line(&*place, &store),
+            &[Value::from(&key), Value::from("line 1")],
+        )
+        .await;
+    assert!(
+        matches!(late, Err(fenced_guard::Error::TransactionTimedOut { .. })),
+        "{late:?}"
+    );
+    let committed = tx.commit().await;
+    assert!(
+        matches!(
+            committed,
+            Err(fenced_guard::Error::TransactionTimedOut { .. })
+        ),
+        "{committed:?}"
+    );
+    assert_eq!(line_count(&*place, &store, &key).await, 0);
+    // The row is not left locked.
+    assert_eq!(store.release(&lease).await.unwrap(), Outcome::Applied);
+}
+
+/// A lease that expired before the transaction begins is refused, and nothing of the
+/// transaction is written anywhere.
+pub async fn an_expired_lease_is_refused<F: Fixture>(place: Arc<F>)
+where
+    F::Backend: Lend,
+{
+    let (store, key) = setup(&*place).await;
+    let lease = acquire(&store, &key).await;
+    expire(&store, &key).await;
+    assert!(
+        store
+            .transaction(&lease, TIMEOUT)
+            .await
+            .expect("begin")
+            .is_none(),
+        "a fenced transaction began under an expired lease"
+    );
+    // The connection went back to the pool with no transaction open: the row is free.
+    let next = acquire(&store, &key).await;
+    assert_eq!(next.generation(), lease.generation() + 1);
+    assert_eq!(line_count(&*place, &store, &key).await, 0);
+}
+
+/// A transaction dropped before its commit (a cancellation) and one whose task panics
+/// leave nothing behind, and the row is not locked once they are gone.
+pub async fn a_dropped_transaction_leaves_nothing<F: Fixture>(place: Arc<F>)
+where
+    F::Backend: Lend,
+{
+    let (store, key) = setup(&*place).await;
+    let lease = acquire(&store, &key).await;
+    let insert = insert_line(&*place, &store);
+    {
+        let tx = store.transaction(&lease, TIMEOUT).await.unwrap().unwrap();
+        tx.execute(&insert, &[Value::from(&key), Value::from("line 0")])
+            .await
+            .unwrap();
+        let written = tx
+            .store()
+            .update(&lease, &payload("dropped"))
+            .await
+            .unwrap();
+        assert_eq!(written, Outcome::Applied);
+        // Dropped here: no commit, no rollback.
+    }
+    let panicked = tokio::spawn({
+        let (store, lease, key, insert) =
+            (store.clone(), lease.clone(), key.clone(), insert.clone());
+        async move {
+            let tx = store.transaction(&lease, TIMEOUT).await.unwrap().unwrap();
+            tx.execute(&insert, &[Value::from(&key), Value::from("line 1")])
+                .await
+                .unwrap();
+            panic!("the worker fails mid-transaction");
+        }
+    })
+    .await;
+    assert!(panicked.is_err_and(|e| e.is_panic()));
+
+    // The row is not locked: a release through another connection does not wait. It is
+    // bounded so that a lock left behind fails the test instead of hanging it.
+    let other = Store::new(place.connect().await, reports(&*place));
+    let released = tokio::time::timeout(Duration::from_secs(30), other.release(&lease))
+        .await
+        .expect("the row is still locked by a dropped transaction")
+        .expect("release");
+    assert_eq!(released, Outcome::Applied);
+    let next = acquire(&other, &key).await;
+    assert_eq!(next.generation(), lease.generation() + 1);
+    assert_eq!(line_count(&*place, &store, &key).await, 0);
+    let stored = select(&store, &key, &[payload_column(store.dialect())]).await;
+    assert!(
+        stored[0].is_null(),
+        "the dropped update is visible: {stored:?}"
+    );
+}
+
+/// The article's schedule with a report and its lines: A's lease expires, B acquires
+/// and publishes, then A comes back. Through a plain transaction A's lines land (the
+/// negative control); through a fenced transaction nothing of A's is written.
+pub async fn the_stale_worker_writes_no_lines<F: Fixture>(place: Arc<F>)
+where
+    F::Backend: Lend,
+{
+    let (store, key) = setup(&*place).await;
+    let a = acquire(&store, &key).await;
+    expire(&store, &key).await;
+    let b = acquire(&store, &key).await;
+    let tx = store.transaction(&b, TIMEOUT).await.unwrap().unwrap();
+    let insert = insert_line(&*place, &store);
+    tx.execute(&insert, &[Value::from(&key), Value::from("line 0")])
+        .await
+        .unwrap();
+    assert_eq!(
+        tx.store().publish(&b, &payload("b")).await.unwrap(),
+        Outcome::Applied
+    );
+    tx.commit().await.unwrap();
+
+    // A comes back. Fenced: refused, nothing written.
+    assert!(store.transaction(&a, TIMEOUT).await.unwrap().is_none());
+    assert_eq!(line_count(&*place, &store, &key).await, 1);
+
+    // Negative control: the same lines through a plain transaction are written.
+    let d = store.dialect();
+    let plain = store.backend().lend().await.unwrap();
+    plain
+        .execute_batch(fenced_guard::dialect::begin(d))
+        .await
+        .unwrap();
+    plain
+        .execute(&insert, &[Value::from(&key), Value::from("line 1")])
+        .await
+        .unwrap();
+    plain
+        .execute_batch(fenced_guard::dialect::commit(d))
+        .await
+        .unwrap();
+    F::Backend::give_back(plain);
+    assert_eq!(
+        line_count(&*place, &store, &key).await,
+        2,
+        "the negative control wrote nothing: the test could not tell a stale write"
+    );
+}
+
+/// Generates the tests for one backend; `$setup` returns `Option<Fixture>` (`None`: the
+/// backend does not run here).
+#[macro_export]
+macro_rules! transactions {
+    ($setup:path) => {
+        $crate::transactions!(@ $setup;
+            holds_the_row_until_it_ends,
+            a_transaction_past_its_timeout_commits_nothing,
+            an_expired_lease_is_refused,
+            a_dropped_transaction_leaves_nothing,
+            the_stale_worker_writes_no_lines,
+        );
+    };
+    (@ $setup:path; $($name:ident,)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let Some(place) = $setup().await else { return };
+            let place = std::sync::Arc::new(place);
+            let run = tokio::spawn($crate::suite::$name(std::sync::Arc::clone(&place))).await;
+            $crate::support::Place::teardown(&*place).await;
+            if let Err(error) = run {
+                std::panic::resume_unwind(error.into_panic());
+            }
+        }
+    )*};
+}
