@@ -15,6 +15,11 @@
 //! `tokio::task::block_in_place` (the guard's default); each mode's plan has its own raw
 //! runs. `--control` runs each comparison's first side against itself, to show the
 //! machine's noise. Figures are printed, never asserted. See `BENCHMARKS.md`.
+//!
+//! `fenced-bench scale` measures leases at scale on PostgreSQL instead: batched renewal
+//! against a statement per lease, the batch keeper under stolen leases, a 1,000,000-row
+//! table against a small one, and claiming against a loop of `try_acquire` (see
+//! `scale.rs` and `fenced-bench scale --help`).
 
 mod chart;
 mod check;
@@ -22,6 +27,7 @@ mod error;
 mod measure;
 mod postgres;
 mod report;
+mod scale;
 mod sqlite;
 mod suite;
 mod workload;
@@ -45,6 +51,8 @@ const DEFAULT_PG: &str = "host=127.0.0.1 port=5432 user=postgres dbname=test";
 #[derive(Debug, Parser)]
 #[command(name = "fenced-bench", version)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Short runs (0.3 s, 0.2 s of warm-up, one repeat) to try the harness.
     #[arg(long)]
     quick: bool,
@@ -104,6 +112,157 @@ struct Args {
     /// ratio of this many repeats.
     #[arg(long)]
     control: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Leases at scale on PostgreSQL: batched renewal against a statement per lease,
+    /// the batch keeper under stolen leases, a 1,000,000-row table against a small one,
+    /// and claiming against a loop of `try_acquire`. Prints ratios.
+    Scale(ScaleArgs),
+}
+
+/// The scale benchmark's options. The defaults fit a 2-core machine (about 4 minutes).
+#[derive(Debug, clap::Args)]
+struct ScaleArgs {
+    /// Small sizes and short windows (about 30 s), to try the harness.
+    #[arg(long)]
+    quick: bool,
+    /// Which parts to run, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "renewal,keeper,size,claim"
+    )]
+    parts: Vec<scale::Part>,
+    /// Lease counts of the renewal comparison, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    leases: Vec<usize>,
+    /// The ttl whose third is the keepers' cadence, in seconds, for statements per
+    /// second (the comparison's own leases live long enough to outlive every round).
+    #[arg(long, default_value_t = 30.0)]
+    ttl: f64,
+    /// Rounds of each side of the renewal comparison.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Tasks (and connections) renewing one lease per statement.
+    #[arg(long, default_value_t = 32)]
+    per_lease_tasks: usize,
+    /// Statements (and connections) in flight for batched renewal and the keeper.
+    #[arg(long, default_value_t = fenced_guard::renewal::DEFAULT_IN_FLIGHT)]
+    in_flight: usize,
+    /// Leases kept by the batch keeper (default: the largest of --leases).
+    #[arg(long)]
+    keeper_leases: Option<usize>,
+    /// The batch keeper's leases' ttl, in seconds.
+    #[arg(long, default_value_t = 9.0)]
+    keeper_ttl: f64,
+    /// Leases stolen from under the batch keeper (at most 1,000).
+    #[arg(long, default_value_t = 100)]
+    steal: usize,
+    /// Rows of the large table.
+    #[arg(long, default_value_t = 1_000_000)]
+    big_rows: i64,
+    /// Tasks of the table-size comparison; the small table has one row per task.
+    #[arg(long, default_value_t = 256)]
+    tasks: usize,
+    /// Connections of the table-size comparison.
+    #[arg(long, default_value_t = 32)]
+    connections: usize,
+    /// Measured window of the table-size and claiming runs, in seconds.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Warm-up before each window, in seconds.
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    /// Runs of each side of the table-size and claiming comparisons.
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    /// Rows of the claiming comparison.
+    #[arg(long, default_value_t = 100_000)]
+    claim_rows: i64,
+    /// Workers of the claiming comparison.
+    #[arg(long, default_value_t = 32)]
+    claim_workers: usize,
+    /// Claim batch sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,10,100")]
+    claim_batches: Vec<usize>,
+    /// Let every commit wait for the disk (`synchronous_commit` on).
+    #[arg(long)]
+    durable: bool,
+    /// Where to write the tables (Markdown), besides standard output.
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+}
+
+impl ScaleArgs {
+    fn settings(&self) -> Result<scale::Settings, Error> {
+        let secs = |v: f64, what: &str| {
+            if v.is_finite() && v > 0.0 && v <= 3600.0 {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(Error::Usage(format!(
+                    "--{what} must be more than 0 and at most 3600 seconds, not {v}"
+                )))
+            }
+        };
+        let positive = |v: usize, what: &str| {
+            if v == 0 {
+                Err(Error::Usage(format!("--{what} must be at least 1")))
+            } else {
+                Ok(v)
+            }
+        };
+        let quick = self.quick;
+        let leases = if quick {
+            vec![1_000, 5_000]
+        } else {
+            self.leases.clone()
+        };
+        if leases.is_empty() || leases.contains(&0) {
+            return Err(Error::Usage(
+                "--leases must list counts of at least 1".into(),
+            ));
+        }
+        if self.claim_batches.is_empty() || self.claim_batches.contains(&0) {
+            return Err(Error::Usage(
+                "--claim-batches must list sizes of at least 1".into(),
+            ));
+        }
+        let big_rows = if quick { 50_000 } else { self.big_rows };
+        let tasks = positive(if quick { 64 } else { self.tasks }, "tasks")?;
+        if big_rows < tasks as i64 {
+            return Err(Error::Usage("--big-rows must be at least --tasks".into()));
+        }
+        let largest = leases.iter().copied().max().unwrap_or(1);
+        Ok(scale::Settings {
+            postgres: std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned()),
+            durable: self.durable,
+            leases,
+            ttl: secs(self.ttl, "ttl")?,
+            rounds: positive(if quick { 1 } else { self.rounds }, "rounds")?,
+            per_lease_tasks: positive(self.per_lease_tasks, "per-lease-tasks")?,
+            in_flight: positive(self.in_flight, "in-flight")?,
+            keeper_leases: positive(self.keeper_leases.unwrap_or(largest), "keeper-leases")?,
+            keeper_ttl: secs(if quick { 3.0 } else { self.keeper_ttl }, "keeper-ttl")?,
+            steal: positive(if quick { 10 } else { self.steal }, "steal")?,
+            big_rows,
+            tasks,
+            connections: positive(self.connections, "connections")?,
+            warmup: secs(if quick { 0.3 } else { self.warmup }, "warmup")?,
+            measured: secs(if quick { 0.5 } else { self.seconds }, "seconds")?,
+            repeats: positive(if quick { 1 } else { self.repeats }, "repeats")?,
+            claim_rows: if quick {
+                10_000
+            } else {
+                self.claim_rows.max(1)
+            },
+            claim_workers: positive(self.claim_workers, "claim-workers")?,
+            claim_batches: self.claim_batches.clone(),
+            parts: self.parts.clone(),
+        })
+    }
 }
 
 impl Args {
@@ -175,7 +334,23 @@ fn write_file(path: &PathBuf, text: &str) -> Result<(), Error> {
     })
 }
 
+async fn run_scale(args: &ScaleArgs) -> anyhow::Result<()> {
+    let settings = args.settings()?;
+    let results = scale::run(&settings, &mut |line| eprintln!("{line}")).await?;
+    let tables = scale::markdown(&settings, &results);
+    if let Some(path) = &args.markdown {
+        write_file(path, &tables)?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(tables.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
 async fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(Command::Scale(scale)) = &args.command {
+        return run_scale(scale).await;
+    }
     let settings = args.settings()?;
     let results = suite::run(&settings, &mut |line| eprintln!("{line}")).await?;
     let tables = report::markdown(&settings, &results);
@@ -255,6 +430,52 @@ mod tests {
         case!("hand-off" => [Execution::HandOff]);
         case!("hand-off,in-place" => [Execution::HandOff, Execution::InPlace]);
         case!("in-place,hand-off,in-place" => [Execution::InPlace, Execution::HandOff]);
+    }
+
+    fn scale(args: &[&str]) -> Result<scale::Settings, Error> {
+        let args = Args::try_parse_from(
+            ["fenced-bench", "scale"]
+                .into_iter()
+                .chain(args.iter().copied()),
+        )
+        .expect("parses");
+        match args.command {
+            Some(Command::Scale(scale)) => scale.settings(),
+            None => panic!("no scale subcommand"),
+        }
+    }
+
+    #[test]
+    fn the_scale_benchmark_defaults_to_the_issue_sizes() {
+        let settings = scale(&[]).unwrap();
+        assert_eq!(settings.leases, [10_000, 100_000]);
+        assert_eq!(settings.keeper_leases, 100_000);
+        assert_eq!(
+            (settings.big_rows, settings.tasks, settings.connections),
+            (1_000_000, 256, 32)
+        );
+        assert_eq!((settings.claim_rows, settings.claim_workers), (100_000, 32));
+        assert_eq!(settings.claim_batches, [1, 10, 100]);
+        assert_eq!(settings.parts.len(), 4);
+        let quick = scale(&["--quick", "--parts", "renewal"]).unwrap();
+        assert_eq!(quick.parts, [scale::Part::Renewal]);
+        assert!(quick.leases.iter().all(|&n| n <= 5_000));
+    }
+
+    #[test]
+    fn the_scale_benchmark_refuses_empty_sizes() {
+        for bad in [
+            &["--leases", "0"][..],
+            &["--claim-batches", "0"],
+            &["--tasks", "0"],
+            &["--ttl", "0"],
+            &["--big-rows", "10", "--tasks", "20"],
+        ] {
+            assert!(
+                matches!(scale(bad), Err(Error::Usage(_))),
+                "accepted {bad:?}"
+            );
+        }
     }
 
     #[test]

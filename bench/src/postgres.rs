@@ -253,7 +253,7 @@ async fn prepared_statements(client: &Client) -> Result<Vec<(String, u64)>> {
 }
 
 /// Connects one tokio-postgres client and drives its connection on the runtime.
-async fn connect(config: &str) -> Result<Client> {
+pub(crate) async fn connect(config: &str) -> Result<Client> {
     let (client, connection) = tokio_postgres::connect(config, NoTls).await?;
     tokio::spawn(async move {
         // A connection error surfaces in the client's next statement.
@@ -263,7 +263,7 @@ async fn connect(config: &str) -> Result<Client> {
 }
 
 /// `config` with the parameter `key` set to `value`, for a URL or a key=value string.
-fn with_parameter(config: &str, key: &str, value: &str) -> String {
+pub(crate) fn with_parameter(config: &str, key: &str, value: &str) -> String {
     if config.contains("://") {
         let separator = if config.contains('?') { '&' } else { '?' };
         let value = value

@@ -64,6 +64,10 @@
 //! - [`Store`]: the protocol (provision, acquire, renew, update, publish, release) over
 //!   any [`Executor`], and [`Store::inspect`] to read a lease's state; [`Store::on`] runs
 //!   it on the caller's own connections ([`connection`]).
+//! - [`claim`]: [`Store::claim`] takes up to `n` free rows among [`Candidates`] in one
+//!   statement, skipping rows other transactions hold.
+//! - [`renewal`]: [`Store::renew_many`] and the [`BatchKeeper`], many leases renewed per
+//!   statement, each lease's outcome separately.
 //! - [`transaction`]: fenced transactions, several statements on any tables committed
 //!   only while a lease holds ([`Store::fence`], [`Store::transaction`]).
 //! - [`dialect`]: every statement as text, and [`fence_predicate`] for SQL written by
@@ -80,6 +84,7 @@
 #[path = "private.rs"]
 pub mod __private;
 pub mod backend;
+pub mod claim;
 pub mod connection;
 pub mod dialect;
 mod error;
@@ -87,6 +92,7 @@ pub mod keeper;
 mod lease;
 pub mod operation;
 mod outcome;
+pub mod renewal;
 mod store;
 mod table;
 mod trace;
@@ -102,6 +108,7 @@ pub use backend::{Mssql, MssqlOptions};
 pub use backend::{PooledClient, Postgres};
 #[cfg(feature = "sqlite")]
 pub use backend::{Sqlite, SqliteExecution, SqliteOptions};
+pub use claim::{Candidates, Comparison};
 pub use dialect::procedures::{MssqlProcedures, Procedure};
 pub use dialect::{
     Dialect, FencedSql, fence_predicate, publish_once_assignment, publish_once_predicate,
@@ -111,6 +118,7 @@ pub use keeper::{Keeper, KeeperBuilder, Loss};
 pub use lease::{AsLease, Lease, LeaseState};
 pub use operation::{OperationOutcome, Resolution};
 pub use outcome::Outcome;
+pub use renewal::{BatchKeeper, BatchKeeperBuilder, KeptLease};
 pub use store::{MAX_TTL, Store};
 pub use table::{
     Column, ColumnType, FencedTable, FencedTableBuilder, Identifier, KeyType, MAX_IDENTIFIER_LEN,

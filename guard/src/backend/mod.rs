@@ -52,6 +52,26 @@ pub trait Executor {
         params: &[Value],
     ) -> impl Future<Output = Result<Option<Vec<Value>>>> + Send;
 
+    /// Runs a statement and returns every row it produced, decoded as by
+    /// [`query_row`](Executor::query_row); on SQL Server, the rows of the batch's last
+    /// result set. Batched renewal ([`Store::renew_many`](crate::Store::renew_many),
+    /// [`BatchKeeper`](crate::BatchKeeper)) and claiming
+    /// ([`Store::claim`](crate::Store::claim)) read their per-row outcomes with it.
+    ///
+    /// The default refuses with [`Error::Config`]: an executor written before this
+    /// method cannot claim or batch, but runs every single-row operation as before.
+    fn query_rows(
+        &self,
+        sql: &str,
+        params: &[Value],
+    ) -> impl Future<Output = Result<Vec<Vec<Value>>>> + Send {
+        let _ = (sql, params);
+        std::future::ready(Err(Error::Config(format!(
+            "this {} executor cannot return several rows",
+            self.dialect()
+        ))))
+    }
+
     /// Runs one or more statements without parameters, such as schema DDL.
     fn execute_batch(&self, sql: &str) -> impl Future<Output = Result<()>> + Send;
 

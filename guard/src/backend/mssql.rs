@@ -201,6 +201,29 @@ impl Mssql {
 
 impl Mssql {
     async fn last_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        let results = self.results(sql, params).await?;
+        results
+            .into_iter()
+            .next_back()
+            .and_then(|rows| rows.into_iter().next())
+            .map(decode)
+            .transpose()
+    }
+
+    /// Every row of the batch's last result set.
+    async fn last_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        let results = self.results(sql, params).await?;
+        results
+            .into_iter()
+            .next_back()
+            .unwrap_or_default()
+            .into_iter()
+            .map(decode)
+            .collect()
+    }
+
+    /// Every result set of the batch.
+    async fn results(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<tiberius::Row>>> {
         let mut checkout = self.checkout().await?;
         let params = refs(params);
         let results = async {
@@ -212,13 +235,7 @@ impl Mssql {
                 .await
         }
         .await;
-        let results = settle(checkout, results).await?;
-        results
-            .into_iter()
-            .next_back()
-            .and_then(|rows| rows.into_iter().next())
-            .map(decode)
-            .transpose()
+        settle(checkout, results).await
     }
 }
 
@@ -366,6 +383,10 @@ impl Executor for LentMssql {
         client::last_row(self.0.lock().await.conn(), sql, params).await
     }
 
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        client::last_rows(self.0.lock().await.conn(), sql, params).await
+    }
+
     async fn execute_batch(&self, sql: &str) -> Result<()> {
         client::batch(self.0.lock().await.conn(), sql).await
     }
@@ -394,6 +415,12 @@ impl Executor for Mssql {
     /// come before the statement's own.
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
         self.last_row(sql, params).await
+    }
+
+    /// The rows of the batch's last result set: a trigger's result sets, if any, come
+    /// before the statement's own.
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        self.last_rows(sql, params).await
     }
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {

@@ -404,6 +404,18 @@ pub(crate) async fn first_row(
     Ok(first)
 }
 
+/// Every row of `rows`.
+pub(crate) async fn all_rows(
+    rows: RowStream,
+) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
+    let mut rows = pin!(rows);
+    let mut all = Vec::new();
+    while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {
+        all.push(row?);
+    }
+    Ok(all)
+}
+
 /// Runs a statement on `conn`, prepared once per connection, and returns the rows it
 /// changed. A statement whose cached preparation went stale (its table was altered) is
 /// prepared again, once.
@@ -451,6 +463,32 @@ async fn query_row_on(
     }
 }
 
+/// Runs a statement on `conn`, as [`execute_on`], and returns every row.
+async fn query_rows_on(
+    conn: &mut Connection,
+    sql: &str,
+    params: &[Value],
+) -> Result<Vec<Vec<Value>>> {
+    let mut prepared_again = false;
+    loop {
+        let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
+        let expected = statement.params().len();
+        let rows = match client.query_raw(statement, params).await {
+            Ok(rows) => all_rows(rows).await,
+            Err(error) if unsent(&error, expected, params.len()) => {
+                return Err(Error::not_executed(error));
+            }
+            Err(error) => Err(error),
+        };
+        match rows {
+            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+                prepared_again = true;
+            }
+            rows => return rows?.iter().map(decode).collect(),
+        }
+    }
+}
+
 /// A connection of a [`Postgres`] pool, lent for a fenced transaction.
 pub struct LentPostgres(tokio::sync::Mutex<Checkout<Connection>>);
 
@@ -485,6 +523,10 @@ impl Executor for LentPostgres {
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
         query_row_on(self.0.lock().await.conn(), sql, params).await
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        query_rows_on(self.0.lock().await.conn(), sql, params).await
     }
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {
@@ -522,6 +564,19 @@ impl Executor for Postgres {
         loop {
             let attempt = self
                 .with_connection(async |conn| query_row_on(conn, sql, params).await)
+                .await;
+            match attempt {
+                Attempt::Done(result) => return result,
+                Attempt::Again(error) => self.again(&mut attempts, error)?,
+            }
+        }
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        let mut attempts = 0;
+        loop {
+            let attempt = self
+                .with_connection(async |conn| query_rows_on(conn, sql, params).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,

@@ -376,6 +376,12 @@ impl Found for Option<Vec<Value>> {
     }
 }
 
+impl Found for Vec<Vec<Value>> {
+    fn found_anything(&self) -> bool {
+        !self.is_empty()
+    }
+}
+
 /// Runs `f` on `checkout`'s connection on tokio's blocking pool, with `busy_timeout` set
 /// for its duration.
 async fn on_blocking_pool<T, F>(
@@ -573,6 +579,10 @@ impl Executor for LentSqlite {
         self.run(|conn| caller::query_row(conn, sql, params))
     }
 
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        self.run(|conn| caller::query_rows(conn, sql, params))
+    }
+
     async fn execute_batch(&self, sql: &str) -> Result<()> {
         self.run(|conn| conn.execute_batch(sql))
     }
@@ -618,6 +628,23 @@ impl Executor for Sqlite {
             // Step to the end so that a RETURNING statement completes its changes.
             while rows.next()?.is_some() {}
             Ok(first)
+        })
+        .await
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        self.run_statement(sql, params, |stmt, params| {
+            let width = stmt.column_count();
+            let mut rows = stmt.query(params_from_iter(bound(params)))?;
+            let mut all = Vec::new();
+            while let Some(row) = rows.next()? {
+                all.push(
+                    (0..width)
+                        .map(|i| decode(i, row.get_ref(i)?))
+                        .collect::<rusqlite::Result<Vec<_>>>()?,
+                );
+            }
+            Ok(all)
         })
         .await
     }

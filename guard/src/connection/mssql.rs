@@ -57,6 +57,26 @@ where
         .transpose()
 }
 
+/// Every row of the batch's last result set.
+pub(crate) async fn last_rows<S>(
+    client: &mut Client<S>,
+    sql: &str,
+    params: &[Value],
+) -> Result<Vec<Vec<Value>>>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin + Send,
+{
+    let params = refs(params);
+    let results = client.query(sql, &params).await?.into_results().await?;
+    results
+        .into_iter()
+        .next_back()
+        .unwrap_or_default()
+        .into_iter()
+        .map(decode)
+        .collect()
+}
+
 /// Runs `sql` and returns the rows it changed, counted with `@@ROWCOUNT`.
 pub(crate) async fn execute_counted<S>(
     client: &mut Client<S>,
@@ -98,6 +118,10 @@ where
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
         last_row(*self.0.lock().await, sql, params).await
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        last_rows(*self.0.lock().await, sql, params).await
     }
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {

@@ -3,7 +3,7 @@
 use tokio_postgres::{Client, GenericClient, Transaction};
 
 use crate::backend::Executor;
-use crate::backend::postgres::{decode, first_row, unsent};
+use crate::backend::postgres::{all_rows, decode, first_row, unsent};
 use crate::connection::IntoExecutor;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
@@ -58,6 +58,19 @@ impl<C: GenericClient + Sync> Executor for PostgresClient<'_, C> {
             Err(error) => return Err(error.into()),
         };
         row.as_ref().map(decode).transpose()
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        let statement = self.0.prepare(sql).await.map_err(Error::not_executed)?;
+        let expected = statement.params().len();
+        let rows = match self.0.query_raw(&statement, params).await {
+            Ok(rows) => all_rows(rows).await?,
+            Err(error) if unsent(&error, expected, params.len()) => {
+                return Err(Error::not_executed(error));
+            }
+            Err(error) => return Err(error.into()),
+        };
+        rows.iter().map(decode).collect()
     }
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {

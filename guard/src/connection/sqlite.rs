@@ -67,6 +67,26 @@ pub(crate) fn query_row(
     Ok(first)
 }
 
+/// Runs `sql` with `params` and returns every row.
+pub(crate) fn query_rows(
+    conn: &Connection,
+    sql: &str,
+    params: &[Value],
+) -> rusqlite::Result<Vec<Vec<Value>>> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let width = statement.column_count();
+    let mut rows = statement.query(params_from_iter(bound(params)))?;
+    let mut all = Vec::new();
+    while let Some(row) = rows.next()? {
+        all.push(
+            (0..width)
+                .map(|i| decode(i, row.get_ref(i)?))
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+        );
+    }
+    Ok(all)
+}
+
 /// `write`, and `record` when it changed exactly one row, inside a savepoint: released
 /// on success, rolled back to on any error. A savepoint nests in the caller's open
 /// transaction, or is a transaction of its own outside one.
@@ -113,6 +133,14 @@ impl Executor for RusqliteConnection<'_> {
         params: &[Value],
     ) -> impl Future<Output = Result<Option<Vec<Value>>>> + Send {
         ready(query_row(self.0, sql, params).map_err(Error::Sqlite))
+    }
+
+    fn query_rows(
+        &self,
+        sql: &str,
+        params: &[Value],
+    ) -> impl Future<Output = Result<Vec<Vec<Value>>>> + Send {
+        ready(query_rows(self.0, sql, params).map_err(Error::Sqlite))
     }
 
     fn execute_batch(&self, sql: &str) -> impl Future<Output = Result<()>> + Send {

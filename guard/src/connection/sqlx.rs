@@ -181,6 +181,14 @@ macro_rules! sqlx_executor {
                 rows.first().map($decode).transpose()
             }
 
+            async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+                let query = params
+                    .iter()
+                    .fold(sqlx::query::<$db>(AssertSqlSafe(sql.to_owned())), $bind);
+                let $this = self;
+                query.fetch_all($executor).await?.iter().map($decode).collect()
+            }
+
             async fn execute_batch(&self, sql: &str) -> Result<()> {
                 let $this = self;
                 sqlx::raw_sql(AssertSqlSafe(sql.to_owned()))

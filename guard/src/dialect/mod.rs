@@ -26,7 +26,10 @@
 //! The same convention, caller's parameters first and then key, generation and owner,
 //! holds for [`FencedSql`] statements written with
 //! [`fence_predicate`].
+//!
+//! The statements over many rows, the batched renewal and the claim, are in [`batch`].
 
+pub mod batch;
 pub mod lex;
 mod mssql;
 mod postgres;

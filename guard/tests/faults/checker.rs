@@ -8,6 +8,7 @@
 //! 3. Generations strictly increase per row: every acquisition in the trace installs a
 //!    generation above all earlier ones, no generation is ever lowered, no generation
 //!    is handed to two clients, and every acquisition a client saw is in the trace.
+//!    A row taken by a claim counts as an acquisition of that row.
 //! 4. Every write the client saw as applied is in the database, and no write the
 //!    client saw as refused is.
 //!
@@ -146,7 +147,10 @@ impl fmt::Display for Violation {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     pub operations: u64,
+    /// Rows taken, by acquisition or by claim.
     pub acquisitions: u64,
+    /// Of those, the rows taken by a claim.
+    pub claimed: u64,
     pub writes_applied: u64,
     /// Retries answered "an earlier attempt with this operation id applied".
     pub writes_already_applied: u64,
@@ -242,7 +246,7 @@ fn check_acquisitions(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec
     let mut seen = HashSet::new();
     let mut acquired: Vec<&Call> = calls
         .iter()
-        .filter(|c| c.op == Op::Acquire && c.seen == Seen::Applied)
+        .filter(|c| c.op.is_acquisition() && c.seen == Seen::Applied)
         .collect();
     acquired.sort_by_key(|c| (c.row, c.generation, c.start_us));
     for call in acquired {
@@ -315,8 +319,11 @@ fn count(calls: &[Call]) -> Counts {
     };
     let mut acquired: HashMap<i64, Vec<(u64, i64)>> = HashMap::new();
     for call in calls {
-        if call.op == Op::Acquire && call.seen == Seen::Applied {
+        if call.op.is_acquisition() && call.seen == Seen::Applied {
             counts.acquisitions += 1;
+            if call.op == Op::Claim {
+                counts.claimed += 1;
+            }
             acquired
                 .entry(call.row)
                 .or_default()
@@ -538,6 +545,26 @@ mod tests {
         let (mut calls, trace) = clean();
         calls.push(call(Op::Acquire, 7, 2, None, 70, Seen::Applied));
         assert_eq!(kinds(&check(&calls, &trace)), vec!["generation-reissued"]);
+    }
+
+    #[test]
+    fn a_claim_counts_as_an_acquisition_of_its_row() {
+        // Generation 2 taken by a claim: clean.
+        let (mut calls, trace) = clean();
+        calls[3].op = Op::Claim;
+        let verdict = check(&calls, &trace);
+        assert_eq!(verdict.violations, vec![]);
+        assert_eq!(
+            (verdict.counts.acquisitions, verdict.counts.claimed),
+            (2, 1)
+        );
+        // A claim handed the generation an acquisition had: caught.
+        calls.push(call(Op::Claim, 7, 1, None, 70, Seen::Applied));
+        assert_eq!(kinds(&check(&calls, &trace)), vec!["generation-reissued"]);
+        // A claim the trace has no acquisition for: caught.
+        calls.pop();
+        calls.push(call(Op::Claim, 7, 3, None, 70, Seen::Applied));
+        assert_eq!(kinds(&check(&calls, &trace)), vec!["acquisition-missing"]);
     }
 
     #[test]

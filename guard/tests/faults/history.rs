@@ -1,5 +1,6 @@
-//! The history workload: workers that acquire rows, pause past their ttl, get their
-//! connections cut, resume and write; every call and its outcome recorded.
+//! The history workload: workers that acquire rows (one of them by claiming any free
+//! rows, several at a time), pause past their ttl, get their connections cut, resume
+//! and write; every call and its outcome recorded.
 //!
 //! Each write sets the application columns `WriterGeneration` (the writer's lease
 //! generation), `WriteId` (unique per call) and `WriteKind` (`update` or `publish`). A
@@ -14,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fenced_guard::{
-    Backend, ColumnType, Dialect, FencedTable, KeyType, Lease, OperationOutcome, Outcome, Store,
-    Value,
+    Backend, Candidates, ColumnType, Dialect, FencedTable, Key, KeyType, Lease, OperationOutcome,
+    Outcome, Store, Value,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -60,6 +61,9 @@ impl Mode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     Acquire,
+    /// One row taken by a claim ([`Store::claim`]): a claim that took several rows is
+    /// recorded once per row; one that took none (or failed) once, with row -1.
+    Claim,
     Renew,
     Update,
     Publish,
@@ -71,6 +75,11 @@ pub enum Op {
 }
 
 impl Op {
+    /// `true` for the calls that take a row: an acquisition or a claim.
+    pub fn is_acquisition(self) -> bool {
+        matches!(self, Op::Acquire | Op::Claim)
+    }
+
     /// `true` for the calls that write the application's columns.
     pub fn is_write(self) -> bool {
         matches!(self, Op::Update | Op::Publish | Op::PublishAndRelease)
@@ -190,6 +199,9 @@ pub trait Bench: Send + Sync + 'static {
 pub struct Settings {
     pub mode: Mode,
     pub workers: usize,
+    /// How many of the workers (the first ones) take rows by claiming any free rows,
+    /// several at a time, instead of acquiring one row they chose.
+    pub claimers: usize,
     pub rows: i64,
     pub ttl: Duration,
     pub duration: Duration,
@@ -306,6 +318,9 @@ enum Wire {
 
 impl<B: Backend + Clone> Worker<B> {
     async fn run(&mut self, deadline: Instant) {
+        if self.index < self.settings.claimers {
+            return self.claim_and_work(deadline).await;
+        }
         while Instant::now() < deadline {
             let row = self.rng.random_range(0..self.settings.rows);
             let Some(lease) = self.acquire(row).await else {
@@ -315,6 +330,79 @@ impl<B: Backend + Clone> Worker<B> {
             };
             self.work(row, &lease).await;
         }
+    }
+
+    /// Claims one or more free rows (any of the table, or among the whole key list),
+    /// then works under each lease in turn: the later ones may expire meanwhile, and
+    /// their writes must then be refused.
+    async fn claim_and_work(&mut self, deadline: Instant) {
+        while Instant::now() < deadline {
+            let leases = self.claim().await;
+            if leases.is_empty() {
+                let idle = self.rng.random_range(2..15);
+                tokio::time::sleep(Duration::from_millis(idle)).await;
+                continue;
+            }
+            for lease in &leases {
+                let row = match lease.key() {
+                    Key::BigInt(row) => *row,
+                    other => panic!("the workload's keys are bigint, not {other:?}"),
+                };
+                self.work(row, lease).await;
+            }
+        }
+    }
+
+    async fn claim(&mut self) -> Vec<Lease> {
+        let rows = self.settings.rows;
+        let limit = self
+            .rng
+            .random_range(1..=usize::try_from(rows).unwrap_or(1));
+        let candidates = if self.rng.random_bool(0.5) {
+            Candidates::any()
+        } else {
+            Candidates::keys(0..rows)
+        };
+        let wire = self.pick_wire();
+        let start_us = self.recorder.micros();
+        let store = self.store.clone();
+        let result = self
+            .with_wire(wire, store.claim(&candidates, limit, self.settings.ttl))
+            .await;
+        let end_us = self.recorder.micros();
+        let (seen, leases) = match result {
+            Some(Ok(leases)) if leases.is_empty() => (Seen::Refused, leases),
+            Some(Ok(leases)) => (Seen::Applied, leases),
+            _ => (Seen::Failed, Vec::new()),
+        };
+        if leases.is_empty() {
+            self.record(Call {
+                worker: self.index,
+                row: -1,
+                op: Op::Claim,
+                generation: 0,
+                write_id: None,
+                start_us,
+                end_us,
+                seen,
+            });
+        }
+        for lease in &leases {
+            let Key::BigInt(row) = lease.key() else {
+                panic!("the workload's keys are bigint, not {:?}", lease.key());
+            };
+            self.record(Call {
+                worker: self.index,
+                row: *row,
+                op: Op::Claim,
+                generation: lease.generation(),
+                write_id: None,
+                start_us,
+                end_us,
+                seen,
+            });
+        }
+        leases
     }
 
     /// Some updates, maybe a renewal, a publication, a release; any refusal ends the
@@ -495,7 +583,9 @@ impl<B: Backend + Clone> Worker<B> {
                         }
                         write(&store, mode, op, lease, &columns).await?
                     }
-                    Op::Acquire => unreachable!("acquisitions are recorded by acquire"),
+                    Op::Acquire | Op::Claim => {
+                        unreachable!("acquisitions are recorded by acquire and claim")
+                    }
                 };
                 Ok::<_, fenced_guard::Error>(if outcome.is_applied() {
                     Seen::Applied

@@ -11,7 +11,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use fenced_guard::{Dialect, Executor, FencedTable, Lease, Mssql, MssqlOptions, Store, Value};
+use fenced_guard::{
+    Candidates, Dialect, Executor, FencedTable, Lease, Mssql, MssqlOptions, Store, Value,
+};
 use tokio_util::compat::TokioAsyncWriteCompatExt;
 use uuid::Uuid;
 
@@ -173,6 +175,16 @@ impl MssqlBench {
         }
         store.resolve(op).await.expect("warm-up: resolve");
         let _ = store.release(&lease).await.expect("warm-up: release");
+        // The claiming worker's two shapes: any free row, and among a key list.
+        for candidates in [Candidates::keys([key]), Candidates::any()] {
+            let claimed = store
+                .claim(&candidates, 1, ttl)
+                .await
+                .expect("warm-up: claim");
+            for lease in &claimed {
+                let _ = store.release(lease).await.expect("warm-up: release");
+            }
+        }
     }
 
     /// Drops the schema and everything in it.

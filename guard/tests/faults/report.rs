@@ -32,7 +32,7 @@ impl Report<'_> {
         write!(
             out,
             "{{\"backend\":{},\"mode\":{},\"seed\":{},\"seconds\":{:.3},\"workers\":{},\
-             \"rows\":{},\"operations\":{},\"acquisitions\":{},\
+             \"rows\":{},\"operations\":{},\"acquisitions\":{},\"claimed\":{},\
              \"writes\":{{\"applied\":{},\"already_applied\":{},\"refused\":{},\"failed\":{}}},\
              \"resolutions\":{},\
              \"faults\":{{\"total\":{},\"pauses\":{},\"cuts_before_execute\":{},\
@@ -47,6 +47,7 @@ impl Report<'_> {
             self.rows,
             c.operations,
             c.acquisitions,
+            c.claimed,
             c.writes_applied,
             c.writes_already_applied,
             c.writes_refused,
@@ -95,10 +96,11 @@ impl Report<'_> {
             self.rows
         );
         println!(
-            "  operations {}, acquisitions {}, writes applied {} / already applied {} / \
-             refused {} / failed {}, operation ids resolved {}",
+            "  operations {}, acquisitions {} (by claim {}), writes applied {} / already \
+             applied {} / refused {} / failed {}, operation ids resolved {}",
             c.operations,
             c.acquisitions,
+            c.claimed,
             c.writes_applied,
             c.writes_already_applied,
             c.writes_refused,

@@ -49,6 +49,7 @@ fn settings(mode: Mode, seed: u64, duration: Duration) -> Settings {
     Settings {
         mode,
         workers: 6,
+        claimers: 1,
         rows: 2,
         ttl: TTL,
         duration,
@@ -96,7 +97,7 @@ fn report<'a, T: Bench>(
 
 /// The fenced workload under faults: no violation and no stale write accepted, in
 /// every run. Runs again on a fresh bench (at most five runs) until the faults have done
-/// their job at least once: a stale write attempted and refused, and with `wire` (a
+/// their job at least once: a row claimed, a stale write attempted and refused, and with `wire` (a
 /// proxy in front of the workers) connections cut both before and after commit, a
 /// write failed by a cut, and a publication's operation id resolved after its retry;
 /// otherwise the runs would prove nothing.
@@ -131,6 +132,7 @@ where
 /// What the fenced runs have exercised so far.
 #[derive(Debug, Default)]
 struct Coverage {
+    claimed: u64,
     writes_applied: u64,
     stale_refused: u64,
     pauses: u64,
@@ -142,6 +144,7 @@ struct Coverage {
 
 impl Coverage {
     fn add(&mut self, recorded: &Recorded, verdict: &Verdict) {
+        self.claimed += verdict.counts.claimed;
         self.writes_applied += verdict.counts.writes_applied;
         self.stale_refused += verdict.counts.stale_refused;
         self.pauses += recorded.faults.pauses;
@@ -152,7 +155,10 @@ impl Coverage {
     }
 
     fn complete(&self, wire: bool) -> bool {
-        let basic = self.writes_applied > 0 && self.pauses > 0 && self.stale_refused > 0;
+        let basic = self.claimed > 0
+            && self.writes_applied > 0
+            && self.pauses > 0
+            && self.stale_refused > 0;
         let cuts = self.cuts_before_execute > 0
             && self.cuts_after_commit > 0
             && self.writes_failed > 0

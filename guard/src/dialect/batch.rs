@@ -1,0 +1,318 @@
+//! Statements over many rows at once: the batched renewal and the claim.
+//!
+//! Both keep every per-row condition of their one-row counterparts ([`renew`] and
+//! [`acquire`]) and bind every value as a parameter. Each returns one row per row it
+//! changed, identifying it, so that the caller learns each lease's outcome separately:
+//! `RETURNING` on PostgreSQL and SQLite; on SQL Server, no `OUTPUT` (refused on a table
+//! with a trigger, see [`acquire`]): the rows are read back inside the write's
+//! transaction into a table variable, returned after the commit.
+//!
+//! | statement | parameters |
+//! |---|---|
+//! | [`renew_batch`] | for the `i`-th lease (from 0): `4i+1` key, `4i+2` generation, `4i+3` owner, `4i+4` ttl in milliseconds; returns key, generation and owner of each lease renewed |
+//! | [`claim`] | 1 how many rows at most, 2 the new owner, 3 ttl in milliseconds, then the value of each condition that has one, in order, then the candidate keys; returns key, new generation and epoch of each row claimed |
+//!
+//! [`renew`]: super::renew
+//! [`acquire`]: super::acquire
+
+use super::{Dialect, epoch_subquery, mssql, q};
+use crate::claim::Test;
+use crate::table::{FencedTable, Identifier};
+
+/// The alias of the fenced table's row being changed.
+const ROW: &str = "fenced_row";
+/// The alias of the rows a claim looks through.
+const FREE: &str = "fenced_free";
+/// The alias of the leases a batched renewal carries: columns `k`, `g`, `o`, `ttl`.
+const BATCH: &str = "fenced_batch";
+
+/// `alias.column`, the column quoted.
+fn at(dialect: Dialect, alias: &str, column: &Identifier) -> String {
+    format!("{alias}.{}", q(dialect, column))
+}
+
+/// The row under `alias` is free to acquire: never leased or released, expired by the
+/// database's clock, or acquired in another epoch (as in [`acquire`](super::acquire)).
+fn free(dialect: Dialect, table: &FencedTable, alias: &str) -> String {
+    let expiry = at(dialect, alias, table.expiry_column());
+    format!(
+        "({expiry} IS NULL OR {expiry} <= {} OR {} <> {})",
+        dialect.clock(),
+        at(dialect, alias, table.epoch_column()),
+        epoch_subquery(dialect, table)
+    )
+}
+
+/// The renewal's fence on the row under [`ROW`] for the lease under [`BATCH`], in two
+/// parts: the row is the lease's (key, generation and owner equal), and it is live
+/// (unexpired by the database's clock, in the current epoch). Together, the conditions
+/// of [`renew`](super::renew), row by row.
+fn batch_fence(dialect: Dialect, table: &FencedTable) -> (String, String) {
+    (
+        format!(
+            "{} = {BATCH}.k AND {} = {BATCH}.g AND {} = {BATCH}.o",
+            at(dialect, ROW, table.key_column()),
+            at(dialect, ROW, table.generation_column()),
+            at(dialect, ROW, table.owner_column()),
+        ),
+        format!(
+            "{} > {} AND {} = {}",
+            at(dialect, ROW, table.expiry_column()),
+            dialect.clock(),
+            at(dialect, ROW, table.epoch_column()),
+            epoch_subquery(dialect, table)
+        ),
+    )
+}
+
+/// The `VALUES` rows of `rows` leases, four parameters each; on PostgreSQL each cast to
+/// its column's type, which a `VALUES` list does not infer.
+fn batch_values(dialect: Dialect, table: &FencedTable, rows: usize) -> String {
+    let p = |n: usize| dialect.placeholder(n);
+    let row = |i: usize| {
+        let n = 4 * i;
+        match dialect {
+            Dialect::Postgres => format!(
+                "({}::{}, {}::bigint, {}::uuid, {}::bigint)",
+                p(n + 1),
+                dialect.key_sql_type(table.key_type()),
+                p(n + 2),
+                p(n + 3),
+                p(n + 4)
+            ),
+            Dialect::Sqlite | Dialect::Mssql => {
+                format!("({}, {}, {}, {})", p(n + 1), p(n + 2), p(n + 3), p(n + 4))
+            }
+        }
+    };
+    let rows: Vec<String> = (0..rows).map(row).collect();
+    format!("VALUES {}", rows.join(", "))
+}
+
+/// Renews `rows` leases (at least one) in one statement: each lease's expiry moves to
+/// `now + its ttl` where its row still matches it as [`renew`](super::renew) requires
+/// (key, generation, owner, `expiry > now`, current epoch), so a late renewal never
+/// revives. Returns key, generation and owner of each row renewed; a lease without a
+/// row in the answer was refused.
+///
+/// A lease given twice is renewed once and returned once.
+pub fn renew_batch(dialect: Dialect, table: &FencedTable, rows: usize) -> String {
+    let name = table.name().quoted(dialect);
+    let expiry = q(dialect, table.expiry_column());
+    let values = batch_values(dialect, table, rows);
+    let (lease, live) = batch_fence(dialect, table);
+    let returned = [
+        table.key_column(),
+        table.generation_column(),
+        table.owner_column(),
+    ];
+    match dialect {
+        Dialect::Postgres => format!(
+            "UPDATE {name} AS {ROW} SET {expiry} = {} + {BATCH}.ttl * interval '1 millisecond' \
+             FROM ({values}) AS {BATCH} (k, g, o, ttl) WHERE {lease} AND {live} RETURNING {}",
+            dialect.clock(),
+            returned.map(|c| at(dialect, ROW, c)).join(", ")
+        ),
+        // SQLite's RETURNING may name only the updated table's columns, unqualified.
+        Dialect::Sqlite => format!(
+            "WITH {BATCH} (k, g, o, ttl) AS ({values}) \
+             UPDATE {name} AS {ROW} SET {expiry} = {} + {BATCH}.ttl FROM {BATCH} \
+             WHERE {lease} AND {live} RETURNING {}",
+            dialect.clock(),
+            returned.map(|c| q(dialect, c)).join(", ")
+        ),
+        // The leases go into a table variable first, which both the UPDATE and the
+        // read-back join. The read-back, in the UPDATE's transaction, returns the rows
+        // that match the fence after it: those it renewed, held by its locks (a row
+        // renewed too late to be unexpired now is not returned: refused, as it should).
+        Dialect::Mssql => {
+            let key_type = dialect.key_column_type(table.key_type());
+            let body = format!(
+                "INSERT INTO @fenced_batch (k, g, o, ttl) {values}; \
+                 UPDATE {ROW} SET {expiry} = DATEADD(millisecond, CAST({BATCH}.ttl AS int), {}) \
+                 FROM {name} AS {ROW} JOIN @fenced_batch AS {BATCH} ON {lease} WHERE {live}; \
+                 INSERT INTO @fenced_renewed (k, g, o) SELECT {} FROM {name} AS {ROW} \
+                 JOIN @fenced_batch AS {BATCH} ON {lease} WHERE {live};",
+                dialect.clock(),
+                returned.map(|c| at(dialect, ROW, c)).join(", ")
+            );
+            format!(
+                "DECLARE @fenced_batch TABLE (k {key_type}, g bigint, o uniqueidentifier, \
+                 ttl bigint); \
+                 DECLARE @fenced_renewed TABLE (k {key_type}, g bigint, o uniqueidentifier); \
+                 {} SELECT k, g, o FROM @fenced_renewed",
+                mssql::in_transaction(&body)
+            )
+        }
+    }
+}
+
+/// Claims up to parameter 1 free rows among the candidates in one statement: each
+/// claimed row's generation is bumped, and its owner (parameter 2), expiry (`now +`
+/// parameter 3 milliseconds) and epoch (the current one) set, exactly as
+/// [`acquire`](super::acquire) does for one row. A row is a candidate when it satisfies
+/// every one of `conditions` (each [`Test::Compare`] binds its value, from parameter 4
+/// on, in order) and, with `keys` above 0, when its key is one of the
+/// `keys` parameters that follow.
+///
+/// Rows that other transactions hold locked are skipped, not waited for: `FOR UPDATE
+/// SKIP LOCKED` on PostgreSQL, `READPAST` on SQL Server (with `UPDLOCK`, so that the rows
+/// chosen stay locked until the claim commits); SQLite's single writer needs neither.
+/// Returns key, new generation and epoch of each row claimed.
+pub fn claim(
+    dialect: Dialect,
+    table: &FencedTable,
+    keys: usize,
+    conditions: &[(&Identifier, Test)],
+) -> String {
+    let p = |n: usize| dialect.placeholder(n);
+    let name = table.name().quoted(dialect);
+    let key = table.key_column();
+    let generation = q(dialect, table.generation_column());
+    let epoch = q(dialect, table.epoch_column());
+    let current = epoch_subquery(dialect, table);
+
+    let mut next = 4;
+    let mut candidate = Vec::new();
+    for (column, test) in conditions {
+        let column = at(dialect, FREE, column);
+        candidate.push(match test {
+            Test::Compare(comparison) => {
+                next += 1;
+                format!("{column} {} {}", comparison.operator(), p(next - 1))
+            }
+            Test::IsNull => format!("{column} IS NULL"),
+            Test::IsNotNull => format!("{column} IS NOT NULL"),
+        });
+    }
+    if keys > 0 {
+        let list: Vec<String> = (next..next + keys).map(p).collect();
+        candidate.push(format!(
+            "{} IN ({})",
+            at(dialect, FREE, key),
+            list.join(", ")
+        ));
+    }
+    candidate.push(free(dialect, table, FREE));
+    let candidate = candidate.join(" AND ");
+
+    let set = format!(
+        "{generation} = {} + 1, {} = {}, {} = {}, {epoch} = {current}",
+        at(dialect, ROW, table.generation_column()),
+        q(dialect, table.owner_column()),
+        p(2),
+        q(dialect, table.expiry_column()),
+        dialect.expiry_after(3)
+    );
+    let returned = [key, table.generation_column(), table.epoch_column()];
+    let row_free = free(dialect, table, ROW);
+    match dialect {
+        Dialect::Postgres => format!(
+            "WITH fenced_claim AS (SELECT {} AS k FROM {name} AS {FREE} WHERE {candidate} \
+             LIMIT {} FOR UPDATE SKIP LOCKED) \
+             UPDATE {name} AS {ROW} SET {set} FROM fenced_claim \
+             WHERE {} = fenced_claim.k AND {row_free} RETURNING {}",
+            at(dialect, FREE, key),
+            p(1),
+            at(dialect, ROW, key),
+            returned.map(|c| at(dialect, ROW, c)).join(", ")
+        ),
+        Dialect::Sqlite => format!(
+            "UPDATE {name} AS {ROW} SET {set} WHERE {} IN (SELECT {} FROM {name} AS {FREE} \
+             WHERE {candidate} LIMIT {}) AND {row_free} RETURNING {}",
+            at(dialect, ROW, key),
+            at(dialect, FREE, key),
+            p(1),
+            returned.map(|c| q(dialect, c)).join(", ")
+        ),
+        // The rows chosen are locked (UPDLOCK) by the SELECT, which skips those other
+        // transactions hold (READPAST), and kept in a table variable; the UPDATE checks
+        // each is still free, and the read-back (in the transaction, by the claim's
+        // own new owner) returns those it changed. No `OUTPUT`, as for `acquire`.
+        Dialect::Mssql => {
+            let key_type = dialect.key_column_type(table.key_type());
+            let body = format!(
+                "INSERT INTO @fenced_claimed (k) SELECT TOP ({}) {} FROM {name} AS {FREE} \
+                 WITH (UPDLOCK, READPAST, ROWLOCK) WHERE {candidate}; \
+                 UPDATE {ROW} SET {set} FROM {name} AS {ROW} \
+                 JOIN @fenced_claimed AS fenced_claim ON {} = fenced_claim.k WHERE {row_free}; \
+                 INSERT INTO @fenced_leases (k, g, e) SELECT {} FROM {name} AS {ROW} \
+                 JOIN @fenced_claimed AS fenced_claim ON {} = fenced_claim.k \
+                 WHERE {} = {};",
+                p(1),
+                at(dialect, FREE, key),
+                at(dialect, ROW, key),
+                returned.map(|c| at(dialect, ROW, c)).join(", "),
+                at(dialect, ROW, key),
+                at(dialect, ROW, table.owner_column()),
+                p(2)
+            );
+            format!(
+                "DECLARE @fenced_claimed TABLE (k {key_type} PRIMARY KEY); \
+                 DECLARE @fenced_leases TABLE (k {key_type}, g bigint, e bigint); \
+                 {} SELECT k, g, e FROM @fenced_leases",
+                mssql::in_transaction(&body)
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claim::Comparison;
+    use crate::table::{ColumnType, KeyType};
+
+    fn table() -> FencedTable {
+        FencedTable::builder()
+            .table("app.Job")
+            .key_type(KeyType::BigInt)
+            .column("Queue", ColumnType::Text)
+            .build()
+            .unwrap()
+    }
+
+    fn queue() -> Identifier {
+        Identifier::new("Queue").unwrap()
+    }
+
+    macro_rules! renders {
+        ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
+            #[test]
+            fn $name() {
+                assert_eq!($actual, $expected);
+            }
+        )*};
+    }
+
+    renders! {
+        postgres_renew_batch: renew_batch(Dialect::Postgres, &table(), 2) =>
+            r#"UPDATE "app"."Job" AS fenced_row SET "LeaseUntilUtc" = clock_timestamp() + fenced_batch.ttl * interval '1 millisecond' FROM (VALUES ($1::bigint, $2::bigint, $3::uuid, $4::bigint), ($5::bigint, $6::bigint, $7::uuid, $8::bigint)) AS fenced_batch (k, g, o, ttl) WHERE fenced_row."ReportId" = fenced_batch.k AND fenced_row."Generation" = fenced_batch.g AND fenced_row."LeaseOwner" = fenced_batch.o AND fenced_row."LeaseUntilUtc" > clock_timestamp() AND fenced_row."LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseOwner""#,
+        sqlite_renew_batch: renew_batch(Dialect::Sqlite, &table(), 2) =>
+            r#"WITH fenced_batch (k, g, o, ttl) AS (VALUES (?1, ?2, ?3, ?4), (?5, ?6, ?7, ?8)) UPDATE "app"."Job" AS fenced_row SET "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + fenced_batch.ttl FROM fenced_batch WHERE fenced_row."ReportId" = fenced_batch.k AND fenced_row."Generation" = fenced_batch.g AND fenced_row."LeaseOwner" = fenced_batch.o AND fenced_row."LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND fenced_row."LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) RETURNING "ReportId", "Generation", "LeaseOwner""#,
+        mssql_renew_batch: renew_batch(Dialect::Mssql, &table(), 2) =>
+            "DECLARE @fenced_batch TABLE (k bigint, g bigint, o uniqueidentifier, ttl bigint); DECLARE @fenced_renewed TABLE (k bigint, g bigint, o uniqueidentifier); BEGIN TRY BEGIN TRANSACTION; INSERT INTO @fenced_batch (k, g, o, ttl) VALUES (@P1, @P2, @P3, @P4), (@P5, @P6, @P7, @P8); UPDATE fenced_row SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(fenced_batch.ttl AS int), SYSUTCDATETIME()) FROM [app].[Job] AS fenced_row JOIN @fenced_batch AS fenced_batch ON fenced_row.[ReportId] = fenced_batch.k AND fenced_row.[Generation] = fenced_batch.g AND fenced_row.[LeaseOwner] = fenced_batch.o WHERE fenced_row.[LeaseUntilUtc] > SYSUTCDATETIME() AND fenced_row.[LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1); INSERT INTO @fenced_renewed (k, g, o) SELECT fenced_row.[ReportId], fenced_row.[Generation], fenced_row.[LeaseOwner] FROM [app].[Job] AS fenced_row JOIN @fenced_batch AS fenced_batch ON fenced_row.[ReportId] = fenced_batch.k AND fenced_row.[Generation] = fenced_batch.g AND fenced_row.[LeaseOwner] = fenced_batch.o WHERE fenced_row.[LeaseUntilUtc] > SYSUTCDATETIME() AND fenced_row.[LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1); COMMIT TRANSACTION; END TRY BEGIN CATCH IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END CATCH; SELECT k, g, o FROM @fenced_renewed",
+        postgres_claim_any: claim(Dialect::Postgres, &table(), 0, &[]) =>
+            r#"WITH fenced_claim AS (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR UPDATE SKIP LOCKED) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) FROM fenced_claim WHERE fenced_row."ReportId" = fenced_claim.k AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
+        postgres_claim_filtered_keys: claim(Dialect::Postgres, &table(), 2, &[(&queue(), Test::Compare(Comparison::Eq)), (&queue(), Test::IsNotNull)]) =>
+            r#"WITH fenced_claim AS (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" = $4 AND fenced_free."Queue" IS NOT NULL AND fenced_free."ReportId" IN ($5, $6) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR UPDATE SKIP LOCKED) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) FROM fenced_claim WHERE fenced_row."ReportId" = fenced_claim.k AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
+        sqlite_claim: claim(Dialect::Sqlite, &table(), 1, &[(&queue(), Test::Compare(Comparison::Ne))]) =>
+            r#"UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = ?2, "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + ?3, "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE fenced_row."ReportId" IN (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" <> ?4 AND fenced_free."ReportId" IN (?5) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT ?1) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING "ReportId", "Generation", "LeaseEpoch""#,
+        mssql_claim: claim(Dialect::Mssql, &table(), 1, &[(&queue(), Test::IsNull)]) =>
+            "DECLARE @fenced_claimed TABLE (k bigint PRIMARY KEY); DECLARE @fenced_leases TABLE (k bigint, g bigint, e bigint); BEGIN TRY BEGIN TRANSACTION; INSERT INTO @fenced_claimed (k) SELECT TOP (@P1) fenced_free.[ReportId] FROM [app].[Job] AS fenced_free WITH (UPDLOCK, READPAST, ROWLOCK) WHERE fenced_free.[Queue] IS NULL AND fenced_free.[ReportId] IN (@P4) AND (fenced_free.[LeaseUntilUtc] IS NULL OR fenced_free.[LeaseUntilUtc] <= SYSUTCDATETIME() OR fenced_free.[LeaseEpoch] <> (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1)); UPDATE fenced_row SET [Generation] = fenced_row.[Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()), [LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1) FROM [app].[Job] AS fenced_row JOIN @fenced_claimed AS fenced_claim ON fenced_row.[ReportId] = fenced_claim.k WHERE (fenced_row.[LeaseUntilUtc] IS NULL OR fenced_row.[LeaseUntilUtc] <= SYSUTCDATETIME() OR fenced_row.[LeaseEpoch] <> (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1)); INSERT INTO @fenced_leases (k, g, e) SELECT fenced_row.[ReportId], fenced_row.[Generation], fenced_row.[LeaseEpoch] FROM [app].[Job] AS fenced_row JOIN @fenced_claimed AS fenced_claim ON fenced_row.[ReportId] = fenced_claim.k WHERE fenced_row.[LeaseOwner] = @P2; COMMIT TRANSACTION; END TRY BEGIN CATCH IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END CATCH; SELECT k, g, e FROM @fenced_leases",
+    }
+
+    #[test]
+    fn every_batch_statement_is_on_the_database_clock_and_never_now() {
+        for d in [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql] {
+            for sql in [
+                renew_batch(d, &table(), 3),
+                claim(d, &table(), 3, &[(&queue(), Test::Compare(Comparison::Ge))]),
+            ] {
+                assert!(!sql.contains("now()"), "{sql}");
+                assert!(sql.contains(d.clock()), "{sql}");
+                assert!(!sql.contains("OUTPUT"), "{sql}");
+            }
+        }
+    }
+}
