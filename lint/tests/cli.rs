@@ -265,6 +265,7 @@ fn discovered_tables_add_to_configured_ones() {
         "a/schema.sql",
         "CREATE TABLE dbo.Jobs (JobId int PRIMARY KEY, Generation bigint, LeaseOwner uuid, LeaseUntilUtc datetime2);\n",
     )
+    // fenced-lint: allow(unfenced-write) the unfenced write this test expects the lint to find
     .file("b/jobs.sql", "UPDATE dbo.Jobs SET Payload = 1 WHERE JobId = @id;\n")
     .file("c/publish.sql", UNFENCED_SQL)
     .file("d/jobs.rs", "const Q: &str = \"UPDATE jobs SET Payload = $1\";\n")
@@ -279,6 +280,7 @@ fn discovered_tables_add_to_configured_ones() {
     assert_eq!(run.findings(), expected);
     // The human report shows the statements of both passes.
     let human = tree.run(&[]);
+    // fenced-lint: allow(unanalysed-write) the human report this test reads back
     assert!(human.stdout.contains("1 | UPDATE dbo.Jobs"), "{human:?}");
     assert!(
         human.stdout.contains("3 | UPDATE dbo.FixtureLease"),

@@ -87,6 +87,7 @@ mod tests {
         renew: dialect::renew(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P4 AS int), SYSUTCDATETIME()) WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         lock: dialect::lock(D, &table()) =>
+            // fenced-lint: allow(generation-rewind) the check-and-lock statement writes the generation unchanged to lock the row
             "UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         release: dialect::release(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3",

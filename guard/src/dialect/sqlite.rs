@@ -74,6 +74,7 @@ mod tests {
         renew: dialect::renew(D, &table()) =>
             r#"UPDATE "ReportPublication" SET "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + ?4 WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)"#,
         lock: dialect::lock(D, &table()) =>
+            // fenced-lint: allow(generation-rewind) the check-and-lock statement writes the generation unchanged to lock the row
             r#"UPDATE "ReportPublication" SET "Generation" = "Generation" WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)"#,
         release: dialect::release(D, &table()) =>
             r#"UPDATE "ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3"#,
