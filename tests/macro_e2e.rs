@@ -11,7 +11,8 @@
 use std::time::Duration;
 
 use fenced::{
-    AsLease, Backend, ColumnType, Dialect, FencedTable, Lease, Outcome, Store, Value, fenced_write,
+    AsLease, Backend, ColumnType, Dialect, Executor, Fenced, FencedTable, Lease, Lend, Outcome,
+    Store, Value, fenced_write,
 };
 use uuid::Uuid;
 
@@ -63,6 +64,17 @@ impl<B: Backend> Reports<B> {
         publish_once,
     )]
     async fn publish(&self, lease: Lease, payload: String) -> fenced::Result<Outcome>;
+
+    /// A write in PostgreSQL's own forms (`$$...$$`, `::`): only a PostgreSQL store
+    /// sends it.
+    #[fenced_write(
+        table = "ReportPublication",
+        sql = "UPDATE ReportPublication SET payload = @payload || $$ (checked)$$ \
+               WHERE draft::int = 1",
+        store = self.store,
+        dialect = "postgres",
+    )]
+    async fn save_on_postgres(&self, lease: &Lease, payload: &str) -> fenced::Result<Outcome>;
 }
 
 /// The repository behind a trait, as an application that swaps it in tests writes it.
@@ -83,6 +95,35 @@ impl<B: Backend> ReportRepository for Reports<B> {
         trait_impl,
     )]
     async fn save_body(&self, lease: &ReportLease, payload: &str) -> fenced::Result<Outcome>;
+}
+
+/// A report's lines: another table than the lease's, written only inside a fenced
+/// transaction.
+pub struct ReportLines;
+
+impl ReportLines {
+    #[fenced_write(
+        table = "ReportPublication",
+        sql = "INSERT INTO ReportLine (Report, Seq, Body) VALUES (@report, @seq, @body)"
+    )]
+    async fn add<E: Executor>(
+        &self,
+        fenced: &Fenced<'_, E>,
+        report: String,
+        seq: i64,
+        body: &str,
+    ) -> fenced::Result<u64>;
+
+    /// The lease's own row, in the same transaction.
+    #[fenced_write(
+        table = "ReportPublication",
+        sql = "UPDATE ReportPublication SET payload = @payload"
+    )]
+    async fn save<E: Executor>(
+        &self,
+        fenced: &Fenced<'_, E>,
+        payload: &str,
+    ) -> fenced::Result<Outcome>;
 }
 
 fn table() -> FencedTable {
@@ -266,6 +307,46 @@ async fn through_a_trait<B: Backend>(store: Store<B>) {
     assert_eq!(payload(&reports.store, id).await, "successor's result");
 }
 
+/// A method written for PostgreSQL alone: fenced there like any other; on another
+/// database an error that says so, and the row is unchanged.
+async fn one_dialect_only<B: Backend>(store: Store<B>) {
+    let id = report(&store, "initial", true).await;
+    let reports = Reports { store };
+    let lease = acquire(&reports.store, id, TTL).await;
+    let result = reports.save_on_postgres(&lease, "body").await;
+    let dialect = reports.store.dialect();
+    if dialect == Dialect::Postgres {
+        assert_eq!(result.expect("save"), Outcome::Applied);
+        assert_eq!(payload(&reports.store, id).await, "body (checked)");
+        assert_eq!(
+            reports.store.release(&lease).await.expect("release"),
+            Outcome::Applied
+        );
+        let outcome = reports
+            .save_on_postgres(&lease, "stale")
+            .await
+            .expect("save");
+        assert_eq!(outcome, Outcome::Refused);
+        assert_eq!(payload(&reports.store, id).await, "body (checked)");
+    } else {
+        match result {
+            Err(fenced::Error::Config(message)) => assert!(
+                message.contains("written for postgresql only")
+                    && message.contains(&format!("not for {dialect}")),
+                "{message}"
+            ),
+            other => panic!("{dialect}: expected a configuration error, got {other:?}"),
+        }
+        assert_eq!(payload(&reports.store, id).await, "initial");
+        // Control: the portable method applies with the same lease on this store.
+        let outcome = reports
+            .save(&ReportLease(lease), "body", true)
+            .await
+            .expect("save");
+        assert_eq!(outcome, Outcome::Applied);
+    }
+}
+
 async fn expired_lease_is_refused<B: Backend>(store: Store<B>) {
     let id = report(&store, "initial", true).await;
     let reports = Reports { store };
@@ -353,6 +434,91 @@ async fn publishes_once<B: Backend>(store: Store<B>) {
         .expect("publish");
     assert_eq!(outcome, Outcome::Applied);
     assert_eq!(payload(&reports.store, id).await, "next");
+}
+
+/// The lines of report `id` whose body is `body`.
+async fn lines<B: Backend>(store: &Store<B>, id: Uuid, body: &str) -> i64 {
+    let d = store.dialect();
+    let sql = format!(
+        "SELECT COUNT(*) FROM ReportLine WHERE Report = {} AND Body = {}",
+        d.placeholder(1),
+        d.placeholder(2)
+    );
+    store
+        .backend()
+        .query_i64(&sql, &[id.to_string().into(), body.into()])
+        .await
+        .expect("count the lines")
+        .expect("a count")
+}
+
+/// `#[fenced_write]` methods in a fenced transaction: a report's lines (another table)
+/// and its body commit together under the current lease; a superseded lease gets no
+/// transaction, so its lines are never written. Negative control: the same `INSERT`
+/// outside a fenced transaction writes the stale worker's line.
+async fn lines_in_a_fenced_transaction<B: Lend>(store: Store<B>) {
+    store
+        .backend()
+        .execute_batch(
+            "DROP TABLE IF EXISTS ReportLine; CREATE TABLE ReportLine \
+             (Report VARCHAR(36) NOT NULL, Seq BIGINT NOT NULL, Body VARCHAR(200) NOT NULL)",
+        )
+        .await
+        .expect("create the lines table");
+    let id = report(&store, "draft", true).await;
+    let repository = ReportLines;
+
+    let lease = acquire(&store, id, TTL).await;
+    let tx = store
+        .transaction(&lease, TTL)
+        .await
+        .expect("begin")
+        .expect("the lease holds");
+    for (n, body) in [(1, "first line"), (2, "second line")] {
+        let rows = repository.add(&tx, id.to_string(), n, body).await;
+        assert_eq!(rows.expect("add a line"), 1);
+    }
+    let saved = repository.save(&tx, "published body").await.expect("save");
+    assert_eq!(saved, Outcome::Applied);
+    tx.commit().await.expect("commit");
+    assert_eq!(lines(&store, id, "first line").await, 1);
+    assert_eq!(lines(&store, id, "second line").await, 1);
+    assert_eq!(payload(&store, id).await, "published body");
+
+    // A successor takes over; the first lease is stale.
+    assert_eq!(
+        store.release(&lease).await.expect("release"),
+        Outcome::Applied
+    );
+    let successor = acquire(&store, id, TTL).await;
+    assert!(successor.generation() > lease.generation());
+    let stale = store.transaction(&lease, TTL).await.expect("begin");
+    assert!(stale.is_none(), "a stale lease gets no fenced transaction");
+    assert_eq!(lines(&store, id, "stale line").await, 0);
+    assert_eq!(payload(&store, id).await, "published body");
+
+    // Negative control: the same statement, not in a fenced transaction, lands.
+    let sql = ReportLines::add_sql(store.table(), store.dialect()).expect("the statement");
+    let values = [id.to_string().into(), Value::I64(3), "stale line".into()];
+    let rows = store.backend().execute(sql, &values).await.expect("insert");
+    assert_eq!(rows, 1);
+    assert_eq!(lines(&store, id, "stale line").await, 1);
+
+    // The transaction's table must be the declared one.
+    let error = ReportLines::add_sql(
+        &FencedTable::builder()
+            .table("ReportArchive")
+            .build()
+            .expect("valid table"),
+        store.dialect(),
+    )
+    .expect_err("another lease table");
+    assert!(error.to_string().contains("ReportArchive"), "{error}");
+    store
+        .backend()
+        .execute_batch("DROP TABLE ReportLine")
+        .await
+        .expect("drop the lines table");
 }
 
 #[test]
@@ -449,7 +615,10 @@ mod sqlite {
         or_cannot_widen,
         publishes_once,
         through_a_trait,
+        one_dialect_only,
     );
+
+    sqlite_tests!(lines_in_a_fenced_transaction);
 
     #[tokio::test]
     async fn a_store_for_another_table_is_an_error_not_a_write() {
@@ -501,7 +670,7 @@ mod sqlite {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use fenced::{Executor, Postgres};
+    use fenced::Postgres;
 
     use super::*;
 
@@ -574,12 +743,15 @@ mod postgres {
         or_cannot_widen,
         publishes_once,
         through_a_trait,
+        one_dialect_only,
     );
+
+    postgres_tests!(lines_in_a_fenced_transaction);
 }
 
 #[cfg(feature = "mssql")]
 mod mssql {
-    use fenced::{Executor, Mssql, MssqlOptions};
+    use fenced::{Mssql, MssqlOptions};
 
     use super::*;
 
@@ -629,6 +801,8 @@ mod mssql {
         or_cannot_widen(fresh_store(&url).await).await;
         publishes_once(fresh_store(&url).await).await;
         through_a_trait(fresh_store(&url).await).await;
+        one_dialect_only(fresh_store(&url).await).await;
+        lines_in_a_fenced_transaction(fresh_store(&url).await).await;
         drop_tables(fresh_store(&url).await.backend()).await;
     }
 }

@@ -3,13 +3,14 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Executor};
 use crate::dialect::{self, Dialect, FencedSql};
 use crate::error::{Error, Result};
 use crate::lease::{AsLease, Lease};
 use crate::outcome::Outcome;
 use crate::store::Store;
 use crate::table::{FencedTable, QualifiedName};
+use crate::transaction::Fenced;
 use crate::value::{Key, Value};
 
 /// The protocol's column names a method was declared with.
@@ -49,7 +50,9 @@ pub struct Parts {
 pub struct FencedWrite {
     method: &'static str,
     columns: Columns,
-    parts: [Parts; 3],
+    /// PostgreSQL, SQLite, SQL Server; only the declared one for a method that declares
+    /// its one dialect.
+    parts: [Option<Parts>; 3],
     params: usize,
     publish_once: bool,
     /// The statement fenced for each store table it ran on (one in practice), rendered
@@ -58,11 +61,12 @@ pub struct FencedWrite {
 }
 
 impl FencedWrite {
-    /// `parts` in the order PostgreSQL, SQLite, SQL Server; `params` caller parameters.
+    /// `parts` in the order PostgreSQL, SQLite, SQL Server (`None` for a dialect the
+    /// method is not written for); `params` caller parameters.
     pub const fn new(
         method: &'static str,
         columns: Columns,
-        parts: [Parts; 3],
+        parts: [Option<Parts>; 3],
         params: usize,
         publish_once: bool,
     ) -> Self {
@@ -76,8 +80,8 @@ impl FencedWrite {
         }
     }
 
-    fn render(&self, dialect: Dialect, table: &FencedTable) -> String {
-        let parts = &self.parts[index(dialect)];
+    fn render(&self, dialect: Dialect, table: &FencedTable) -> Option<String> {
+        let parts = self.parts[index(dialect)].as_ref()?;
         let first = self.params + 1;
         let mut sql = String::from(parts.head);
         if self.publish_once {
@@ -97,7 +101,37 @@ impl FencedWrite {
             sql.push_str(&dialect::publish_once_predicate(dialect, table, first));
         }
         sql.push_str(parts.tail);
-        sql
+        Some(sql)
+    }
+
+    /// The one dialect the method is written for, if it declares one.
+    fn only(&self) -> Option<Dialect> {
+        match &self.parts {
+            [Some(_), None, None] => Some(Dialect::Postgres),
+            [None, Some(_), None] => Some(Dialect::Sqlite),
+            [None, None, Some(_)] => Some(Dialect::Mssql),
+            _ => None,
+        }
+    }
+
+    /// Fails unless the method is written for `dialect`.
+    pub fn check_dialect(&self, dialect: Dialect) -> Result<()> {
+        match self.parts[index(dialect)] {
+            Some(_) => Ok(()),
+            None => Err(Error::Config(match self.only() {
+                Some(only) => format!(
+                    "`{}` is written for {only} only (its `#[fenced_write]` declares \
+                     `dialect = \"{}\"`), not for {dialect}",
+                    self.method,
+                    match only {
+                        Dialect::Postgres => "postgres",
+                        Dialect::Sqlite => "sqlite",
+                        Dialect::Mssql => "mssql",
+                    }
+                ),
+                None => format!("`{}` has no {dialect} statement", self.method),
+            })),
+        }
     }
 
     /// The final statement in every dialect for a store whose table is `table` (which
@@ -118,25 +152,45 @@ impl FencedWrite {
         if let Some((_, sql)) = cache.iter().find(|(t, _)| t == table) {
             return Ok(*sql);
         }
-        let [postgres, sqlite, mssql] =
-            [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql].map(|d| self.render(d, table));
         let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
-        let sql = FencedSql::new(
-            table,
-            self.params,
-            leak(postgres),
-            leak(sqlite),
-            leak(mssql),
-        )
+        let sql = match [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql]
+            .map(|d| self.render(d, table).map(leak))
+        {
+            [Some(postgres), Some(sqlite), Some(mssql)] => {
+                FencedSql::new(table, self.params, postgres, sqlite, mssql)
+            }
+            [Some(sql), None, None] => FencedSql::only(table, self.params, Dialect::Postgres, sql),
+            [None, Some(sql), None] => FencedSql::only(table, self.params, Dialect::Sqlite, sql),
+            [None, None, Some(sql)] => FencedSql::only(table, self.params, Dialect::Mssql, sql),
+            _ => Err(Error::Config(
+                "its statement is written for two of the three databases".to_owned(),
+            )),
+        }
         .map_err(|e| Error::Config(format!("`{}`: {e}", self.method)))?;
         cache.push((table.clone(), sql));
         Ok(sql)
     }
 
     /// The final statement on `dialect` for a store whose table is `table`, without
-    /// keeping it: what [`fenced_sql`](FencedWrite::fenced_sql) checks.
-    pub fn render_for(&self, dialect: Dialect, table: &FencedTable) -> String {
+    /// keeping it: what [`fenced_sql`](FencedWrite::fenced_sql) checks; `None` for a
+    /// dialect the method is not written for.
+    pub fn render_for(&self, dialect: Dialect, table: &FencedTable) -> Option<String> {
         self.render(dialect, table)
+    }
+
+    /// What the generated `<method>_sql(table, dialect)` returns: the statement sent on
+    /// `dialect` to a store whose table is `table`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when `table` is not the declared one or the method is written
+    /// for another dialect.
+    pub fn sql_for(&self, table: &FencedTable, dialect: Dialect) -> Result<&'static str> {
+        self.check_table(table)?;
+        self.check_dialect(dialect)?;
+        self.fenced_sql(table)?
+            .for_dialect(dialect)
+            .ok_or_else(|| Error::Config(format!("`{}`: no {dialect} statement", self.method)))
     }
 
     /// Fails unless `table` has the declared name and protocol columns.
@@ -272,6 +326,107 @@ pub async fn execute<B: Backend>(
     params: Vec<Value>,
 ) -> Result<Outcome> {
     write.check_table(store.table())?;
+    write.check_dialect(store.dialect())?;
     let sql = write.fenced_sql(store.table())?;
     store.execute_fenced(lease, &sql, &params).await
+}
+
+/// Runs an annotated method's statement on the lease's own table inside a fenced
+/// transaction: [`execute`] on the transaction's store, with the lease it checked.
+pub async fn execute_in<E: Executor>(
+    fenced: &Fenced<'_, E>,
+    write: &'static FencedWrite,
+    params: Vec<Value>,
+) -> Result<Outcome> {
+    let store = fenced.store();
+    write.check_table(store.table())?;
+    let sql = write.fenced_sql(store.table())?;
+    store.execute_fenced(fenced.lease(), &sql, &params).await
+}
+
+/// An annotated method's statement on a table other than the lease's, which only runs
+/// inside a fenced transaction: the transaction's lock on the lease's row fences it, so
+/// nothing is appended. Rendered per dialect, placeholders numbered.
+#[derive(Debug)]
+pub struct TransactionWrite {
+    method: &'static str,
+    /// The lease's table the method was declared with, `name` or `schema.name`.
+    table: &'static str,
+    /// The table the statement writes, unquoted, `name` or `schema.name`.
+    target: &'static str,
+    /// The statement in the order PostgreSQL, SQLite, SQL Server.
+    sql: [&'static str; 3],
+}
+
+impl TransactionWrite {
+    /// `sql` in the order PostgreSQL, SQLite, SQL Server.
+    pub const fn new(
+        method: &'static str,
+        table: &'static str,
+        target: &'static str,
+        sql: [&'static str; 3],
+    ) -> Self {
+        TransactionWrite {
+            method,
+            table,
+            target,
+            sql,
+        }
+    }
+
+    /// The statement on `dialect`.
+    pub fn for_dialect(&self, dialect: Dialect) -> &'static str {
+        self.sql[index(dialect)]
+    }
+
+    /// Fails unless `table` has the declared name (so the fenced transaction holds a
+    /// lease of the declared table), or if the statement writes `table` itself or its
+    /// epoch table, which only the guard's statements write.
+    pub fn check_table(&self, table: &FencedTable) -> Result<()> {
+        let declared = QualifiedName::parse(self.table)?;
+        if !same_table(&declared, table.name(), true) {
+            return Err(Error::Config(format!(
+                "`{}` is declared for a fenced transaction on table {} but the transaction's \
+                 table is {}",
+                self.method,
+                self.table,
+                table.name()
+            )));
+        }
+        let target = QualifiedName::parse(self.target)?;
+        for guarded in [table.name(), table.epoch_table()] {
+            if same_table(&target, guarded, false) {
+                return Err(Error::Config(format!(
+                    "`{}` writes {}, which only the guard's statements write",
+                    self.method, guarded
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether two names are the same table; a name without a schema matches any schema
+/// unless `exact`.
+fn same_table(a: &QualifiedName, b: &QualifiedName, exact: bool) -> bool {
+    a.name().same_as(b.name().as_str())
+        && match (a.schema(), b.schema()) {
+            (None, None) => true,
+            (Some(x), Some(y)) => x.same_as(y.as_str()),
+            _ => !exact,
+        }
+}
+
+/// Runs a [`TransactionWrite`] inside the fenced transaction `fenced`, with `params`
+/// bound; returns the number of rows it changed.
+pub async fn execute_other<E: Executor>(
+    fenced: &Fenced<'_, E>,
+    write: &'static TransactionWrite,
+    params: Vec<Value>,
+) -> Result<u64> {
+    let store = fenced.store();
+    write.check_table(store.table())?;
+    fenced
+        .execute(write.for_dialect(store.dialect()), &params)
+        .await
 }

@@ -700,8 +700,9 @@ impl<B: Executor> Store<B> {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] when `sql` was made for another table or takes another number
-    /// of values; [`Error::KeyType`]; any database error.
+    /// [`Error::Config`] when `sql` was made for another table, takes another number
+    /// of values or was written for another database only ([`FencedSql::only`]);
+    /// [`Error::KeyType`]; any database error.
     pub async fn execute_fenced(
         &self,
         lease: &impl AsLease,
@@ -717,17 +718,12 @@ impl<B: Executor> Store<B> {
         );
         trace::traced(span, async {
             self.no_procedure("caller sql")?;
-            sql.check_use(&self.table, params.len())?;
+            let text = sql.check_use(&self.table, self.dialect(), params.len())?;
             self.check_key(lease.key())?;
             if lease.is_revoked() {
                 return Ok(Outcome::Refused);
             }
-            self.run_fenced(
-                lease,
-                sql.for_dialect(self.dialect()),
-                params.iter().cloned(),
-            )
-            .await
+            self.run_fenced(lease, text, params.iter().cloned()).await
         })
         .await
     }

@@ -179,21 +179,24 @@ fn main() {
             })
             .sum()
     });
-    let loaded: Vec<(&Read, walk::Loaded)> = inputs
+    let loaded: Vec<(&Read, walk::Loaded, String)> = inputs
         .iter()
-        .map(|i| (i, walk::load(&linter, &i.path, i.content.clone().unwrap())))
+        .map(|i| {
+            let bytes = i.content.clone().unwrap();
+            let text = decode(&bytes).map(|t| t.into_owned()).unwrap_or_default();
+            (i, walk::load(&linter, &i.path, bytes, false), text)
+        })
         .collect();
     let linter = Linter::new(&config).with_discovered(Vec::new());
-    let (mentioning, others): (Vec<_>, Vec<_>) = loaded.iter().partition(|(i, _)| {
+    let (mentioning, others): (Vec<_>, Vec<_>) = loaded.iter().partition(|(i, _, _)| {
         i.content
             .as_ref()
             .is_ok_and(|b| b.windows(10).any(|w| w == b"BenchLease"))
     });
-    let check_part = |part: &[&(&Read, walk::Loaded)]| {
+    let check_part = |part: &[&(&Read, walk::Loaded, String)]| {
         best_of(runs, || {
             part.par_iter()
-                .map(|(i, loaded)| {
-                    let text = loaded.text.as_ref().unwrap();
+                .map(|(i, loaded, text)| {
                     linter
                         .check_scanned(&i.path, text, &loaded.scan)
                         .statements_checked

@@ -48,6 +48,10 @@ pub struct Scan {
     /// Whether the text mentions a word the scanning linter's prefilter looks for (a
     /// fenced table, `GRANT`, the suppression marker), in any case.
     pub mentions: bool,
+    /// Whether the text holds, in any case, the keyword of a statement the rules examine
+    /// (`UPDATE`, `DELETE`, `MERGE`, `INSERT`, `REPLACE`, `GRANT`, `TRUNCATE`) or the
+    /// suppression marker. A text without one has nothing to report whatever is fenced.
+    pub statements: bool,
 }
 
 /// A compiled configuration: fenced tables and the prefilter that lets files mentioning
@@ -128,10 +132,18 @@ impl Linter {
 
     /// The first fenced table a reference (`schema.name` or `name`) denotes.
     fn table(&self, schema: Option<&str>, name: &str) -> Option<&TableSpec> {
-        let indices = if name.bytes().any(|b| b.is_ascii_uppercase()) || !name.is_ascii() {
+        let mut buffer = [0u8; 64];
+        let indices = if !name.is_ascii() {
             self.by_name.get(&name.to_lowercase())
-        } else {
+        } else if !name.bytes().any(|b| b.is_ascii_uppercase()) {
             self.by_name.get(name)
+        } else if let Some(lower) = buffer.get_mut(..name.len()) {
+            // Lower-cased on the stack: names are short, and looked up for every write.
+            lower.copy_from_slice(name.as_bytes());
+            lower.make_ascii_lowercase();
+            self.by_name.get(std::str::from_utf8(lower).ok()?)
+        } else {
+            self.by_name.get(&name.to_ascii_lowercase())
         }?;
         indices
             .iter()
@@ -171,7 +183,8 @@ impl Linter {
     /// prefilter looks for. Does not consult the `exclude` globs: the caller has decided
     /// with [`Linter::is_excluded`].
     pub fn scan_text(&self, path: &Path, text: &str) -> Scan {
-        let [declares, mentions] = prefilter::search([&self.discovery, &self.prefilter], text);
+        let [declares, mentions, statements] =
+            prefilter::search([&self.discovery, &self.prefilter, &self.statements], text);
         Scan {
             tables: if declares {
                 self.discover_matched(path, text)
@@ -179,7 +192,42 @@ impl Linter {
                 Vec::new()
             },
             mentions,
+            statements,
         }
+    }
+
+    /// [`Linter::scan_text`] and then [`Linter::check_scanned`] with this linter, in one:
+    /// the same scan and report, with a SQL text lexed once for both passes. Does not
+    /// consult the `exclude` globs: the caller has decided with [`Linter::is_excluded`].
+    pub fn scan_and_check(&self, path: &Path, text: &str) -> (Scan, FileReport) {
+        let [declares, mentions, statements] =
+            prefilter::search([&self.discovery, &self.prefilter, &self.statements], text);
+        let check =
+            !self.prefilter.is_empty() && statements && (mentions || self.unscanned.is_match(text));
+        let (tables, report) = if declares && check && !is_rust(path) {
+            let mut reused = ReusedLexed::take();
+            lexer::lex_reusing(text, &mut reused.0);
+            let tables = self.discover_in_tokens(text, &reused.0.tokens);
+            (tables, self.check_statements(path, text, Some(&reused.0)))
+        } else {
+            let tables = if declares {
+                self.discover_matched(path, text)
+            } else {
+                Vec::new()
+            };
+            let report = if check {
+                self.check_statements(path, text, None)
+            } else {
+                FileReport::default()
+            };
+            (tables, report)
+        };
+        let scan = Scan {
+            tables,
+            mentions,
+            statements,
+        };
+        (scan, report)
     }
 
     /// The discovery in a file the configuration does not exclude.
@@ -208,8 +256,10 @@ impl Linter {
     }
 
     fn discover_in_sql(&self, text: &str) -> Vec<TableSpec> {
-        let lexed = lexer::lex(text);
-        let tokens = &lexed.tokens;
+        self.discover_in_tokens(text, &lexer::lex(text).tokens)
+    }
+
+    fn discover_in_tokens(&self, text: &str, tokens: &[lexer::Token]) -> Vec<TableSpec> {
         let mut out = Vec::new();
         let mut column_sets: Vec<(String, String, String)> = self
             .tables
@@ -381,22 +431,28 @@ impl Linter {
     /// Adds discovered tables to the configured ones. A configured entry for the same
     /// table wins (its column names are authoritative).
     pub fn with_discovered(self, tables: Vec<TableSpec>) -> Linter {
-        let mut all = self.tables;
         let mut discovered = tables;
         discovered.sort();
         discovered.dedup();
+        let mut added = Vec::new();
         for table in discovered {
-            let known = all.iter().any(|t| {
+            let known = |t: &TableSpec| {
                 t.name.eq_ignore_ascii_case(&table.name)
                     && match (&t.schema, &table.schema) {
                         (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
                         _ => true,
                     }
-            });
-            if !known {
-                all.push(table);
+            };
+            if !(self.tables.iter().any(known) || added.iter().any(known)) {
+                added.push(table);
             }
         }
+        if added.is_empty() {
+            // The same tables: the same linter.
+            return self;
+        }
+        let mut all = self.tables;
+        all.extend(added);
         let derived = Self::from_tables(all);
         Linter {
             exclude: self.exclude,
@@ -453,10 +509,13 @@ impl Linter {
     /// again for the words discovery added. Does not consult the `exclude` globs: the
     /// caller has decided with [`Linter::is_excluded`].
     pub fn check_scanned(&self, path: &Path, text: &str, scan: &Scan) -> FileReport {
-        if self.prefilter.is_empty() || !(scan.mentions || self.unscanned.is_match(text)) {
+        if self.prefilter.is_empty()
+            || !scan.statements
+            || !(scan.mentions || self.unscanned.is_match(text))
+        {
             return FileReport::default();
         }
-        self.check_matched(path, text)
+        self.check_statements(path, text, None)
     }
 
     /// The check of a file the configuration does not exclude.
@@ -475,12 +534,25 @@ impl Linter {
         if !self.statements.is_match(text) {
             return FileReport::default();
         }
+        self.check_statements(path, text, None)
+    }
+
+    /// The check of a text that got past the prefilter and holds a statement keyword or
+    /// the suppression marker; `lexed`: its tokens, when a SQL text is already lexed.
+    fn check_statements(
+        &self,
+        path: &Path,
+        text: &str,
+        lexed: Option<&lexer::Lexed>,
+    ) -> FileReport {
         let prefilter = &self.prefilter;
         let mut report = FileReport {
             analysed: true,
             ..FileReport::default()
         };
-        let index = LineIndex::new(text);
+        // Built on first use: most files with statements have no finding and no suppression.
+        let index = std::cell::OnceCell::new();
+        let index = || index.get_or_init(|| LineIndex::new(text));
         let mut findings: Vec<(Range<usize>, Vec<usize>, Finding)> = Vec::new();
         let mut suppressions: Vec<(Suppression, Option<u32>)> = Vec::new();
         let mut malformed: Vec<(Range<usize>, String)> = Vec::new();
@@ -502,7 +574,7 @@ impl Linter {
                         suppress::parse_comment(
                             body,
                             comment.range.clone(),
-                            index.line(comment.range.start),
+                            index().line(comment.range.start),
                         ),
                         &mut suppressions,
                     );
@@ -535,7 +607,15 @@ impl Linter {
                 }
             }
         } else {
-            let lexed = lexer::lex(text);
+            let mut reused = None;
+            let lexed = match lexed {
+                Some(lexed) => lexed,
+                None => {
+                    let reused = reused.insert(ReusedLexed::take());
+                    lexer::lex_reusing(text, &mut reused.0);
+                    &reused.0
+                }
+            };
             for comment in lexed.comments.iter().filter(|c| c.line) {
                 let body = &text[comment.range.clone()];
                 if body.contains(suppress::MARKER) {
@@ -543,13 +623,13 @@ impl Linter {
                         suppress::parse_comment(
                             body,
                             comment.range.clone(),
-                            index.line(comment.range.start),
+                            index().line(comment.range.start),
                         ),
                         &mut suppressions,
                     );
                 }
             }
-            let (found, checked, coverage) = self.check_tokens(text, &lexed.tokens, false);
+            let (found, checked, coverage) = self.check_lexed(text, lexed, false);
             report.statements_checked += checked;
             add_coverage(&mut report.coverage, coverage);
             for finding in found {
@@ -558,12 +638,12 @@ impl Linter {
             }
             // Dynamic SQL: executed string literals that mention a fenced table
             // (`EXEC sp_executesql N'UPDATE ...'`), to any depth.
-            self.check_dynamic(text, &lexed.tokens, None, 0, &mut report, &mut findings);
+            self.check_dynamic(text, lexed, None, 0, &mut report, &mut findings);
         }
 
         let mut diagnostics = Vec::new();
         for (range, anchors, finding) in findings {
-            let anchor_lines: Vec<u32> = anchors.iter().map(|a| index.line(*a)).collect();
+            let anchor_lines: Vec<u32> = anchors.iter().map(|a| index().line(*a)).collect();
             let suppressed = suppressions.iter_mut().find(|(s, _)| {
                 s.rules.contains(&finding.rule)
                     && anchor_lines.iter().any(|line| s.line + 1 == *line)
@@ -574,7 +654,7 @@ impl Linter {
             }
             diagnostics.push(Diagnostic {
                 path: path.to_path_buf(),
-                range: text_range(text, &index, range),
+                range: text_range(text, index(), range),
                 rule: finding.rule,
                 table: finding.table,
                 message: finding.message,
@@ -582,7 +662,7 @@ impl Linter {
             });
         }
         for (suppression, used) in &suppressions {
-            let range = text_range(text, &index, suppression.range.clone());
+            let range = text_range(text, index(), suppression.range.clone());
             let names: Vec<&str> = suppression.rules.iter().map(|r| r.name()).collect();
             if suppression.reason.is_none() {
                 diagnostics.push(Diagnostic {
@@ -608,7 +688,7 @@ impl Linter {
         for (range, why) in malformed {
             diagnostics.push(Diagnostic {
                 path: path.to_path_buf(),
-                range: text_range(text, &index, range),
+                range: text_range(text, index(), range),
                 rule: Rule::MalformedSuppression,
                 table: None,
                 message: format!("malformed suppression: {why}"),
@@ -628,7 +708,7 @@ impl Linter {
     fn check_dynamic(
         &self,
         text: &str,
-        tokens: &[lexer::Token],
+        lexed: &lexer::Lexed,
         offsets: Option<&[usize]>,
         depth: usize,
         report: &mut FileReport,
@@ -641,14 +721,15 @@ impl Linter {
             Some(map) => map[offset.min(map.len() - 1)],
             None => offset,
         };
-        let executed = sql::executed_strings(text, tokens, |token| {
+        let tokens = &lexed.tokens;
+        let executed = sql::executed_strings_lexed(text, lexed, |token| {
             self.prefilter.is_match(&text[token.range.clone()])
         });
         for position in executed {
             let token = &tokens[position];
             let (value, inner) = lexer::string_value(text, token);
-            let lexed = lexer::lex(&value);
-            let (found, checked, coverage) = self.check_tokens(&value, &lexed.tokens, true);
+            let inner_lexed = lexer::lex(&value);
+            let (found, checked, coverage) = self.check_lexed(&value, &inner_lexed, true);
             report.statements_checked += checked;
             add_coverage(&mut report.coverage, coverage);
             let concatenated = [position.checked_sub(1), Some(position + 1)]
@@ -683,7 +764,7 @@ impl Linter {
             }
             self.check_dynamic(
                 &value,
-                &lexed.tokens,
+                &inner_lexed,
                 Some(&map),
                 depth + 1,
                 report,
@@ -696,16 +777,14 @@ impl Linter {
     /// message rather than SQL, so an unparseable "statement" whose keyword sits mid-sentence
     /// is not reported as `unanalysed-write`.
     fn check_literal(&self, text: &str, prose_possible: bool) -> (Vec<Finding>, usize, Coverage) {
-        let lexed = lexer::lex(text);
-        self.check_tokens(text, &lexed.tokens, prose_possible)
+        self.check_lexed(text, &lexer::lex(text), prose_possible)
     }
 
     /// Runs the statement rules over one SQL text (no suppressions, no file): the findings
     /// with byte ranges into `sql`, in order. For tools that hold SQL in hand, such as the
     /// `#[fenced_write]` macro checking the statement it is given.
     pub fn check_sql(&self, sql: &str) -> Vec<SqlFinding> {
-        let lexed = lexer::lex(sql);
-        let (findings, _, _) = self.check_tokens(sql, &lexed.tokens, false);
+        let (findings, _, _) = self.check_lexed(sql, &lexer::lex(sql), false);
         findings
             .into_iter()
             .map(|f| SqlFinding {
@@ -718,17 +797,20 @@ impl Linter {
             .collect()
     }
 
-    fn check_tokens(
+    fn check_lexed(
         &self,
         text: &str,
-        tokens: &[lexer::Token],
+        lexed: &lexer::Lexed,
         prose_possible: bool,
     ) -> (Vec<Finding>, usize, Coverage) {
-        let analysed = sql::analyse_tokens(text, tokens);
+        // Only the writes of fenced tables are analysed further.
+        let wanted = |t: &sql::TableName| self.table(t.schema.as_deref(), &t.name).is_some();
         let mut findings = Vec::new();
         let mut coverage = Coverage::default();
+        let mut checked = 0;
         let mut prose = 0;
-        for statement in &analysed {
+        for statement in sql::analyse_lexed(text, lexed, &wanted) {
+            checked += 1;
             if prose_possible && !statement.at_statement_start {
                 // "cannot update ReportPublication row": a message, not SQL.
                 prose += 1;
@@ -761,7 +843,33 @@ impl Linter {
                 }
             }
         }
-        (findings, analysed.len() - prose, coverage)
+        (findings, checked - prose, coverage)
+    }
+}
+
+thread_local! {
+    /// The token buffers of the last file lexed by the thread, kept for the next one.
+    static LEXED: std::cell::Cell<Option<lexer::Lexed>> = const { std::cell::Cell::new(None) };
+}
+
+/// Token buffers borrowed from the thread for one file, given back when dropped: files
+/// are lexed into memory already allocated rather than into fresh pages.
+struct ReusedLexed(lexer::Lexed);
+
+impl ReusedLexed {
+    /// Buffers of this many tokens or more are freed after use, not kept.
+    const KEEP_BELOW: usize = 1 << 20;
+
+    fn take() -> ReusedLexed {
+        ReusedLexed(LEXED.take().unwrap_or_default())
+    }
+}
+
+impl Drop for ReusedLexed {
+    fn drop(&mut self) {
+        if self.0.tokens.capacity() < Self::KEEP_BELOW {
+            LEXED.set(Some(std::mem::take(&mut self.0)));
+        }
     }
 }
 

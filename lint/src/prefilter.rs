@@ -106,8 +106,8 @@ pub(crate) fn search<const N: usize>(sets: [&Words; N], text: &str) -> [bool; N]
         loop {
             let end = (start + CHUNK).min(bytes.len());
             buffer.clear();
-            buffer.extend_from_slice(&bytes[start..end]);
-            buffer.make_ascii_lowercase();
+            // Copied and folded in one pass.
+            buffer.extend(bytes[start..end].iter().map(u8::to_ascii_lowercase));
             for (i, set) in sets.iter().enumerate() {
                 if let (true, Some(automaton)) = (wanted[i], &set.automaton)
                     && automaton.is_match(buffer.as_slice())

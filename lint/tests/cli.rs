@@ -256,6 +256,41 @@ fn tables_come_from_create_table_without_any_configuration() {
     assert_eq!(run.code, 0, "{run:?}");
 }
 
+/// Discovery adding a table to the configured ones: the files checked during the walk
+/// with the configured tables alone are checked again with all of them.
+#[test]
+fn discovered_tables_add_to_configured_ones() {
+    let tree = Tree::configured();
+    tree.file(
+        "a/schema.sql",
+        "CREATE TABLE dbo.Jobs (JobId int PRIMARY KEY, Generation bigint, LeaseOwner uuid, LeaseUntilUtc datetime2);\n",
+    )
+    .file("b/jobs.sql", "UPDATE dbo.Jobs SET Payload = 1 WHERE JobId = @id;\n")
+    .file("c/publish.sql", UNFENCED_SQL)
+    .file("d/jobs.rs", "const Q: &str = \"UPDATE jobs SET Payload = $1\";\n")
+    .file("e/read.sql", "SELECT * FROM dbo.Jobs;\n");
+    let expected = [
+        finding("b/jobs.sql", 1, Rule::UnfencedWrite),
+        finding("c/publish.sql", 3, Rule::UnfencedWrite),
+        finding("d/jobs.rs", 1, Rule::UnfencedWrite),
+    ];
+    let run = tree.run(&["--format", "json"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.findings(), expected);
+    // The human report shows the statements of both passes.
+    let human = tree.run(&[]);
+    assert!(human.stdout.contains("1 | UPDATE dbo.Jobs"), "{human:?}");
+    assert!(
+        human.stdout.contains("3 | UPDATE dbo.FixtureLease"),
+        "{human:?}"
+    );
+
+    // Negative control: without the CREATE TABLE, only the configured table is fenced.
+    fs::remove_file(tree.path("a/schema.sql")).unwrap();
+    let run = tree.run(&["--format", "json"]);
+    assert_eq!(run.findings(), expected[1..2]);
+}
+
 #[test]
 fn explicit_paths_limit_the_run() {
     let tree = Tree::configured();

@@ -231,6 +231,10 @@ fn no_input_makes_the_analysis_panic() {
         if let Ok(text) = fenced_lint::source::decode(input) {
             let scan = linter.scan_text(path, &text);
             assert_eq!(scan.tables, tables);
+            assert_eq!(
+                linter.scan_and_check(path, &text),
+                (scan.clone(), linter.check_scanned(path, &text, &scan))
+            );
             let walked = linter
                 .clone()
                 .with_discovered(scan.tables.clone())

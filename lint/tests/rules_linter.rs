@@ -540,9 +540,18 @@ fn check_scanned_agrees_with_check_text() {
     );
     let discovered: Vec<TableSpec> = scans.iter().flat_map(|s| s.tables.clone()).collect();
     assert_eq!(discovered.len(), 1);
-    let full = configured.with_discovered(discovered);
+    let full = configured.clone().with_discovered(discovered);
     let mut flagged = Vec::new();
     for ((name, text), scan) in files.iter().zip(&scans) {
+        // Both passes at once, as the walk runs them with the configured linter.
+        assert_eq!(
+            configured.scan_and_check(Path::new(name), text),
+            (
+                scan.clone(),
+                configured.check_scanned(Path::new(name), text, scan)
+            ),
+            "{name}"
+        );
         let report = full.check_scanned(Path::new(name), text, scan);
         assert_eq!(report, full.check_text(Path::new(name), text), "{name}");
         if !report.diagnostics.is_empty() {

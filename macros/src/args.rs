@@ -3,9 +3,12 @@
 use syn::meta::ParseNestedMeta;
 use syn::{Expr, Ident, LitStr, Path};
 
+use crate::statement::Dialect;
+
 /// The options, in the order the documentation lists them.
-const OPTIONS: &str = "`table`, `sql`, `store`, `lease`, `publish_once`, `trait_impl`, `key`, \
-                       `generation`, `owner`, `expiry`, `published`, `epoch`, `crate`";
+const OPTIONS: &str = "`table`, `sql`, `store`, `lease`, `publish_once`, `trait_impl`, \
+                       `dialect`, `key`, `generation`, `owner`, `expiry`, `published`, `epoch`, \
+                       `crate`";
 
 /// A column name as given, or the article's default.
 #[derive(Debug)]
@@ -34,6 +37,8 @@ pub(crate) struct Args {
     pub(crate) publish_once: bool,
     /// The method implements a trait's: no `<method>_sql` companion beside it.
     pub(crate) trait_impl: bool,
+    /// The one database the SQL is written for, and the literal naming it.
+    pub(crate) dialect: Option<(Dialect, LitStr)>,
     pub(crate) key: Name,
     pub(crate) generation: Name,
     pub(crate) owner: Name,
@@ -52,6 +57,7 @@ impl Default for Args {
             lease: None,
             publish_once: false,
             trait_impl: false,
+            dialect: None,
             key: Name::default("ReportId"),
             generation: Name::default("Generation"),
             owner: Name::default("LeaseOwner"),
@@ -137,6 +143,20 @@ impl Args {
             }
             "publish_once" => flag(&mut self.publish_once, &meta, "publish_once"),
             "trait_impl" => flag(&mut self.trait_impl, &meta, "trait_impl"),
+            "dialect" => {
+                let lit = string(&meta, "dialect = \"postgres\"")?;
+                let Some(dialect) = Dialect::from_option(&lit.value()) else {
+                    return Err(syn::Error::new_spanned(
+                        &lit,
+                        format!(
+                            "unknown dialect `{}`: write `postgres`, `sqlite` or `mssql`, or leave \
+                             `dialect` out for SQL that every database reads the same way",
+                            lit.value()
+                        ),
+                    ));
+                };
+                once(&mut self.dialect, &meta, (dialect, lit))
+            }
             "key" => column(&mut self.key, &meta, "key = \"ReportId\""),
             "generation" => column(&mut self.generation, &meta, "generation = \"Generation\""),
             "owner" => column(&mut self.owner, &meta, "owner = \"LeaseOwner\""),

@@ -12,6 +12,7 @@ mod differential;
 mod expand;
 mod signature;
 mod statement;
+mod transaction;
 
 use proc_macro::TokenStream;
 
@@ -108,6 +109,7 @@ use proc_macro::TokenStream;
 /// | `lease = name` | the parameter that carries the lease; default: a parameter marked `#[lease]`, else one whose type is named `Lease` or `…Lease` |
 /// | `publish_once` | also set the published generation to the lease's, and refuse a second publication by the same generation |
 /// | `trait_impl` | the method implements a trait's method: leave out the `<method>_sql` companion (below), which a trait's `impl` cannot hold |
+/// | `dialect = "postgres"` | the SQL is written for one database, `postgres`, `sqlite` or `mssql` (below); default: all three |
 /// | `key`, `generation`, `owner`, `expiry`, `published`, `epoch` | column names, when not the article's `ReportId`, `Generation`, `LeaseOwner`, `LeaseUntilUtc`, `PublishedGeneration`, `LeaseEpoch` |
 /// | `crate = "fenced_guard"` | the path of the runtime crate, when `fenced` is not a dependency |
 ///
@@ -119,7 +121,8 @@ use proc_macro::TokenStream;
 /// The attribute also generates `fn <method>_sql(table: &FencedTable, dialect: Dialect)
 /// -> fenced::Result<&'static str>` beside the method: the final statement the method
 /// sends to a store whose table is `table` (its epoch table included), for tests and
-/// documentation; an error if `table` is not the declared one.
+/// documentation; an error if `table` is not the declared one, or `dialect` not one the
+/// method is written for.
 ///
 /// # In a trait's `impl`
 ///
@@ -152,10 +155,88 @@ use proc_macro::TokenStream;
 /// }
 /// ```
 ///
-/// Without `trait_impl` there, the compiler refuses the companion: ``method `save_sql`
-/// is not a member of trait `ReportRepository` ``. Macros that rewrite a whole `impl`
-/// first, such as `#[async_trait]`, see the method before this attribute has generated
-/// its body, so they are not supported around it; native `async fn` in traits is.
+/// Without `trait_impl` there, the compiler says so: ``method `save_sql` is not a
+/// member of trait `ReportRepository` ``, then `` `save` is in a trait's `impl`: add
+/// `trait_impl` to its `#[fenced_write(...)]` `` (for a method that takes `self`: an
+/// attribute cannot see the `impl` it is in, so the method refers to its companion,
+/// which fails only there). Macros that rewrite a whole `impl` first, such as `#[async_trait]`, see the
+/// method before this attribute has generated its body, so they are not supported
+/// around it; native `async fn` in traits is.
+///
+/// # Written for one database
+///
+/// By default the SQL must mean the same on PostgreSQL, SQLite and SQL Server (the
+/// portable subset, below). A method that needs one database's own forms declares it,
+/// `dialect = "postgres"` (or `"sqlite"`, `"mssql"`): its SQL is then checked with that
+/// database's lexer alone, so `$$...$$`, `E'...'` and `::` compile for PostgreSQL,
+/// `` `name` `` and `[name]` for SQLite, `[name]` and `N'...'` for SQL Server. What the
+/// macro cannot bind (`$1`, `?`, `@@x`), `;`, and forms read differently by a server's
+/// settings or version (a backslash in a PostgreSQL string that is not `E'...'`) are
+/// still refused, and so is a text the macro's parser splits differently from that
+/// database. On a store of another database the method returns `Error::Config` and
+/// sends nothing; so does `<method>_sql` for another dialect.
+///
+/// ```
+/// use fenced::{Backend, Lease, Outcome, Store, fenced_write};
+///
+/// pub struct Reports<B> {
+///     store: Store<B>,
+/// }
+///
+/// impl<B: Backend> Reports<B> {
+///     #[fenced_write(
+///         table = "ReportPublication",
+///         sql = "UPDATE ReportPublication SET Payload = @payload || $$ (draft)$$ \
+///                WHERE Draft::int = 1",
+///         store = self.store,
+///         dialect = "postgres",
+///     )]
+///     async fn save(&self, lease: &Lease, payload: &str) -> fenced::Result<Outcome>;
+/// }
+/// ```
+///
+/// # In a fenced transaction
+///
+/// A method may take a fenced transaction, `&Fenced<'_, E>` (from `Store::transaction`
+/// or `Store::fence`; a parameter of another type name is marked `#[fenced]`), instead
+/// of a store and a lease:
+///
+/// - On the lease's table, it sends the same fenced `UPDATE` on the transaction's
+///   connection, with the lease the transaction checked, and returns `Outcome`.
+/// - A method whose SQL writes any other table (one `INSERT`, `UPDATE` or `DELETE`)
+///   compiles only if it takes the transaction: the transaction's lock on the lease's
+///   row fences it, so the statement is sent as written, placeholders numbered and no
+///   fence appended. It returns `fenced::Result<u64>`, the rows written. The SQL is
+///   checked as above (portable subset, one statement, every `@name` a parameter; no
+///   `RETURNING`/`OUTPUT`, no `WITH`); at run time the transaction's table must be the
+///   declared one, and the statement must not write it or its epoch table.
+///
+/// ```
+/// use fenced::{Executor, Fenced, Outcome, fenced_write};
+///
+/// pub struct Reports;
+///
+/// impl Reports {
+///     #[fenced_write(
+///         table = "ReportPublication",
+///         sql = "INSERT INTO ReportLine (Report, Body) VALUES (@report, @body)",
+///     )]
+///     pub async fn add_line<E: Executor>(&self, fenced: &Fenced<'_, E>, report: String, body: &str)
+///     -> fenced::Result<u64>;
+///
+///     #[fenced_write(
+///         table = "ReportPublication",
+///         sql = "UPDATE ReportPublication SET Payload = @payload",
+///     )]
+///     pub async fn save<E: Executor>(&self, fenced: &Fenced<'_, E>, payload: &str)
+///     -> fenced::Result<Outcome>;
+/// }
+/// ```
+///
+/// `reports.add_line(&tx, ...)` takes the `FencedTransaction` of `Store::transaction`
+/// as it is (it derefs to `Fenced`). Without the `fenced` parameter, `add_line` is
+/// refused: `` `add_line` writes `ReportLine`, a table other than the lease's
+/// `ReportPublication`: only a fenced transaction fences that write ``.
 ///
 /// # What the compiler refuses
 ///
@@ -170,14 +251,16 @@ use proc_macro::TokenStream;
 ///    |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
 /// ```
 ///
-/// - SQL outside the portable subset, which PostgreSQL, SQLite and SQL Server all split
-///   into the same tokens: ASCII words, `"quoted"` names, `'...'` strings (no backslash,
-///   no prefix), decimal numbers, `@name` placeholders, `= <> != < > <= >= + - * / %`,
-///   `( ) , .`, `--` and unnested `/* */` comments. Each dialect-only form is refused
-///   with what to write instead: `[name]`, `` `name` ``, `U&"name"`, `E''`, `N''`,
-///   `X''`, `B''`, `$$...$$`, `$1`, `?`, `:name`, `$name`, `@@name`, `::`, `||`, nested
-///   or unterminated comments, a bare carriage return, `GO`, `;`.
-/// - Anything but one `UPDATE` of the declared table: `DELETE`, `MERGE` and upserts each
+/// - SQL outside the portable subset (unless the method declares its `dialect`, above),
+///   which PostgreSQL, SQLite and SQL Server all split into the same tokens: ASCII
+///   words, `"quoted"` names, `'...'` strings (no backslash, no prefix), decimal
+///   numbers, `@name` placeholders, `= <> != < > <= >= + - * / %`, `( ) , .`, `--` and
+///   unnested `/* */` comments. Each dialect-only form is refused with what to write
+///   instead: `[name]`, `` `name` ``, `U&"name"`, `E''`, `N''`, `X''`, `B''`,
+///   `$$...$$`, `$1`, `?`, `:name`, `$name`, `@@name`, `::`, `||`, nested or
+///   unterminated comments, a bare carriage return, `GO`, `;`.
+/// - Anything but one `UPDATE` of the declared table (or, in a fenced transaction, of
+///   another table, above): `DELETE`, `MERGE` and upserts each
 ///   with the reason and what to write instead; `RETURNING`/`OUTPUT`; a `WITH` list;
 ///   `UPDATE OR ...`, `WHERE CURRENT OF`, `OPTION (...)`, `ORDER BY`/`LIMIT`.
 /// - `SET` of the generation, owner, expiry, epoch or key column, or of the published

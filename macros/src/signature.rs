@@ -59,19 +59,20 @@ fn is_lease_attr(attr: &Attribute) -> bool {
     attr.path().is_ident("lease")
 }
 
-/// The signature without the `#[lease]` markers, which only this macro understands.
+/// The signature without the `#[lease]` and `#[fenced]` markers, which only this macro understands.
 pub(crate) fn stripped(sig: &Signature) -> Signature {
     let mut sig = sig.clone();
     for input in &mut sig.inputs {
         if let FnArg::Typed(pat) = input {
-            pat.attrs.retain(|a| !is_lease_attr(a));
+            pat.attrs
+                .retain(|a| !is_lease_attr(a) && !a.path().is_ident("fenced"));
         }
     }
     sig
 }
 
 /// The last path segment of a type, looking through references.
-fn type_name(ty: &Type) -> Option<String> {
+pub(crate) fn type_name(ty: &Type) -> Option<String> {
     match ty {
         Type::Reference(r) => type_name(&r.elem),
         Type::Paren(p) => type_name(&p.elem),
@@ -81,11 +82,11 @@ fn type_name(ty: &Type) -> Option<String> {
     }
 }
 
-fn looks_like_lease(ty: &Type) -> bool {
+pub(crate) fn looks_like_lease(ty: &Type) -> bool {
     type_name(ty).is_some_and(|n| n.ends_with("Lease"))
 }
 
-fn looks_like_store(ty: &Type) -> bool {
+pub(crate) fn looks_like_store(ty: &Type) -> bool {
     type_name(ty).is_some_and(|n| n == "Store")
 }
 

@@ -21,7 +21,30 @@ pub(crate) enum Dialect {
 impl Dialect {
     pub(crate) const ALL: [Dialect; 3] = [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql];
 
-    fn placeholder(self, n: usize) -> String {
+    /// The runtime's name for it.
+    pub(crate) fn guard(self) -> fenced_guard::Dialect {
+        match self {
+            Dialect::Postgres => fenced_guard::Dialect::Postgres,
+            Dialect::Sqlite => fenced_guard::Dialect::Sqlite,
+            Dialect::Mssql => fenced_guard::Dialect::Mssql,
+        }
+    }
+
+    /// Its name in `dialect = "..."`.
+    pub(crate) fn option(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "postgres",
+            Dialect::Sqlite => "sqlite",
+            Dialect::Mssql => "mssql",
+        }
+    }
+
+    /// The dialect named in `dialect = "..."`.
+    pub(crate) fn from_option(name: &str) -> Option<Dialect> {
+        Dialect::ALL.into_iter().find(|d| d.option() == name)
+    }
+
+    pub(crate) fn placeholder(self, n: usize) -> String {
         match self {
             Dialect::Postgres => format!("${n}"),
             Dialect::Sqlite => format!("?{n}"),
@@ -49,14 +72,28 @@ pub(crate) struct Declared {
     pub(crate) published: String,
     pub(crate) epoch: String,
     pub(crate) publish_once: bool,
+    /// The one dialect the SQL is written for (`dialect = "..."`); `None`: all three.
+    pub(crate) dialect: Option<Dialect>,
+}
+
+impl Declared {
+    /// The dialects the SQL is rendered and checked for.
+    fn targets(&self) -> impl Iterator<Item = Dialect> + '_ {
+        Dialect::ALL
+            .into_iter()
+            .filter(|d| self.dialect.is_none_or(|only| only == *d))
+    }
 }
 
 /// Which checks run. Both always do in the macro; the differential test switches them
 /// off for its negative control.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Checks {
-    /// The caller's text lies in the portable subset (`lex::portable_problems`).
-    pub(crate) portable: bool,
+    /// The caller's text lies in the portable subset (`lex::portable_problems`), or, for
+    /// a method that declares its one dialect, in that dialect's (`lex::dialect_problems`);
+    /// and the macro's parser splits it into the same tokens as each database it is sent
+    /// to.
+    pub(crate) subset: bool,
     /// Each dialect's final statement, re-read by that dialect's lexer, carries the fence
     /// at its top level (`lex::check_fenced`, as `FencedSql::new` runs it).
     pub(crate) sent: bool,
@@ -64,7 +101,7 @@ pub(crate) struct Checks {
 
 impl Checks {
     pub(crate) const ALL: Checks = Checks {
-        portable: true,
+        subset: true,
         sent: true,
     };
 }
@@ -85,10 +122,11 @@ pub(crate) struct Parts {
     pub(crate) tail: String,
 }
 
-/// A checked statement: its parts per dialect (in the order of [`Dialect::ALL`]).
+/// A checked statement: its parts per dialect (in the order of [`Dialect::ALL`]), for
+/// the dialects it is written for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Checked {
-    pub(crate) parts: [Parts; 3],
+    pub(crate) parts: [Option<Parts>; 3],
 }
 
 /// What checking found: the statement, or every problem; and, either way, the value
@@ -107,7 +145,7 @@ fn problem(range: Range<usize>, message: impl Into<String>) -> Problem {
 }
 
 /// Normalises a table name as written: quotes and brackets removed, case folded.
-fn plain_name(text: &str) -> String {
+pub(crate) fn plain_name(text: &str) -> String {
     text.chars()
         .filter(|c| !matches!(c, '"' | '[' | ']' | '`') && !c.is_whitespace())
         .collect::<String>()
@@ -156,8 +194,14 @@ pub(crate) fn check_with(
     params: &[String],
     checks: Checks,
 ) -> Outcome {
-    if checks.portable {
-        let found = lex::portable_problems(sql);
+    if checks.subset {
+        let mut found = match declared.dialect {
+            None => lex::portable_problems(sql),
+            Some(d) => lex::dialect_problems(d.guard(), sql),
+        };
+        if found.is_empty() {
+            found.extend(declared.targets().find_map(|d| disagreement(sql, d)));
+        }
         if !found.is_empty() {
             // A statement that is not an UPDATE is explained as such first.
             if let Ok(shape) = parse_update(sql)
@@ -182,48 +226,7 @@ pub(crate) fn check_with(
     let tokens = &lexed.tokens;
     let mut problems = Vec::new();
 
-    // Placeholders: each must name a value parameter; every value parameter must be used.
-    let mut used = vec![false; params.len()];
-    let mut numbered: Vec<(Range<usize>, usize)> = Vec::new();
-    for token in tokens.iter().filter(|t| t.kind == TokenKind::Parameter) {
-        let text = &sql[token.range.clone()];
-        if text.starts_with("@@") {
-            continue;
-        }
-        let Some(name) = text.strip_prefix('@') else {
-            problems.push(problem(
-                token.range.clone(),
-                format!(
-                    "`{text}` is a positional parameter: write a named placeholder `@name` for a \
-                     parameter of `{method}`, and the macro numbers it for each database"
-                ),
-            ));
-            continue;
-        };
-        match params.iter().position(|p| p == name) {
-            Some(i) => {
-                used[i] = true;
-                numbered.push((token.range.clone(), i + 1));
-            }
-            None => {
-                let known = if params.is_empty() {
-                    format!("`{method}` has no value parameters")
-                } else {
-                    let list: Vec<String> = params.iter().map(|p| format!("`@{p}`")).collect();
-                    format!("the placeholders it can bind are {}", list.join(", "))
-                };
-                problems.push(problem(
-                    token.range.clone(),
-                    format!(
-                        "`{text}` is not a parameter of `{method}`: add a parameter `{name}` to \
-                         the method or fix the name ({known}); the lease's key, generation and \
-                         owner are bound by the fence itself"
-                    ),
-                ));
-            }
-        }
-    }
-    let unused = (0..params.len()).filter(|&i| !used[i]).collect();
+    let (numbered, unused) = placeholders(sql, tokens, method, params, &mut problems);
 
     let shape = match parse_update(sql) {
         Ok(shape) => shape,
@@ -404,6 +407,9 @@ pub(crate) fn check_with(
         None => (shape.range.end, None),
     };
     let parts = Dialect::ALL.map(|dialect| {
+        if declared.dialect.is_some_and(|only| only != dialect) {
+            return None;
+        }
         let render = |range: Range<usize>| {
             render(
                 sql,
@@ -416,7 +422,7 @@ pub(crate) fn check_with(
             )
         };
         let middle = render(set_end..where_keyword);
-        Parts {
+        Some(Parts {
             head: render(shape.range.start..set_end),
             middle: if middle.is_empty() {
                 middle
@@ -430,7 +436,7 @@ pub(crate) fn check_with(
                 .filter(|t| !t.is_empty())
                 .map(|t| format!(" {t}"))
                 .unwrap_or_default(),
-        }
+        })
     });
     let checked = Checked { parts };
     if checks.sent
@@ -445,6 +451,61 @@ pub(crate) fn check_with(
         result: Ok(checked),
         unused,
     }
+}
+
+/// The `@name` placeholders of `sql`, each numbered by the position of its parameter
+/// in `params` (from 1), and the parameters no placeholder uses (by index). A
+/// placeholder that names no parameter, or a positional one, is a problem.
+pub(crate) fn placeholders(
+    sql: &str,
+    tokens: &[Token],
+    method: &str,
+    params: &[String],
+    problems: &mut Vec<Problem>,
+) -> (Vec<(Range<usize>, usize)>, Vec<usize>) {
+    // Placeholders: each must name a value parameter; every value parameter must be used.
+    let mut used = vec![false; params.len()];
+    let mut numbered: Vec<(Range<usize>, usize)> = Vec::new();
+    for token in tokens.iter().filter(|t| t.kind == TokenKind::Parameter) {
+        let text = &sql[token.range.clone()];
+        if text.starts_with("@@") {
+            continue;
+        }
+        let Some(name) = text.strip_prefix('@') else {
+            problems.push(problem(
+                token.range.clone(),
+                format!(
+                    "`{text}` is a positional parameter: write a named placeholder `@name` for a \
+                 parameter of `{method}`, and the macro numbers it for each database"
+                ),
+            ));
+            continue;
+        };
+        match params.iter().position(|p| p == name) {
+            Some(i) => {
+                used[i] = true;
+                numbered.push((token.range.clone(), i + 1));
+            }
+            None => {
+                let known = if params.is_empty() {
+                    format!("`{method}` has no value parameters")
+                } else {
+                    let list: Vec<String> = params.iter().map(|p| format!("`@{p}`")).collect();
+                    format!("the placeholders it can bind are {}", list.join(", "))
+                };
+                problems.push(problem(
+                    token.range.clone(),
+                    format!(
+                        "`{text}` is not a parameter of `{method}`: add a parameter `{name}` to \
+                     the method or fix the name ({known}); the lease's key, generation and \
+                     owner are bound by the fence itself"
+                    ),
+                ));
+            }
+        }
+    }
+    let unused = (0..params.len()).filter(|&i| !used[i]).collect();
+    (numbered, unused)
 }
 
 /// The declared table, with the guard's defaults for everything not declared.
@@ -468,15 +529,14 @@ fn leak(text: &str) -> &'static str {
 /// The guard's write for `checked` (leaked: the macro runs once per method, the
 /// differential test once per text).
 pub(crate) fn write(checked: &Checked, declared: &Declared, params: usize) -> &'static FencedWrite {
-    let parts = checked
-        .parts
-        .each_ref()
-        .map(|p| fenced_guard::__private::Parts {
+    let parts = checked.parts.each_ref().map(|p| {
+        p.as_ref().map(|p| fenced_guard::__private::Parts {
             head: leak(&p.head),
             middle: leak(&p.middle),
             filter: p.filter.as_deref().map(leak),
             tail: leak(&p.tail),
-        });
+        })
+    });
     Box::leak(Box::new(FencedWrite::new(
         "method",
         Columns {
@@ -508,6 +568,69 @@ fn check_sent(checked: &Checked, declared: &Declared, params: usize) -> Result<(
         })
 }
 
+/// Where the macro's parser (`fenced_lint::sql::lexer`, whose tokens are rendered)
+/// splits `sql` differently from `dialect`'s server, if it does: its first token or
+/// comment that differs in extent or in kind.
+fn disagreement(sql: &str, dialect: Dialect) -> Option<lex::SqlProblem> {
+    use fenced_guard::dialect::lex::TokenKind as Theirs;
+    let theirs = lex::lex_caller(dialect.guard(), sql).ok()?;
+    let ours = lexer::lex(sql);
+    // (extent, kind), comments as `None`, in order.
+    let mut theirs: Vec<(Range<usize>, Option<Theirs>)> = theirs
+        .tokens
+        .into_iter()
+        .map(|t| (t.range, Some(t.kind)))
+        .chain(theirs.comments.into_iter().map(|r| (r, None)))
+        .collect();
+    let mut ours: Vec<(Range<usize>, Option<Theirs>)> = ours
+        .tokens
+        .into_iter()
+        .map(|t| {
+            let kind = match t.kind {
+                TokenKind::Word | TokenKind::BatchSeparator => Theirs::Word,
+                TokenKind::QuotedIdent => Theirs::QuotedIdent,
+                TokenKind::String => Theirs::String,
+                TokenKind::Number => Theirs::Number,
+                TokenKind::Parameter => Theirs::Parameter,
+                TokenKind::Operator => Theirs::Operator,
+                TokenKind::LParen => Theirs::LParen,
+                TokenKind::RParen => Theirs::RParen,
+                TokenKind::Comma => Theirs::Comma,
+                TokenKind::Dot => Theirs::Dot,
+                TokenKind::Semicolon => Theirs::Semicolon,
+                TokenKind::Placeholder | TokenKind::Other => Theirs::Other,
+            };
+            (t.range, Some(kind))
+        })
+        .chain(ours.comments.into_iter().map(|c| (c.range, None)))
+        .collect();
+    theirs.sort_by_key(|(r, _)| r.start);
+    ours.sort_by_key(|(r, _)| r.start);
+    let at = theirs
+        .iter()
+        .zip(&ours)
+        .position(|(a, b)| a != b)
+        .or((theirs.len() != ours.len()).then(|| theirs.len().min(ours.len())))?;
+    let range = theirs
+        .get(at)
+        .or(ours.get(at))
+        .map_or(0..sql.len(), |(r, _)| r.clone());
+    let name = match dialect {
+        Dialect::Postgres => "PostgreSQL",
+        Dialect::Sqlite => "SQLite",
+        Dialect::Mssql => "SQL Server",
+    };
+    Some(lex::SqlProblem {
+        message: format!(
+            "{name} reads this text differently from the macro at `{}`, so what is sent \
+             would not mean what is written: write the plain form (a quoted \"name\", a \
+             '...' string, spaces between operators)",
+            &sql[range.clone()]
+        ),
+        range,
+    })
+}
+
 /// The range of the first word at or after `at`.
 fn first_word(sql: &str, at: Range<usize>) -> Range<usize> {
     let start = at.start;
@@ -519,14 +642,14 @@ fn first_word(sql: &str, at: Range<usize>) -> Range<usize> {
     start + skip..start + skip + word
 }
 
-fn is_word(sql: &str, token: &Token, word: &str) -> bool {
+pub(crate) fn is_word(sql: &str, token: &Token, word: &str) -> bool {
     token.kind == TokenKind::Word && sql[token.range.clone()].eq_ignore_ascii_case(word)
 }
 
 /// The tokens inside `range`, joined by one space wherever the SQL had whitespace or a
 /// comment between them (so no comment can swallow what is appended), with the target
 /// table quoted and placeholders numbered for `dialect`.
-fn render(
+pub(crate) fn render(
     sql: &str,
     tokens: &[&Token],
     range: Range<usize>,
@@ -594,6 +717,7 @@ mod tests {
             published: "PublishedGeneration".into(),
             epoch: "LeaseEpoch".into(),
             publish_once,
+            dialect: None,
         }
     }
 
@@ -604,7 +728,11 @@ mod tests {
     fn parts(sql: &str, names: &[&str]) -> [Parts; 3] {
         let outcome = check(sql, &declared(false), "save", &params(names));
         assert!(outcome.unused.is_empty(), "{:?}", outcome.unused);
-        outcome.result.expect("the statement is accepted").parts
+        outcome
+            .result
+            .expect("the statement is accepted")
+            .parts
+            .map(|p| p.expect("rendered for every dialect"))
     }
 
     fn problems(sql: &str, names: &[&str], publish_once: bool) -> Vec<(String, String)> {
@@ -821,6 +949,142 @@ mod tests {
                 "{sql}: {found:?}"
             );
         }
+    }
+
+    #[test]
+    fn one_dialect_renders_and_checks_only_its_statement() {
+        let only = |d: Dialect| Declared {
+            dialect: Some(d),
+            ..declared(false)
+        };
+        let sql = "UPDATE dbo.Article SET Payload = $$it's$$ || @p WHERE N::bigint > 0";
+        let outcome = check(sql, &only(Dialect::Postgres), "save", &params(&["p"]));
+        let [pg, lite, ms] = outcome.result.expect("accepted for PostgreSQL").parts;
+        let pg = pg.expect("rendered for PostgreSQL");
+        assert_eq!(
+            pg.head,
+            "UPDATE \"dbo\".\"Article\" SET Payload = $$it's$$ || $1"
+        );
+        assert_eq!(pg.filter.as_deref(), Some("N::bigint > 0"));
+        assert_eq!((lite, ms), (None, None));
+        // The same text, for all three or for another one, is refused.
+        for declared in [declared(false), only(Dialect::Sqlite), only(Dialect::Mssql)] {
+            let outcome = check(sql, &declared, "save", &params(&["p"]));
+            assert!(outcome.result.is_err(), "{:?}", declared.dialect);
+        }
+        let outcome = check(
+            "UPDATE dbo.Article SET [Pay load] = N'x', N += 1 WHERE [a]]b] = @p",
+            &only(Dialect::Mssql),
+            "save",
+            &params(&["p"]),
+        );
+        let [_, _, ms] = outcome.result.expect("accepted for SQL Server").parts;
+        let ms = ms.expect("rendered for SQL Server");
+        assert_eq!(
+            ms.head,
+            "UPDATE [dbo].[Article] SET [Pay load] = N'x', N += 1"
+        );
+        assert_eq!(ms.filter.as_deref(), Some("[a]]b] = @P1"));
+        // A protocol column in the dialect's own quoting is still refused.
+        let found = check(
+            "UPDATE dbo.Article SET `LeaseOwner` = NULL",
+            &only(Dialect::Sqlite),
+            "save",
+            &[],
+        )
+        .result
+        .unwrap_err();
+        assert!(found[0].message.contains("fencing protocol"), "{found:?}");
+    }
+
+    /// The README's table of the subset: which forms a method that declares its one
+    /// dialect may use there.
+    #[test]
+    fn each_dialect_alone_accepts_its_own_forms() {
+        use Dialect::{Mssql as M, Postgres as P, Sqlite as S};
+        let cases: &[(&str, &[Dialect])] = &[
+            ("'it''s'", &[P, S, M]),
+            ("\"a b\" + 1.5e3 - .5", &[P, S, M]),
+            ("1x", &[]),
+            ("?", &[]),
+            ("$x", &[]),
+            ("1 -- x\r+ 1", &[]),
+            ("1 /* open", &[]),
+            ("$t$a$t$", &[P]),
+            ("$a", &[]),
+            ("a == b", &[]),
+            ("a <@ b", &[P]),
+            ("a ~ b", &[P, S, M]),
+            ("→", &[]),
+            ("'a\\b'", &[S, M]),
+            ("'a'\n'b'", &[]),
+            ("0x10", &[S, M]),
+            ("1_000", &[]),
+            ("$1", &[]),
+            ("?1", &[]),
+            (":x", &[]),
+            ("@@x", &[]),
+            ("#x", &[M]),
+            ("a::int", &[P, M]),
+            ("a || b", &[P, S, M]),
+            ("a !=-1", &[]),
+            ("a /* /* */ */", &[P, M]),
+            ("[a]", &[S, M]),
+            ("[a]]b]", &[M]),
+            ("`a`", &[S]),
+            ("U&\"a\"", &[S, M]),
+            ("U&'a'", &[S, M]),
+            ("E'a\\'b'", &[P]),
+            ("N'a'", &[P, M]),
+            ("X'00'", &[P, S]),
+            ("B'01'", &[P]),
+            ("$$a$$", &[P]),
+            ("é", &[P, S, M]),
+            ("1; SELECT 1", &[]),
+            ("1\nGO\n", &[]),
+        ];
+        for (value, alone) in cases {
+            let sql = format!("UPDATE dbo.Article SET Payload = {value}");
+            for d in Dialect::ALL {
+                let declared = Declared {
+                    dialect: Some(d),
+                    ..declared(false)
+                };
+                let outcome = check(&sql, &declared, "save", &[]);
+                assert_eq!(
+                    outcome.result.is_ok(),
+                    alone.contains(&d),
+                    "{d:?}: {sql}: {:?}",
+                    outcome.result
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_what_the_macro_splits_differently_from_the_database() {
+        let found = check(
+            "UPDATE dbo.Article SET U&\"Payload\" = 'x'",
+            &Declared {
+                dialect: Some(Dialect::Postgres),
+                ..declared(false)
+            },
+            "save",
+            &[],
+        )
+        .result
+        .unwrap_err();
+        assert!(
+            found[0]
+                .message
+                .starts_with("PostgreSQL reads this text differently from the macro"),
+            "{found:?}"
+        );
+        assert_eq!(
+            disagreement("a = 'x' /* y */ -- z\n", Dialect::Sqlite),
+            None
+        );
+        assert!(disagreement("a = '' /* /* */ */", Dialect::Sqlite).is_some());
     }
 
     #[test]

@@ -208,7 +208,7 @@ impl<'a> Lexer<'a> {
                 return Ok(j);
             }
             b'/' if next == b'*' => return self.block_comment(i),
-            b'\'' => return self.string(i, i + 1, false),
+            b'\'' => return self.string(i, i, false),
             b'"' => return self.delimited(i, b'"', "a quoted identifier"),
             b'[' if d == Dialect::Sqlite => {
                 // SQLite: `[` ... the first `]`, no escape.
@@ -587,6 +587,27 @@ pub const PORTABLE_OPERATORS: [&str; 12] = [
 /// spaces, tabs and line feeds (CR only before LF). The text must also split into the
 /// same tokens in all three dialects, which is checked, not assumed.
 pub fn portable_problems(sql: &str) -> Vec<SqlProblem> {
+    subset_problems(sql, &DIALECTS)
+}
+
+/// Every reason `sql`, a caller's text for a `#[fenced_write]` method that declares
+/// `dialect` as its one database, cannot be sent to it as written: a form the macro
+/// cannot bind (any placeholder but `@name`, a system variable), more than one
+/// statement (`;`, `GO`), a text `dialect` cannot split, and forms whose meaning
+/// depends on the server's settings or version (PostgreSQL's backslash in a string
+/// that is not `E'...'`, its hexadecimal and `_`-separated numbers), or that join or
+/// alias silently (two strings in a row, SQL Server's number run into a word).
+///
+/// Everything else `dialect`'s lexer reads as a name, string, number or operator is
+/// accepted: `$$...$$`, `E'...'` and `::` on PostgreSQL, `[name]` and `` `name` `` on
+/// SQLite, `[name]` and `N'...'` on SQL Server, for example.
+pub fn dialect_problems(dialect: Dialect, sql: &str) -> Vec<SqlProblem> {
+    subset_problems(sql, &[dialect])
+}
+
+/// [`portable_problems`] for all three dialects, [`dialect_problems`] for one.
+fn subset_problems(sql: &str, dialects: &[Dialect]) -> Vec<SqlProblem> {
+    let portable = dialects.len() > 1;
     let mut problems: Vec<SqlProblem> = Vec::new();
     let mut add = |p: SqlProblem| add_problem(&mut problems, p);
     let bytes = sql.as_bytes();
@@ -611,7 +632,7 @@ pub fn portable_problems(sql: &str) -> Vec<SqlProblem> {
     }
     let mut lexed = Vec::new();
     let mut failures = Vec::new();
-    for d in DIALECTS {
+    for &d in dialects {
         match lex_caller(d, sql) {
             Ok(l) => lexed.push((d, l)),
             Err(p) => failures.push((d, p)),
@@ -623,13 +644,22 @@ pub fn portable_problems(sql: &str) -> Vec<SqlProblem> {
     for (d, p) in failures {
         unreadable.push(problem(
             p.range,
-            format!(
-                "{}: {} splits this text differently or not at all; close every string, \
+            if portable {
+                format!(
+                    "{}: {} splits this text differently or not at all; close every string, \
                      quoted identifier and comment, and use only the forms all three databases \
                      share",
-                p.message,
-                name(d)
-            ),
+                    p.message,
+                    name(d)
+                )
+            } else {
+                format!(
+                    "{}: {} cannot split this text; close every string, quoted identifier and \
+                     comment",
+                    p.message,
+                    name(d)
+                )
+            },
         ));
     }
     for (d, l) in &lexed {
@@ -643,7 +673,8 @@ pub fn portable_problems(sql: &str) -> Vec<SqlProblem> {
             } else {
                 body
             };
-            if inner.contains("/*") {
+            // PostgreSQL and SQL Server nest comments, and agree with each other.
+            if inner.contains("/*") && (portable || *d == Dialect::Sqlite) {
                 add(problem(
                     r.clone(),
                     "a `/*` inside a block comment: PostgreSQL and SQL Server nest block \
@@ -659,7 +690,7 @@ pub fn portable_problems(sql: &str) -> Vec<SqlProblem> {
         }
         let tokens = &l.tokens;
         for (n, t) in tokens.iter().enumerate() {
-            if let Some(message) = token_problem(*d, sql, tokens, n) {
+            if let Some(message) = token_problem(*d, portable, sql, tokens, n) {
                 add(problem(t.range.clone(), message));
             }
         }
@@ -670,6 +701,7 @@ pub fn portable_problems(sql: &str) -> Vec<SqlProblem> {
         }
     }
     if problems.is_empty()
+        && portable
         && let Some((_, first)) = lexed.first()
     {
         for (d, l) in &lexed[1..] {
@@ -721,7 +753,15 @@ fn add_problem(problems: &mut Vec<SqlProblem>, p: SqlProblem) {
     problems.insert(at, p);
 }
 
-fn token_problem(d: Dialect, sql: &str, tokens: &[Token], n: usize) -> Option<String> {
+/// What is wrong with token `n` as `d` read it: for the portable subset when
+/// `portable`, for a text written for `d` alone otherwise.
+fn token_problem(
+    d: Dialect,
+    portable: bool,
+    sql: &str,
+    tokens: &[Token],
+    n: usize,
+) -> Option<String> {
     let t = &tokens[n];
     let text = &sql[t.range.clone()];
     let previous = n.checked_sub(1).map(|p| &tokens[p]);
@@ -729,6 +769,18 @@ fn token_problem(d: Dialect, sql: &str, tokens: &[Token], n: usize) -> Option<St
         p.range.end == t.range.start && matches!(p.kind, TokenKind::Word | TokenKind::Number)
     });
     let after = sql[t.range.end..].chars().next();
+    if !portable
+        && matches!(
+            t.kind,
+            TokenKind::Word
+                | TokenKind::QuotedIdent
+                | TokenKind::String
+                | TokenKind::Number
+                | TokenKind::Operator
+        )
+    {
+        return own_token_problem(d, t.kind, text, previous, after);
+    }
     match t.kind {
         TokenKind::Word => {
             if text.eq_ignore_ascii_case("GO") {
@@ -856,6 +908,13 @@ fn token_problem(d: Dialect, sql: &str, tokens: &[Token], n: usize) -> Option<St
                     "`{text}` is a SQL Server system variable (and a parameter to SQLite): it \
                      cannot be bound; remove it"
                 ))
+            } else if d == Dialect::Sqlite && text.starts_with("$$") {
+                Some(format!(
+                    "`{}` is a parameter to SQLite (`$$...$$` quotes a string in PostgreSQL \
+                     only): write a '...' literal with '' for a quote, or bind the value as \
+                     `@name`",
+                    abbreviate(text)
+                ))
             } else {
                 Some(format!(
                     "`{text}` is a {} placeholder, which the macro does not bind (`$1` is \
@@ -892,6 +951,11 @@ fn token_problem(d: Dialect, sql: &str, tokens: &[Token], n: usize) -> Option<St
              end; remove the `;`"
                 .into(),
         ),
+        TokenKind::Other if !portable => Some(format!(
+            "`{text}` means nothing to {} here, or something the macro does not read the same \
+             way (such as an array subscript): remove it",
+            name(d)
+        )),
         TokenKind::Other => Some(match text {
             "$" => "`$` starts a parameter in SQLite and PostgreSQL and a dollar quote in \
                     PostgreSQL: write `@name` for a parameter, '...' for a string"
@@ -908,6 +972,68 @@ fn token_problem(d: Dialect, sql: &str, tokens: &[Token], n: usize) -> Option<St
             ),
         }),
         TokenKind::LParen | TokenKind::RParen | TokenKind::Comma | TokenKind::Dot => None,
+    }
+}
+
+/// [`token_problem`] for a name, string, number or operator of a text written for `d`
+/// alone: the form is `d`'s own, so only what `d` itself reads ambiguously is refused.
+fn own_token_problem(
+    d: Dialect,
+    kind: TokenKind,
+    text: &str,
+    previous: Option<&Token>,
+    after: Option<char>,
+) -> Option<String> {
+    let quoted_inner = text.get(1..text.len().saturating_sub(1)).unwrap_or("");
+    match kind {
+        TokenKind::Word if text.eq_ignore_ascii_case("GO") => Some(
+            "`GO` is a batch separator of SQL Server's client tools, not SQL: remove it (a \
+             column named `go` can be written quoted)"
+                .into(),
+        ),
+        TokenKind::QuotedIdent if quoted_inner.is_empty() => {
+            Some("an empty quoted identifier: write the column's name between the quotes".into())
+        }
+        TokenKind::QuotedIdent if text.bytes().any(|b| b < 0x20) => {
+            Some("a control character in a quoted identifier: remove it".into())
+        }
+        TokenKind::String if previous.is_some_and(|p| p.kind == TokenKind::String) => Some(
+            "two string literals in a row: PostgreSQL joins them into one when a line break \
+             separates them and refuses them otherwise, the others refuse them; write one \
+             literal"
+                .into(),
+        ),
+        TokenKind::String
+            if d == Dialect::Postgres
+                && text.contains('\\')
+                && !text.starts_with(['E', 'e', 'U', 'u', '$']) =>
+        {
+            Some(
+                "a backslash in a string literal that is not `E'...'`: PostgreSQL reads it as \
+                 an escape when `standard_conforming_strings` is off; write `E'...'` with the \
+                 escape you mean, or bind the value as `@name`"
+                    .into(),
+            )
+        }
+        TokenKind::Number
+            if d == Dialect::Postgres
+                && (text.contains('_') || text.starts_with("0x") || text.starts_with("0X")) =>
+        {
+            Some(format!(
+                "`{text}`: PostgreSQL reads hexadecimal and `_`-separated numbers only from \
+                 version 16 (an older server reads `0x10` as `0 AS x10`): write the decimal \
+                 value"
+            ))
+        }
+        TokenKind::Number
+            if d == Dialect::Mssql && after.is_some_and(|c| c.is_alphanumeric() || c == '_') =>
+        {
+            Some(format!(
+                "`{text}` is run into the word after it, which SQL Server reads as an alias: put \
+                 a space after the number"
+            ))
+        }
+        _ => None,
     }
 }
 
@@ -1338,6 +1464,78 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_text_written_for_one_dialect() {
+        let refused = |d: Dialect, sql: &str| -> Vec<String> {
+            dialect_problems(d, sql)
+                .into_iter()
+                .map(|p| p.message)
+                .collect()
+        };
+        // Each dialect's own forms, refused by the portable subset, accepted alone.
+        for (d, ok) in [
+            (
+                Dialect::Postgres,
+                "UPDATE T SET a = $$it's$$ || E'\\n', b = x::bigint /* a /* nested */ one */ \
+                 WHERE c @> @tags AND d = N'x'",
+            ),
+            (
+                Dialect::Sqlite,
+                "UPDATE T SET [a] = `b` || 'x', c = X'00' WHERE d == @d AND e = 0x10",
+            ),
+            (
+                Dialect::Mssql,
+                "UPDATE T SET [a]]b] = N'x', c += 1 /* a /* nested */ one */ WHERE d = 0x10 \
+                 AND e = 'a\\b'",
+            ),
+        ] {
+            assert_eq!(refused(d, ok), Vec::<String>::new(), "{d}: {ok}");
+            assert!(!portable_problems(ok).is_empty(), "{ok}");
+        }
+        // What the macro cannot bind, or the one database reads ambiguously.
+        for (d, bad, says) in [
+            (Dialect::Postgres, "a = $1", "placeholder"),
+            (
+                Dialect::Postgres,
+                "a = 'x\\'",
+                "`standard_conforming_strings`",
+            ),
+            (
+                Dialect::Postgres,
+                "a = N'x\\'",
+                "`standard_conforming_strings`",
+            ),
+            (Dialect::Postgres, "a = 0x10", "version 16"),
+            (Dialect::Postgres, "a = 1_000", "version 16"),
+            (Dialect::Postgres, "a = 'x'\n'y'", "two string literals"),
+            (Dialect::Postgres, "a = [b]", "means nothing to PostgreSQL"),
+            (Dialect::Postgres, "a = 1; DELETE FROM t", "`;`"),
+            (Dialect::Postgres, "a = $$x", "unterminated"),
+            (Dialect::Sqlite, "a = ?1", "placeholder"),
+            (Dialect::Sqlite, "a = :x", "placeholder"),
+            (Dialect::Sqlite, "a = $$x$$", "parameter to SQLite"),
+            (
+                Dialect::Sqlite,
+                "a = 1 /* /* */ */",
+                "inside a block comment",
+            ),
+            (Dialect::Sqlite, "a = 1 /* open", "unterminated"),
+            (Dialect::Sqlite, "a = []", "empty quoted identifier"),
+            (Dialect::Mssql, "a = @@ROWCOUNT", "system variable"),
+            (Dialect::Mssql, "a = 1x", "alias"),
+            (Dialect::Mssql, "a = 1\nGO\n", "batch separator"),
+            (Dialect::Mssql, "a = $$x$$", "means nothing to SQL Server"),
+            (Dialect::Mssql, "a = `b`", "means nothing to SQL Server"),
+            (Dialect::Mssql, "a = 1 -- x\r b", "carriage return"),
+        ] {
+            let found = refused(d, bad);
+            assert!(
+                found.iter().any(|m| m.contains(says)),
+                "{d}: {bad}: {found:?}"
+            );
+        }
+    }
+
     fn table() -> FencedTable {
         FencedTable::default()
     }
@@ -1471,6 +1669,33 @@ mod tests {
             "UPDATE \"ReportPublication\" SET Payload = $1 WHERE (a = $$) AND x = ($$) OR (1 = 1) AND {fence}"
         );
         assert!(check_fenced(Dialect::Postgres, &sql, &t, 1).is_err());
+        // An empty string is two quotes, not an opening quote and an escaped one: read
+        // the other way, `'' = '') OR ('y` would be one string and the fence would seem
+        // to follow one group, while every database reads an `OR` whose first arm holds
+        // on every row.
+        for d in DIALECTS {
+            let sql = format!(
+                "UPDATE {} SET Payload = {} WHERE ('' = '') OR ('y' = 'y''') AND {}",
+                t.name().quoted(d),
+                d.placeholder(1),
+                fence_predicate(d, &t, 2)
+            );
+            let found = check_fenced(d, &sql, &t, 1);
+            assert!(
+                found
+                    .as_ref()
+                    .is_err_and(|p| p.message.contains("one parenthesised group")),
+                "{d}: {found:?}"
+            );
+        }
+        assert_eq!(
+            kinds(Dialect::Sqlite, "'' = '''x'"),
+            [
+                (TokenKind::String, "''"),
+                (TokenKind::Operator, "="),
+                (TokenKind::String, "'''x'")
+            ]
+        );
     }
 
     #[test]
@@ -1480,13 +1705,32 @@ mod tests {
         let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
         let [pg, lite, ms] = DIALECTS.map(|d| leak(statement(d, Some("a = 1"))));
         let sql = FencedSql::new(&t, 1, pg, lite, ms).expect("fenced");
-        assert_eq!(sql.check_use(&t, 1).map_err(|e| e.to_string()), Ok(()));
-        assert!(sql.check_use(&t, 2).is_err());
+        for d in DIALECTS {
+            assert_eq!(
+                sql.check_use(&t, d, 1).map_err(|e| e.to_string()),
+                Ok(sql.for_dialect(d).unwrap())
+            );
+        }
+        assert!(sql.check_use(&t, Dialect::Sqlite, 2).is_err());
         let other = FencedTable::builder()
             .epoch_table("OtherEpoch")
             .build()
             .unwrap();
-        assert!(sql.check_use(&other, 1).is_err());
+        assert!(sql.check_use(&other, Dialect::Sqlite, 1).is_err());
+        // Written for one database: the others refuse it, saying so.
+        let only = FencedSql::only(&t, 1, Dialect::Postgres, pg).expect("fenced");
+        assert_eq!(only.check_use(&t, Dialect::Postgres, 1).ok(), Some(pg));
+        assert_eq!(only.for_dialect(Dialect::Sqlite), None);
+        let error = only
+            .check_use(&t, Dialect::Sqlite, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("written for postgresql only, not for sqlite"),
+            "{error}"
+        );
+        // Checked as the one database reads it.
+        assert!(FencedSql::only(&t, 1, Dialect::Sqlite, pg).is_err());
         // One dialect's text unfenced: refused, naming the dialect.
         let unfenced = leak(format!(
             // fenced-lint: allow(unfenced-write) a statement the check must refuse: the fence is an arm of an OR

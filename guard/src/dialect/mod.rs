@@ -798,8 +798,8 @@ impl Statements {
     }
 }
 
-/// Caller SQL that already carries the fence, one text per dialect, for
-/// [`Store::execute_fenced`](crate::Store::execute_fenced).
+/// Caller SQL that already carries the fence, one text per dialect (or for one database
+/// only), for [`Store::execute_fenced`](crate::Store::execute_fenced).
 ///
 /// Convention: the caller's parameters are numbered `1..=n`, and the statement's
 /// top-level `WHERE` ends with [`fence_predicate`] starting at `n + 1`; the guard
@@ -807,18 +807,46 @@ impl Statements {
 /// `n + 3`. For a publication, add [`publish_once_assignment`] and
 /// [`publish_once_predicate`] with the same `first`, `n + 1`.
 ///
-/// [`new`](FencedSql::new) checks each text as its database will read it
-/// ([`lex::check_fenced`]), so a `FencedSql` always carries the fence of the table it
-/// was made for at its top level; [`Store::execute_fenced`](crate::Store::execute_fenced)
-/// runs it only on a store with that table and with `n` values.
+/// [`new`](FencedSql::new) and [`only`](FencedSql::only) check each text as its
+/// database will read it ([`lex::check_fenced`]), so a `FencedSql` always carries the
+/// fence of the table it was made for at its top level;
+/// [`Store::execute_fenced`](crate::Store::execute_fenced) runs it only on a store with
+/// that table, of a database it has a text for, and with `n` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FencedSql {
-    postgres: &'static str,
-    sqlite: &'static str,
-    mssql: &'static str,
+    /// PostgreSQL, SQLite, SQL Server; `None` for a database it was not written for.
+    texts: [Option<&'static str>; 3],
     params: usize,
     /// Which table's fence it was checked with (a digest of its fence renderings).
     table: u64,
+}
+
+fn dialect_index(dialect: Dialect) -> usize {
+    match dialect {
+        Dialect::Postgres => 0,
+        Dialect::Sqlite => 1,
+        Dialect::Mssql => 2,
+    }
+}
+
+fn check_text(
+    table: &FencedTable,
+    params: usize,
+    dialect: Dialect,
+    sql: &str,
+) -> crate::Result<()> {
+    lex::check_fenced(dialect, sql, table, params).map_err(|p| {
+        let at: String = sql
+            .get(p.range.clone())
+            .unwrap_or("")
+            .chars()
+            .take(60)
+            .collect();
+        crate::Error::Config(format!(
+            "the {dialect} statement is not fenced: {} (at byte {}: `{at}`)",
+            p.message, p.range.start
+        ))
+    })
 }
 
 impl FencedSql {
@@ -842,23 +870,32 @@ impl FencedSql {
             (Dialect::Sqlite, sqlite),
             (Dialect::Mssql, mssql),
         ] {
-            if let Err(p) = lex::check_fenced(dialect, sql, table, params) {
-                let at: String = sql
-                    .get(p.range.clone())
-                    .unwrap_or("")
-                    .chars()
-                    .take(60)
-                    .collect();
-                return Err(crate::Error::Config(format!(
-                    "the {dialect} statement is not fenced: {} (at byte {}: `{at}`)",
-                    p.message, p.range.start
-                )));
-            }
+            check_text(table, params, dialect, sql)?;
         }
         Ok(FencedSql {
-            postgres,
-            sqlite,
-            mssql,
+            texts: [Some(postgres), Some(sqlite), Some(mssql)],
+            params,
+            table: table_digest(table),
+        })
+    }
+
+    /// A statement written for `dialect` only: a store of another database refuses to
+    /// run it ([`Error::Config`](crate::Error::Config)).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](FencedSql::new), for the one text.
+    pub fn only(
+        table: &FencedTable,
+        params: usize,
+        dialect: Dialect,
+        sql: &'static str,
+    ) -> crate::Result<Self> {
+        check_text(table, params, dialect, sql)?;
+        let mut texts = [None; 3];
+        texts[dialect_index(dialect)] = Some(sql);
+        Ok(FencedSql {
+            texts,
             params,
             table: table_digest(table),
         })
@@ -869,8 +906,14 @@ impl FencedSql {
         self.params
     }
 
-    /// Fails unless the statement was checked for `table` and is given `given` values.
-    pub(crate) fn check_use(&self, table: &FencedTable, given: usize) -> crate::Result<()> {
+    /// The text to run on a store of `dialect` whose table is `table`, with `given`
+    /// values.
+    pub(crate) fn check_use(
+        &self,
+        table: &FencedTable,
+        dialect: Dialect,
+        given: usize,
+    ) -> crate::Result<&'static str> {
         if self.table != table_digest(table) {
             return Err(crate::Error::Config(format!(
                 "this FencedSql was checked against another table's fence, not {}'s: make it \
@@ -884,15 +927,27 @@ impl FencedSql {
                 self.params
             )));
         }
-        Ok(())
+        self.for_dialect(dialect).ok_or_else(|| {
+            crate::Error::Config(format!(
+                "this FencedSql is written for {} only, not for {dialect}: nothing was sent",
+                self.written_for()
+            ))
+        })
     }
 
-    /// The text for `dialect`.
-    pub fn for_dialect(&self, dialect: Dialect) -> &'static str {
-        match dialect {
-            Dialect::Postgres => self.postgres,
-            Dialect::Sqlite => self.sqlite,
-            Dialect::Mssql => self.mssql,
-        }
+    /// The databases it has a text for, for messages.
+    fn written_for(&self) -> String {
+        [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql]
+            .into_iter()
+            .filter(|d| self.texts[dialect_index(*d)].is_some())
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The text for `dialect`; `None` when it was made for another database
+    /// ([`only`](FencedSql::only)).
+    pub fn for_dialect(&self, dialect: Dialect) -> Option<&'static str> {
+        self.texts[dialect_index(dialect)]
     }
 }

@@ -13,12 +13,20 @@
 //! file named on the command line whatever its extension and even if `.gitignore` lists
 //! it, as ripgrep does (the configuration's `exclude` still applies to it).
 //!
-//! Each file is read and decoded once; its text stays in memory for pass 1 (discovering
-//! fenced tables from `CREATE TABLE`) and pass 2 (checking statements).
+//! Each file is read and decoded once. Pass 1 (discovering fenced tables from `CREATE
+//! TABLE`) and pass 2 with the configured tables (checking statements) run on it in the
+//! walker's thread right after the read, while the text is in the CPU's cache, and the
+//! text is then dropped (unless a finding will show it). Pass 2's report stands unless
+//! discovery adds tables to the configured ones; then pass 2 runs again after the walk,
+//! with all tables, on the files that hold a statement keyword or the suppression
+//! marker (the only ones it can report on). Without configured tables, where that is
+//! the rule, their texts are kept for it; with configured tables, where it is rare,
+//! they are read again.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc;
 
 use fenced_lint::config::Config;
@@ -40,14 +48,17 @@ pub(crate) struct Input<T> {
 /// A file as the lint keeps it between the passes.
 #[derive(Debug)]
 pub(crate) struct Loaded {
-    /// The decoded text, or why the bytes are not source text.
-    pub(crate) text: Result<String, Undecodable>,
+    /// The decoded text when it is kept (`None` otherwise), or why the bytes are not
+    /// source text.
+    pub(crate) text: Result<Option<String>, Undecodable>,
     /// Whether the configuration's `exclude` globs cover it (a file named on the command
     /// line is read whatever they say, and then not checked).
     pub(crate) excluded: bool,
     /// What pass 1 learned: the fenced tables its `CREATE TABLE` statements declare, and
     /// whether it mentions anything the prefilter looks for.
     pub(crate) scan: Scan,
+    /// Pass 2 with the configured tables.
+    pub(crate) report: FileReport,
 }
 
 /// Walks `roots` in parallel and reads the files named in `roots` and the files inside
@@ -117,10 +128,32 @@ pub(crate) fn read_tree<T: Send>(
     drop(tx);
     // The walk's order depends on thread timing; the passes must not.
     let mut inputs: Vec<Input<T>> = rx.into_iter().collect();
-    inputs.sort_by(|a, b| a.path.cmp(&b.path));
+    inputs.sort_by_cached_key(|input| path_key(&input.path));
     // A file reached twice (`fenced-lint sql sql/a.sql`) is one file.
     inputs.dedup_by(|a, b| a.path == b.path);
     inputs
+}
+
+/// A key whose byte order is the order of `Path` (component by component) and which is
+/// equal for equal paths: comparing paths by components is slow, and the walk sorts
+/// thousands of them.
+fn path_key(path: &Path) -> Vec<u8> {
+    let mut key = Vec::with_capacity(path.as_os_str().len() + 8);
+    for component in path.components() {
+        // Tags in the order of `Component`'s variants; names end with a byte no file name
+        // holds, so a name sorts before its extensions (`a` before `a.b`).
+        let (tag, name) = match component {
+            Component::Prefix(prefix) => (0, prefix.as_os_str()),
+            Component::RootDir => (1, OsStr::new("")),
+            Component::CurDir => (2, OsStr::new("")),
+            Component::ParentDir => (3, OsStr::new("")),
+            Component::Normal(name) => (4, name),
+        };
+        key.push(tag);
+        key.extend_from_slice(name.as_encoded_bytes());
+        key.push(0);
+    }
+    key
 }
 
 /// What a path is when it is neither a regular file nor a directory (after following
@@ -151,7 +184,9 @@ fn special_file(path: &Path) -> Option<&'static str> {
 fn read(path: &Path) -> Result<Vec<u8>, String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
     let limit = MAX_FILE_SIZE as u64;
-    let mut bytes = Vec::new();
+    // The size the file has now, as a hint: one allocation of the right size.
+    let hint = file.metadata().map_or(0, |m| m.len().min(limit + 1));
+    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0) + 1);
     file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;
@@ -190,82 +225,115 @@ pub(crate) fn lint_tree(config: &Config, roots: &[PathBuf], strip_dot: bool) -> 
     // Files the configuration excludes are not even read; a file named on the command
     // line is read, and then not checked if excluded.
     let wanted = |path: &Path| Linter::is_candidate(path) && !linter.is_excluded(path);
+    // Without configured tables, the tables come from discovery, and pass 2 runs again.
+    let keep = linter.tables().is_empty();
     let inputs = read_tree(roots, strip_dot, wanted, |path, bytes| {
-        load(&linter, path, bytes)
+        load(&linter, path, bytes, keep)
     });
-    check(linter, &inputs)
+    check(linter, inputs)
 }
 
-/// Decodes a file's bytes and runs pass 1 on the text, which pass 2 then reuses.
-pub(crate) fn load(linter: &Linter, path: &Path, bytes: Vec<u8>) -> Loaded {
+/// Decodes a file's bytes and runs pass 1 and pass 2 on the text. The text is kept
+/// when a finding will show it, or, with `keep`, when pass 2 can report on it.
+pub(crate) fn load(linter: &Linter, path: &Path, bytes: Vec<u8>, keep: bool) -> Loaded {
     let excluded = linter.is_excluded(path);
-    let text = decode_owned(bytes);
-    let scan = match &text {
-        Ok(text) if !excluded => linter.scan_text(path, text),
-        _ => Scan::default(),
-    };
-    Loaded {
-        text,
-        excluded,
-        scan,
+    match decode_owned(bytes) {
+        Ok(text) if !excluded => {
+            let (scan, report) = linter.scan_and_check(path, &text);
+            let kept = !report.diagnostics.is_empty() || keep && scan.statements;
+            Loaded {
+                text: Ok(kept.then_some(text)),
+                excluded,
+                scan,
+                report,
+            }
+        }
+        text => Loaded {
+            text: text.map(|_| None),
+            excluded,
+            scan: Scan::default(),
+            report: FileReport::default(),
+        },
     }
 }
 
-/// Pass 2 over files already read and decoded, with the tables pass 1 found in them.
-fn check(linter: Linter, inputs: &[Input<Loaded>]) -> Run {
+/// The reports of pass 2: those made during the walk, or, when discovery found fenced
+/// tables the configuration does not declare, pass 2 again with all tables.
+fn check(linter: Linter, inputs: Vec<Input<Loaded>>) -> Run {
     let discovered = inputs
         .iter()
         .filter_map(|i| i.content.as_ref().ok())
         .flat_map(|loaded| loaded.scan.tables.iter().cloned())
         .collect();
+    let configured = linter.tables().len();
     let linter = linter.with_discovered(discovered);
+    let again = linter.tables().len() > configured;
+    let files_scanned = inputs.len();
 
-    let checked: Vec<(FileReport, Option<String>)> = inputs
-        .par_iter()
-        .map(|input| match &input.content {
-            Ok(Loaded { excluded: true, .. }) => (FileReport::default(), None),
-            Ok(Loaded {
-                text: Ok(text),
-                scan,
-                ..
-            }) => {
-                let report = linter.check_scanned(&input.path, text, scan);
-                // Keep the text only where a snippet will be shown.
-                let text = (!report.diagnostics.is_empty()).then(|| text.clone());
-                (report, text)
-            }
-            Ok(Loaded {
-                text: Err(reason), ..
-            }) => (
-                FileReport {
-                    diagnostics: vec![Diagnostic::unreadable(&input.path, reason)],
-                    ..FileReport::default()
-                },
-                None,
-            ),
-            Err(reason) => (
-                FileReport {
-                    diagnostics: vec![Diagnostic::unreadable(&input.path, reason)],
-                    ..FileReport::default()
-                },
-                None,
-            ),
+    let checked: Vec<(PathBuf, FileReport, Option<String>)> = inputs
+        .into_par_iter()
+        .map(|input| {
+            let (report, text) = match input.content {
+                Ok(Loaded { excluded: true, .. }) => (FileReport::default(), None),
+                Ok(Loaded {
+                    text: Ok(text),
+                    scan,
+                    report,
+                    ..
+                }) => {
+                    let (report, text) = if !again {
+                        (report, text)
+                    } else if let Some(text) = text {
+                        (linter.check_scanned(&input.path, &text, &scan), Some(text))
+                    } else if scan.statements {
+                        match read(&input.path).map(decode_owned) {
+                            Ok(Ok(text)) => {
+                                (linter.check_scanned(&input.path, &text, &scan), Some(text))
+                            }
+                            Ok(Err(reason)) => (unreadable(&input.path, reason), None),
+                            Err(reason) => (unreadable(&input.path, reason), None),
+                        }
+                    } else {
+                        (FileReport::default(), None)
+                    };
+                    // Keep the text only where a snippet will be shown.
+                    let text = if report.diagnostics.is_empty() {
+                        None
+                    } else {
+                        text
+                    };
+                    (report, text)
+                }
+                Ok(Loaded {
+                    text: Err(reason), ..
+                }) => (unreadable(&input.path, reason), None),
+                Err(reason) => (unreadable(&input.path, reason), None),
+            };
+            (input.path, report, text)
         })
         .collect();
 
     let mut diagnostics = Vec::new();
     let mut statements_checked = 0;
     let mut sources = std::collections::BTreeMap::new();
-    for (input, (report, text)) in inputs.iter().zip(checked) {
+    for (path, report, text) in checked {
         statements_checked += report.statements_checked;
         diagnostics.extend(report.diagnostics);
         if let Some(text) = text {
-            sources.insert(input.path.clone(), text);
+            sources.insert(path, text);
         }
     }
     let mut run = Run::new(diagnostics);
-    run.files_scanned = inputs.len();
+    run.files_scanned = files_scanned;
     run.statements_checked = statements_checked;
     run.sources = sources;
     run
+}
+
+/// The report of a file that could not be read or decoded.
+fn unreadable(path: &Path, reason: impl std::fmt::Display) -> FileReport {
+    FileReport {
+        diagnostics: vec![Diagnostic::unreadable(path, reason)],
+        ..FileReport::default()
+    }
 }

@@ -57,7 +57,9 @@ impl Emitter for Json {
             files_scanned: run.files_scanned,
             statements_checked: run.statements_checked,
         };
-        serde_json::to_writer_pretty(&mut *w, &document)?;
-        writeln!(w)
+        // Into memory first: serde_json writes in small pieces, each a call through `w`.
+        let mut bytes = serde_json::to_vec_pretty(&document)?;
+        bytes.push(b'\n');
+        w.write_all(&bytes)
     }
 }

@@ -40,8 +40,10 @@ impl Emitter for Sarif {
                 "results": run.diagnostics.iter().map(result).collect::<Vec<_>>(),
             }],
         });
-        serde_json::to_writer_pretty(&mut *w, &log)?;
-        writeln!(w)
+        // Into memory first: serde_json writes in small pieces, each a call through `w`.
+        let mut bytes = serde_json::to_vec_pretty(&log)?;
+        bytes.push(b'\n');
+        w.write_all(&bytes)
     }
 }
 

@@ -67,6 +67,8 @@ pub struct Lexed {
     pub tokens: Vec<Token>,
     /// The comments, in order.
     pub comments: Vec<Comment>,
+    /// The tokens the analysis looks for.
+    pub(crate) marks: Marks,
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -77,6 +79,18 @@ fn is_ident_continue(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '$' || c == '#'
 }
 
+/// ASCII bytes that continue an identifier: letters, digits, `_`, `$`, `#`.
+static IDENT_CONTINUE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b'#';
+        b += 1;
+    }
+    table
+};
+
 /// Lexes `text`.
 ///
 /// A dollar-quoted string right after `AS` or `DO` is a function body
@@ -84,42 +98,104 @@ fn is_ident_continue(c: char) -> bool {
 /// between two [`TokenKind::Semicolon`] tokens standing for the delimiters, so the
 /// statements inside are checked like any other.
 pub fn lex(text: &str) -> Lexed {
-    lex_nested(text, 0)
+    let mut out = Lexed::default();
+    lex_reusing(text, &mut out);
+    out
+}
+
+/// Tokens the analysis looks for, noted while lexing so that it need not look at every
+/// token again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Marks {
+    /// The indices of the bare words that are statement keywords (`UPDATE`, `DELETE`,
+    /// `MERGE`, `INSERT`, `REPLACE`, `GRANT`, `TRUNCATE`), in order.
+    pub(crate) statement_words: Vec<usize>,
+    /// The indices of the tokens `EXEC`, `EXECUTE` and `sp_executesql` (quoted or not),
+    /// in order.
+    pub(crate) executing: Vec<usize>,
+    /// The indices of the string tokens right after the bare word `AS` or `DO`, in order.
+    pub(crate) bodies: Vec<usize>,
+}
+
+impl Marks {
+    /// Notes `token`, about to be pushed at index `index`; `raw` is its text and
+    /// `previous` the token before it, with its text.
+    #[inline(always)]
+    fn note(&mut self, index: usize, token: &Token, raw: &[u8], previous: Option<(&Token, &[u8])>) {
+        match token.kind {
+            TokenKind::Word => {
+                if super::words::STATEMENT_WORDS.contains(raw) {
+                    self.statement_words.push(index);
+                } else if super::words::executes(token.kind, raw) {
+                    self.executing.push(index);
+                }
+            }
+            TokenKind::QuotedIdent if super::words::executes(token.kind, raw) => {
+                self.executing.push(index);
+            }
+            TokenKind::String
+                if previous.is_some_and(|(t, raw)| {
+                    t.kind == TokenKind::Word
+                        && (raw.eq_ignore_ascii_case(b"AS") || raw.eq_ignore_ascii_case(b"DO"))
+                }) =>
+            {
+                self.bodies.push(index);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// [`lex`] into buffers already allocated: `out` is cleared first.
+pub(crate) fn lex_reusing(text: &str, out: &mut Lexed) {
+    out.tokens.clear();
+    out.comments.clear();
+    let mut marks = std::mem::take(&mut out.marks);
+    marks.statement_words.clear();
+    marks.executing.clear();
+    marks.bodies.clear();
+    // About one token in six bytes of SQL: one allocation, not a dozen doublings.
+    out.tokens.reserve(text.len() / 6);
+    lex_into(text, 0, 0, out, &mut marks);
+    out.marks = marks;
 }
 
 const MAX_BODY_NESTING: usize = 4;
 
-fn lex_nested(text: &str, nesting: usize) -> Lexed {
+/// Lexes `text`, found at byte `base` of the outermost text, appending its tokens and
+/// comments to `out` with ranges in the outermost text.
+fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mut Marks) {
     let bytes = text.as_bytes();
-    // About one token in six bytes of SQL: one allocation, not a dozen doublings.
-    let mut out = Lexed {
-        tokens: Vec::with_capacity(text.len() / 6),
-        comments: Vec::new(),
-    };
+    // The index in `out.tokens` of the first token of the current statement: after the
+    // last `;` or `GO` (for `COPY ... FROM stdin`).
+    let mut statement_start = out.tokens.len();
     let mut i = 0;
     let mut line_start = true;
     while i < bytes.len() {
         let b = bytes[i];
-        if b == b'\n' {
-            line_start = true;
-            i += 1;
-            continue;
-        }
-        if b.is_ascii_whitespace() {
-            i += 1;
-            continue;
+        // Whitespace is at most a space; most bytes are not.
+        if b <= b' ' {
+            if b == b'\n' {
+                line_start = true;
+                i += 1;
+                continue;
+            }
+            if b.is_ascii_whitespace() {
+                i += 1;
+                continue;
+            }
         }
         let at_line_start = line_start;
         line_start = false;
         let start = i;
-        let c = text[i..].chars().next().unwrap_or('\0');
         // GO batch separators and SQLCMD commands only at the start of a line.
         if at_line_start {
             if let Some(end) = go_line(bytes, i) {
                 out.tokens.push(Token {
                     kind: TokenKind::BatchSeparator,
-                    range: i..end,
+                    range: base + i..base + end,
                 });
+                statement_start = out.tokens.len();
                 i = end;
                 continue;
             }
@@ -133,47 +209,59 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                 continue;
             }
         }
-        // The `;` ending `COPY ... FROM stdin`: the data follows on the next line, up to a
-        // line holding only `\.` (psql and pg_dump's layout). It is data, not SQL: a `'`,
-        // `"` or `[` in it must not open a quoted run that swallows what follows.
-        if b == b';' && copy_from_stdin(text, &out.tokens) {
+        // The common case first: a word that is not a prefixed string (`N'...'`).
+        if (b.is_ascii_alphabetic() || b == b'_')
+            && !(bytes.get(i + 1) == Some(&b'\'')
+                && matches!(
+                    b,
+                    b'N' | b'n' | b'E' | b'e' | b'X' | b'x' | b'B' | b'b' | b'U' | b'u'
+                ))
+        {
+            i = ident_end(text, i + 1);
+            let token = Token {
+                kind: TokenKind::Word,
+                range: base + start..base + i,
+            };
+            marks.note(out.tokens.len(), &token, &bytes[start..i], None);
+            out.tokens.push(token);
+            continue;
+        }
+        if b == b';' {
+            let copy = copy_from_stdin(text, base, &out.tokens[statement_start..]);
             out.tokens.push(Token {
                 kind: TokenKind::Semicolon,
-                range: i..i + 1,
+                range: base + i..base + i + 1,
             });
-            i = copy_data_end(bytes, i + 1);
-            line_start = true;
+            statement_start = out.tokens.len();
+            // The `;` ending `COPY ... FROM stdin`: the data follows on the next line, up
+            // to a line holding only `\.` (psql and pg_dump's layout). It is data, not SQL:
+            // a `'`, `"` or `[` in it must not open a quoted run that swallows what
+            // follows.
+            if copy {
+                i = copy_data_end(bytes, i + 1);
+                line_start = true;
+            } else {
+                i += 1;
+            }
             continue;
         }
         let kind = match b {
             b'-' if bytes.get(i + 1) == Some(&b'-') => {
                 let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
                 out.comments.push(Comment {
-                    range: i..end,
+                    range: base + i..base + end,
                     line: true,
                 });
                 i = end;
                 continue;
             }
             b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                let mut depth = 1;
-                let mut j = i + 2;
-                while j < bytes.len() && depth > 0 {
-                    if bytes[j] == b'/' && bytes.get(j + 1) == Some(&b'*') {
-                        depth += 1;
-                        j += 2;
-                    } else if bytes[j] == b'*' && bytes.get(j + 1) == Some(&b'/') {
-                        depth -= 1;
-                        j += 2;
-                    } else {
-                        j += 1;
-                    }
-                }
+                let end = block_comment_end(bytes, i + 2);
                 out.comments.push(Comment {
-                    range: i..j,
+                    range: base + i..base + end,
                     line: false,
                 });
-                i = j;
+                i = end;
                 continue;
             }
             b'\'' => {
@@ -215,9 +303,10 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                     TokenKind::Placeholder
                 } else if let Some(end) = dollar_quoted_end(text, i) {
                     let body_follows = out.tokens.last().is_some_and(|t| {
-                        t.kind == TokenKind::Word
-                            && (text[t.range.clone()].eq_ignore_ascii_case("AS")
-                                || text[t.range.clone()].eq_ignore_ascii_case("DO"))
+                        t.kind == TokenKind::Word && {
+                            let word = &text[t.range.start - base..t.range.end - base];
+                            word.eq_ignore_ascii_case("AS") || word.eq_ignore_ascii_case("DO")
+                        }
                     });
                     if body_follows && nesting < MAX_BODY_NESTING {
                         let tag_len = text[i + 1..].find('$').map_or(1, |n| n + 2);
@@ -231,23 +320,32 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                         };
                         out.tokens.push(Token {
                             kind: TokenKind::Semicolon,
-                            range: i..body_start,
+                            range: base + i..base + body_start,
                         });
-                        let inner = lex_nested(&text[body_start..body_end], nesting + 1);
-                        let shift = |r: &Range<usize>| r.start + body_start..r.end + body_start;
-                        out.tokens.extend(inner.tokens.iter().map(|t| Token {
-                            kind: t.kind,
-                            range: shift(&t.range),
-                        }));
-                        out.comments.extend(inner.comments.iter().map(|c| Comment {
-                            range: shift(&c.range),
-                            line: c.line,
-                        }));
+                        let before = out.tokens.len();
+                        lex_into(
+                            &text[body_start..body_end],
+                            base + body_start,
+                            nesting + 1,
+                            out,
+                            marks,
+                        );
+                        statement_start = before
+                            + out.tokens[before..]
+                                .iter()
+                                .rposition(|t| {
+                                    matches!(
+                                        t.kind,
+                                        TokenKind::Semicolon | TokenKind::BatchSeparator
+                                    )
+                                })
+                                .map_or(0, |p| p + 1);
                         if body_end < end {
                             out.tokens.push(Token {
                                 kind: TokenKind::Semicolon,
-                                range: body_end..end,
+                                range: base + body_end..base + end,
                             });
+                            statement_start = out.tokens.len();
                         }
                         i = end;
                         continue;
@@ -331,10 +429,6 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                 i += 1;
                 TokenKind::Comma
             }
-            b';' => {
-                i += 1;
-                TokenKind::Semicolon
-            }
             b'.' => {
                 i += 1;
                 TokenKind::Dot
@@ -350,32 +444,69 @@ fn lex_nested(text: &str, nesting: usize) -> Lexed {
                 }
                 TokenKind::Operator
             }
-            _ if is_ident_start(c) => {
-                i = ident_end(text, i);
+            b'#' => {
+                i = ident_end(text, i + 1);
                 TokenKind::Word
             }
             _ => {
-                i += c.len_utf8();
-                TokenKind::Other
+                let c = text[i..].chars().next().unwrap_or('\0');
+                if is_ident_start(c) {
+                    i = ident_end(text, i);
+                    TokenKind::Word
+                } else {
+                    i += c.len_utf8();
+                    TokenKind::Other
+                }
             }
         };
-        out.tokens.push(Token {
+        let token = Token {
             kind,
-            range: start..i,
-        });
+            range: base + start..base + i,
+        };
+        if matches!(
+            kind,
+            TokenKind::Word | TokenKind::QuotedIdent | TokenKind::String
+        ) {
+            // The previous token is of this text: a nested body ends with a delimiter.
+            let previous = out.tokens.last().map(|t| {
+                let raw = bytes
+                    .get(t.range.start.wrapping_sub(base)..t.range.end.wrapping_sub(base))
+                    .unwrap_or_default();
+                (t, raw)
+            });
+            marks.note(out.tokens.len(), &token, &bytes[start..i], previous);
+        }
+        out.tokens.push(token);
     }
-    out
 }
 
-/// Whether the tokens since the last statement end make `COPY ... FROM STDIN`.
-fn copy_from_stdin(text: &str, tokens: &[Token]) -> bool {
-    let start = tokens
-        .iter()
-        .rposition(|t| matches!(t.kind, TokenKind::Semicolon | TokenKind::BatchSeparator))
-        .map_or(0, |p| p + 1);
-    let statement = &tokens[start..];
+/// The end of a block comment whose body starts at `i`: comments nest.
+fn block_comment_end(bytes: &[u8], mut i: usize) -> usize {
+    let mut depth = 1;
+    while depth > 0 {
+        let Some(at) = memchr::memchr2(b'/', b'*', &bytes[i.min(bytes.len())..]) else {
+            return bytes.len();
+        };
+        let j = i + at;
+        if bytes[j] == b'/' && bytes.get(j + 1) == Some(&b'*') {
+            depth += 1;
+            i = j + 2;
+        } else if bytes[j] == b'*' && bytes.get(j + 1) == Some(&b'/') {
+            depth -= 1;
+            i = j + 2;
+        } else {
+            i = j + 1;
+        }
+    }
+    i
+}
+
+/// Whether the tokens of a statement (ranges offset by `base` from `text`) make `COPY
+/// ... FROM STDIN`.
+fn copy_from_stdin(text: &str, base: usize, statement: &[Token]) -> bool {
     let word = |t: &Token, w: &str| {
-        t.kind == TokenKind::Word && text[t.range.clone()].eq_ignore_ascii_case(w)
+        t.kind == TokenKind::Word
+            && text[t.range.start - base..t.range.end - base].eq_ignore_ascii_case(w)
     };
     statement.first().is_some_and(|t| word(t, "COPY"))
         && statement
@@ -423,18 +554,21 @@ fn operator_continues(so_far: &[u8], next: u8) -> bool {
     )
 }
 
+#[inline(always)]
 fn ident_end(text: &str, mut i: usize) -> usize {
     // ASCII, the usual case, byte by byte; anything else by characters.
     let bytes = text.as_bytes();
-    while let Some(&b) = bytes.get(i) {
-        if b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'#') {
-            i += 1;
-        } else if b.is_ascii() {
-            return i;
-        } else {
-            break;
-        }
+    while i < bytes.len() && IDENT_CONTINUE[usize::from(bytes[i])] {
+        i += 1;
     }
+    if i == bytes.len() || bytes[i].is_ascii() {
+        return i;
+    }
+    ident_end_unicode(text, i)
+}
+
+#[cold]
+fn ident_end_unicode(text: &str, mut i: usize) -> usize {
     for c in text[i..].chars() {
         if is_ident_continue(c) {
             i += c.len_utf8();
@@ -459,26 +593,24 @@ fn number_end(bytes: &[u8], mut i: usize) -> usize {
 
 /// The end of a quoted run whose closing character is doubled to escape it.
 fn quoted_end(bytes: &[u8], mut i: usize, close: u8) -> usize {
-    while i < bytes.len() {
-        if bytes[i] == close {
-            if bytes.get(i + 1) == Some(&close) {
-                i += 2;
-                continue;
-            }
-            return i + 1;
+    while let Some(at) = memchr::memchr(close, &bytes[i.min(bytes.len())..]) {
+        let j = i + at;
+        if bytes.get(j + 1) == Some(&close) {
+            i = j + 2;
+            continue;
         }
-        i += 1;
+        return j + 1;
     }
     bytes.len()
 }
 
 fn backslash_quoted_end(bytes: &[u8], mut i: usize) -> usize {
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'\'' if bytes.get(i + 1) == Some(&b'\'') => i += 2,
-            b'\'' => return i + 1,
-            _ => i += 1,
+    while let Some(at) = memchr::memchr2(b'\\', b'\'', &bytes[i.min(bytes.len())..]) {
+        let j = i + at;
+        match bytes[j] {
+            b'\\' => i = j + 2,
+            _ if bytes.get(j + 1) == Some(&b'\'') => i = j + 2,
+            _ => return j + 1,
         }
     }
     bytes.len()
@@ -772,6 +904,62 @@ mod tests {
         let text = "\\set x 1\nCOPY t FROM '/tmp/f';\nUPDATE t SET a = 1;";
         assert!(kinds(text).contains(&(TokenKind::Word, "UPDATE")));
         assert_eq!(kinds(text)[0], (TokenKind::Word, "COPY"));
+    }
+
+    /// What the lexer notes is what a search of its tokens finds, for texts made of
+    /// fragments that exercise every place a token is made (nested bodies, quoted names,
+    /// COPY data, words that are not ASCII).
+    #[test]
+    fn marks_agree_with_the_tokens() {
+        use crate::sql::words::{STATEMENT_WORDS, executes};
+        const FRAGMENTS: &[&str] = &[
+            "UPDATE t SET a = 1; ",
+            "exec sp_executesql N'DELETE u'; ",
+            "EXECUTE [sp_executesql] @s; ",
+            "\"sp_executesql\" ",
+            "`sp_executesql` ",
+            "CREATE FUNCTION f() AS $$ INSERT INTO t VALUES (1); EXEC x $$ LANGUAGE sql; ",
+            "DO $a$ BEGIN EXECUTE 'MERGE t'; END $a$; ",
+            "AS 'GRANT x' ",
+            "do E'truncate t' ",
+            "#t REPLACE é update ",
+            "COPY t FROM stdin;\nupdate 'x' [ exec\n\\.\n",
+            "-- EXEC\n/* update */ ",
+            "as ",
+            "'s' ",
+        ];
+        let mut seed = 7u32;
+        for _ in 0..300 {
+            let mut text = String::new();
+            for _ in 0..6 {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                text.push_str(FRAGMENTS[(seed >> 16) as usize % FRAGMENTS.len()]);
+            }
+            let lexed = lex(&text);
+            let tokens = &lexed.tokens;
+            let raw = |t: &Token| text[t.range.clone()].as_bytes();
+            let statement_words: Vec<usize> = (0..tokens.len())
+                .filter(|&i| {
+                    tokens[i].kind == TokenKind::Word && STATEMENT_WORDS.contains(raw(&tokens[i]))
+                })
+                .collect();
+            let bodies: Vec<usize> = (1..tokens.len())
+                .filter(|&i| {
+                    let previous = &tokens[i - 1];
+                    tokens[i].kind == TokenKind::String
+                        && previous.kind == TokenKind::Word
+                        && (raw(previous).eq_ignore_ascii_case(b"AS")
+                            || raw(previous).eq_ignore_ascii_case(b"DO"))
+                })
+                .collect();
+            let marks = &lexed.marks;
+            assert_eq!(marks.statement_words, statement_words, "{text}");
+            assert_eq!(marks.bodies, bodies, "{text}");
+            let executing: Vec<usize> = (0..tokens.len())
+                .filter(|&i| executes(tokens[i].kind, raw(&tokens[i])))
+                .collect();
+            assert_eq!(marks.executing, executing, "{text}");
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod expr;
 pub mod lexer;
 pub mod parse;
 pub mod shape;
+mod words;
 
 pub use expr::{ColumnRef, CompareOp, Operand, Predicate};
 pub use parse::{
@@ -67,57 +68,77 @@ pub fn analyse(text: &str) -> Vec<Analysed> {
 
 /// [`analyse`] over tokens already lexed.
 pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
-    parse::find_statements(text, tokens)
-        .into_iter()
-        .map(|found| {
-            let keyword = tokens[found.first].range.clone();
-            let result = parse::parse_found(text, tokens, &found).map_err(|error| {
-                // How far the statement reaches: up to `;`, `GO` or the next found keyword.
-                let end = tokens[found.keyword..]
+    analyse_found(text, tokens, parse::find_statements(text, tokens), None).collect()
+}
+
+/// [`analyse`] over a text already lexed, using the statement keywords the lexer noted,
+/// one statement at a time. An `INSERT` whose target `wanted` rejects is parsed without
+/// what only its analysis needs (see [`parse::parse_found_for`]).
+pub(crate) fn analyse_lexed<'a>(
+    text: &'a str,
+    lexed: &'a lexer::Lexed,
+    wanted: &'a dyn Fn(&TableName) -> bool,
+) -> impl Iterator<Item = Analysed> + 'a {
+    let tokens = &lexed.tokens;
+    let keywords = lexed.marks.statement_words.iter().copied();
+    let found = parse::find_statements_at(text, tokens, keywords);
+    analyse_found(text, tokens, found, Some(wanted))
+}
+
+fn analyse_found<'a>(
+    text: &'a str,
+    tokens: &'a [lexer::Token],
+    found: Vec<parse::Found>,
+    wanted: Option<&'a dyn Fn(&TableName) -> bool>,
+) -> impl Iterator<Item = Analysed> + 'a {
+    found.into_iter().map(move |found| {
+        let keyword = tokens[found.first].range.clone();
+        let result = parse::parse_found_for(text, tokens, &found, wanted).map_err(|error| {
+            // How far the statement reaches: up to `;`, `GO` or the next found keyword.
+            let end = tokens[found.keyword..]
+                .iter()
+                .skip(1)
+                .take(MAX_UNPARSED_TOKENS)
+                .position(|t| {
+                    matches!(
+                        t.kind,
+                        lexer::TokenKind::Semicolon | lexer::TokenKind::BatchSeparator
+                    )
+                })
+                .map_or(tokens.len(), |p| found.keyword + 1 + p);
+            let end = end
+                .min(found.keyword + MAX_UNPARSED_TOKENS)
+                .min(tokens.len());
+            let slice = &tokens[found.first..end];
+            let mut mentioned = parse::tables_in(text, slice);
+            // The word after the keyword is the most likely target.
+            mentioned.extend(
+                slice
                     .iter()
-                    .skip(1)
-                    .take(MAX_UNPARSED_TOKENS)
-                    .position(|t| {
+                    .filter(|t| {
                         matches!(
                             t.kind,
-                            lexer::TokenKind::Semicolon | lexer::TokenKind::BatchSeparator
+                            lexer::TokenKind::Word
+                                | lexer::TokenKind::QuotedIdent
+                                | lexer::TokenKind::Placeholder
                         )
                     })
-                    .map_or(tokens.len(), |p| found.keyword + 1 + p);
-                let end = end
-                    .min(found.keyword + MAX_UNPARSED_TOKENS)
-                    .min(tokens.len());
-                let slice = &tokens[found.first..end];
-                let mut mentioned = parse::tables_in(text, slice);
-                // The word after the keyword is the most likely target.
-                mentioned.extend(
-                    slice
-                        .iter()
-                        .filter(|t| {
-                            matches!(
-                                t.kind,
-                                lexer::TokenKind::Word
-                                    | lexer::TokenKind::QuotedIdent
-                                    | lexer::TokenKind::Placeholder
-                            )
-                        })
-                        .map(|t| TableName {
-                            schema: None,
-                            name: lexer::ident_text(text, t).to_owned(),
-                            range: t.range.clone(),
-                        }),
-                );
-                let range = keyword.start..slice.last().map_or(keyword.end, |t| t.range.end);
-                (error, range, mentioned)
-            });
-            Analysed {
-                kind: found.kind,
-                keyword,
-                result,
-                at_statement_start: at_statement_start(text, tokens, found.first),
-            }
-        })
-        .collect()
+                    .map(|t| TableName {
+                        schema: None,
+                        name: lexer::ident_text(text, t).to_owned(),
+                        range: t.range.clone(),
+                    }),
+            );
+            let range = keyword.start..slice.last().map_or(keyword.end, |t| t.range.end);
+            (error, range, mentioned)
+        });
+        Analysed {
+            kind: found.kind,
+            keyword,
+            result,
+            at_statement_start: at_statement_start(text, tokens, found.first),
+        }
+    })
 }
 
 /// How far back from a string literal [`executed_strings`] looks for what executes it.
@@ -145,62 +166,95 @@ const STRING_FUNCTIONS: &[&str] = &[
     "lower",
 ];
 
-fn is_sp_executesql(text: &str, token: &lexer::Token) -> bool {
-    // `sp_executesql` or `[sp_executesql]`: the length rules out nearly every token.
-    matches!(token.range.len(), 13 | 15)
-        && matches!(
-            token.kind,
-            lexer::TokenKind::Word | lexer::TokenKind::QuotedIdent
-        )
-        && lexer::ident_text(text, token).eq_ignore_ascii_case("sp_executesql")
+/// Whether `token` is `EXEC`, `EXECUTE`, `sp_executesql` or `[sp_executesql]`.
+fn executes(text: &str, token: &lexer::Token) -> bool {
+    words::executes(token.kind, &text.as_bytes()[token.range.clone()])
 }
 
-fn is_exec(text: &str, token: &lexer::Token) -> bool {
-    token.kind == lexer::TokenKind::Word
-        && matches!(token.range.len(), 4 | 7)
-        && ["EXEC", "EXECUTE"]
-            .iter()
-            .any(|w| text[token.range.clone()].eq_ignore_ascii_case(w))
-}
-
-/// The variables whose value a statement executes: `EXEC (@sql)`, `EXEC sp_executesql
-/// @sql`, `EXECUTE sp_executesql @stmt = @sql`, PL/pgSQL `EXECUTE sql_text`; lowercase.
-fn executed_variables(text: &str, tokens: &[lexer::Token]) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, token) in tokens.iter().enumerate() {
-        if !(is_exec(text, token) || is_sp_executesql(text, token)) {
-            continue;
-        }
-        let mut j = i + 1;
-        while tokens
-            .get(j)
-            .is_some_and(|t| t.kind == lexer::TokenKind::LParen)
-        {
-            j += 1;
-        }
-        // `EXEC [sys].[sp_executesql] ...`: the procedure is handled at its own name.
-        let Some(next) = tokens.get(j) else { continue };
-        let named_stmt = tokens
-            .get(j + 1)
-            .is_some_and(|t| &text[t.range.clone()] == "=")
-            && next.kind == lexer::TokenKind::Parameter;
-        let operand = if named_stmt {
-            tokens.get(j + 2)
-        } else {
-            Some(next)
-        };
-        if let Some(operand) = operand
-            && matches!(
-                operand.kind,
-                lexer::TokenKind::Parameter | lexer::TokenKind::Word
-            )
-        {
-            out.push(text[operand.range.clone()].to_ascii_lowercase());
-        }
+/// The variable whose value the executing token at `i` executes: `EXEC (@sql)`, `EXEC
+/// sp_executesql @sql`, `EXECUTE sp_executesql @stmt = @sql`, PL/pgSQL `EXECUTE
+/// sql_text`.
+fn executed_variable<'t>(text: &'t str, tokens: &[lexer::Token], i: usize) -> Option<&'t str> {
+    let mut j = i + 1;
+    while tokens
+        .get(j)
+        .is_some_and(|t| t.kind == lexer::TokenKind::LParen)
+    {
+        j += 1;
     }
-    out.sort();
-    out.dedup();
-    out
+    // `EXEC [sys].[sp_executesql] ...`: the procedure is handled at its own name.
+    let next = tokens.get(j)?;
+    let named_stmt = tokens
+        .get(j + 1)
+        .is_some_and(|t| &text[t.range.clone()] == "=")
+        && next.kind == lexer::TokenKind::Parameter;
+    let operand = if named_stmt {
+        tokens.get(j + 2)
+    } else {
+        Some(next)
+    }?;
+    matches!(
+        operand.kind,
+        lexer::TokenKind::Parameter | lexer::TokenKind::Word
+    )
+    .then(|| &text[operand.range.clone()])
+}
+
+fn cmp_ignore_ascii_case(a: &str, b: &str) -> std::cmp::Ordering {
+    a.bytes()
+        .map(|c| c.to_ascii_lowercase())
+        .cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
+}
+
+/// No stop: the walk back reached the start of the text or an unmatched `)`.
+const NO_STOP: u32 = u32::MAX;
+
+fn is_string_function(word: &[u8]) -> bool {
+    // Lengths 4 (`trim`) to 14 (`quote_nullable`): most words are ruled out at once.
+    (4..=14).contains(&word.len())
+        && STRING_FUNCTIONS
+            .iter()
+            .any(|f| word.eq_ignore_ascii_case(f.as_bytes()))
+}
+
+/// Where the walk back from each token over the expression before it stops, as
+/// [`executed_strings`] walks: for each `j`, the index of the first token before `j`
+/// that is not part of a string expression (strings, parameters, numbers, commas, `(`,
+/// `+`, `||`, calls of [`STRING_FUNCTIONS`] and anything between matching parentheses),
+/// or [`NO_STOP`] when the walk reaches the start or an unmatched `)`. Found forwards in
+/// one pass: the stop before `j` is the stop before `j - 1` when `tokens[j - 1]` is
+/// skipped, and the stop before the matching `(` when it is a `)`.
+fn expression_stops(text: &str, tokens: &[lexer::Token]) -> Vec<u32> {
+    use lexer::TokenKind;
+    let bytes = text.as_bytes();
+    let mut stops = Vec::with_capacity(tokens.len() + 1);
+    stops.push(NO_STOP);
+    let mut open = Vec::new();
+    // The stop before the token being examined (`stops[j]`).
+    let mut stop = NO_STOP;
+    for (j, t) in tokens.iter().enumerate() {
+        stop = match t.kind {
+            TokenKind::RParen => open.pop().map_or(NO_STOP, |m: usize| stops[m]),
+            TokenKind::LParen => {
+                open.push(j);
+                stop
+            }
+            TokenKind::String | TokenKind::Parameter | TokenKind::Comma | TokenKind::Number => stop,
+            TokenKind::Operator if matches!(&bytes[t.range.clone()], b"+" | b"||") => stop,
+            TokenKind::Word
+                if tokens
+                    .get(j + 1)
+                    .is_some_and(|n| n.kind == TokenKind::LParen)
+                    && is_string_function(&bytes[t.range.clone()]) =>
+            {
+                stop
+            }
+            // Token counts are bounded by the file size limit, far below `u32::MAX`.
+            _ => u32::try_from(j).unwrap_or(NO_STOP),
+        };
+        stops.push(stop);
+    }
+    stops
 }
 
 /// The indices of the string tokens whose value is executed as SQL: an argument of
@@ -209,82 +263,95 @@ fn executed_variables(text: &str, tokens: &[lexer::Token]) -> Vec<String> {
 /// variable that is executed, or a quoted body after `AS`/`DO`. A message (`PRINT`, `RAISERROR`, `RAISE`,
 /// `THROW`) or a value selected, inserted or compared is not.
 ///
-/// Only the strings `candidate` accepts are examined (the linter passes those that
-/// mention a fenced table), and the walk back from each is bounded, so a long `VALUES`
-/// list of strings costs time linear in its length.
+/// Only the strings `candidate` accepts are returned (the linter passes those that
+/// mention a fenced table); it is asked only about strings that are executed. The walk
+/// back from each string over the expression it is part of is bounded (512 tokens), and
+/// done for all strings in one pass, so the time is linear in the number of tokens.
 pub fn executed_strings(
     text: &str,
     tokens: &[lexer::Token],
     candidate: impl Fn(&lexer::Token) -> bool,
 ) -> Vec<usize> {
-    use lexer::TokenKind;
-    if !tokens
-        .iter()
-        .any(|t| t.kind == TokenKind::String && candidate(t))
-    {
-        return Vec::new();
+    let mut marks = lexer::Marks {
+        executing: (0..tokens.len())
+            .filter(|&i| executes(text, &tokens[i]))
+            .collect(),
+        ..lexer::Marks::default()
+    };
+    if marks.executing.is_empty() {
+        marks.bodies = (1..tokens.len())
+            .filter(|&p| {
+                tokens[p].kind == lexer::TokenKind::String && is_body_word(text, &tokens[p - 1])
+            })
+            .collect();
     }
-    // Found only when a string is assigned to a variable: most files never need them.
-    let variables = std::cell::OnceCell::new();
+    executed_strings_marked(text, tokens, &marks, candidate)
+}
+
+/// Whether `token` is the bare word `AS` or `DO`, after which a string is a body.
+fn is_body_word(text: &str, t: &lexer::Token) -> bool {
+    t.kind == lexer::TokenKind::Word && {
+        let raw = &text[t.range.clone()];
+        raw.eq_ignore_ascii_case("AS") || raw.eq_ignore_ascii_case("DO")
+    }
+}
+
+/// [`executed_strings`] over a text already lexed, using what the lexer noted.
+pub(crate) fn executed_strings_lexed(
+    text: &str,
+    lexed: &lexer::Lexed,
+    candidate: impl Fn(&lexer::Token) -> bool,
+) -> Vec<usize> {
+    executed_strings_marked(text, &lexed.tokens, &lexed.marks, candidate)
+}
+
+fn executed_strings_marked(
+    text: &str,
+    tokens: &[lexer::Token],
+    marks: &lexer::Marks,
+    candidate: impl Fn(&lexer::Token) -> bool,
+) -> Vec<usize> {
+    use lexer::TokenKind;
+    if marks.executing.is_empty() {
+        // Nothing is executed but quoted bodies: a string right after `AS` or `DO`.
+        return marks
+            .bodies
+            .iter()
+            .copied()
+            .filter(|&p| candidate(&tokens[p]))
+            .collect();
+    }
+    let mut variables: Vec<&str> = marks
+        .executing
+        .iter()
+        .filter_map(|&i| executed_variable(text, tokens, i))
+        .collect();
+    variables.sort_unstable_by(|a, b| cmp_ignore_ascii_case(a, b));
+    variables.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    let stops = expression_stops(text, tokens);
     let executed_variable = |token: &lexer::Token| {
         matches!(token.kind, TokenKind::Parameter | TokenKind::Word)
             && variables
-                .get_or_init(|| executed_variables(text, tokens))
-                .binary_search(&text[token.range.clone()].to_ascii_lowercase())
+                .binary_search_by(|v| cmp_ignore_ascii_case(v, &text[token.range.clone()]))
                 .is_ok()
     };
     let mut out = Vec::new();
     for (position, token) in tokens.iter().enumerate() {
-        if token.kind != TokenKind::String || !candidate(token) {
+        if token.kind != TokenKind::String {
             continue;
         }
-        // Walk back over the expression the string is part of.
-        let mut j = position;
-        let mut depth = 0usize;
-        let stop = loop {
-            let Some(prev) = j
-                .checked_sub(1)
-                .filter(|p| position - p <= MAX_EXPRESSION_TOKENS)
-            else {
-                break None;
-            };
-            j = prev;
-            let t = &tokens[j];
-            let raw = &text[t.range.clone()];
-            if depth > 0 {
-                match t.kind {
-                    TokenKind::RParen => depth += 1,
-                    TokenKind::LParen => depth -= 1,
-                    _ => {}
-                }
-                continue;
-            }
-            match t.kind {
-                TokenKind::RParen => depth += 1,
-                TokenKind::String
-                | TokenKind::Parameter
-                | TokenKind::Comma
-                | TokenKind::Number
-                | TokenKind::LParen => {}
-                TokenKind::Operator if matches!(raw, "+" | "||") => {}
-                TokenKind::Word
-                    if tokens
-                        .get(j + 1)
-                        .is_some_and(|n| n.kind == TokenKind::LParen)
-                        && STRING_FUNCTIONS.iter().any(|f| raw.eq_ignore_ascii_case(f)) => {}
-                _ => break Some(j),
-            }
-        };
-        let Some(stop) = stop else { continue };
+        let stop = stops[position] as usize;
+        if stops[position] == NO_STOP || position - stop > MAX_EXPRESSION_TOKENS {
+            continue;
+        }
         let t = &tokens[stop];
         let raw = &text[t.range.clone()];
-        let executed = if is_exec(text, t) || is_sp_executesql(text, t) {
-            true
-        } else if t.kind == TokenKind::Word
-            && (raw.eq_ignore_ascii_case("AS") || raw.eq_ignore_ascii_case("DO"))
-        {
+        // The cheap tests first: `candidate` searches the string's text.
+        let executed = if executes(text, t) {
+            candidate(token)
+        } else if is_body_word(text, t) {
             // A function body in quotes (`AS 'UPDATE ...' LANGUAGE sql`), a `DO` block.
-            stop + 1 == position
+            stop + 1 == position && candidate(token)
         } else if matches!(raw, "=" | "+=") {
             // The variable assigned: the nearest one before, past a declared type.
             let mut k = stop;
@@ -296,11 +363,12 @@ pub fn executed_strings(
             }
             let parameter = (k.saturating_sub(8)..k)
                 .rev()
-                .find(|&v| tokens[v].kind == TokenKind::Parameter);
-            parameter.is_some_and(|v| executed_variable(&tokens[v]))
-                || k.checked_sub(1).is_some_and(|v| {
-                    tokens[v].kind == TokenKind::Word && executed_variable(&tokens[v])
-                })
+                .find(|&v| tokens[v].kind == TokenKind::Parameter)
+                .filter(|&v| executed_variable(&tokens[v]));
+            let word = k
+                .checked_sub(1)
+                .filter(|&v| tokens[v].kind == TokenKind::Word && executed_variable(&tokens[v]));
+            (parameter.is_some() || word.is_some()) && candidate(token)
         } else {
             false
         };
@@ -326,6 +394,47 @@ mod tests {
         ] {
             let analysed = analyse(sql);
             assert!(analysed[0].result.is_err(), "{sql}");
+        }
+    }
+
+    /// An `INSERT` of a target the caller does not want is parsed lean: the same
+    /// outcome, error and target as the whole parse, without rows, columns or the
+    /// parameter style. A target read through a CTE is parsed whole.
+    #[test]
+    fn lean_inserts_parse_as_whole_ones_do() {
+        let nothing_wanted = |_: &TableName| false;
+        for sql in [
+            "INSERT INTO t (a, b) VALUES (1, 'x'), (@p, NULL)",
+            "INSERT t VALUES (1, 2)",
+            "INSERT INTO t VALUES (1 = 2)",
+            "INSERT INTO t (a) VALUES (1",
+            "INSERT INTO t (a) SELECT a FROM u WHERE b = 1",
+            "INSERT INTO t (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET a = 1 WHERE",
+            "INSERT INTO t (id) VALUES ($1) ON CONFLICT DO",
+            "INSERT INTO",
+            "INSERT INTO t DEFAULT VALUES",
+            "REPLACE INTO t (a) VALUES (?1)",
+            "WITH c AS (SELECT a FROM u) INSERT INTO c (a) VALUES (1)",
+        ] {
+            let lexed = lexer::lex(sql);
+            let tokens = &lexed.tokens;
+            for found in parse::find_statements(sql, tokens) {
+                let whole = parse::parse_found(sql, tokens, &found);
+                let lean = parse::parse_found_for(sql, tokens, &found, Some(&nothing_wanted));
+                match (&whole, &lean) {
+                    (Ok(whole), Ok(lean)) => {
+                        assert_eq!(whole.target, lean.target, "{sql}");
+                        assert_eq!(whole.range, lean.range, "{sql}");
+                        if found.first < found.keyword {
+                            assert_eq!(whole, lean, "{sql}");
+                        } else {
+                            assert!(lean.inserts.iter().all(|i| i.columns.is_empty()), "{sql}");
+                        }
+                    }
+                    (Err(whole), Err(lean)) => assert_eq!(whole, lean, "{sql}"),
+                    _ => panic!("{sql}: {whole:?} but lean {lean:?}"),
+                }
+            }
         }
     }
 

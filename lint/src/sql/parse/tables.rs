@@ -1,0 +1,244 @@
+//! Table references: qualified names, aliases, `FROM` lists and joins.
+
+use std::ops::Range;
+
+use super::super::expr::Predicate;
+use super::super::lexer::{Token, TokenKind, ident_text};
+use super::super::words::{WordSet, is_any_word, words};
+use super::{Parser, STOP_WORDS, TableName, is_name};
+
+/// A possibly qualified name as written, unquoted: its last two parts are all the
+/// statements need, and they stay borrowed from the text.
+pub(super) struct Dotted<'a> {
+    /// How many parts (`a.b.c`: 3; an empty middle part, `a..c`, counts).
+    pub(super) parts: usize,
+    /// The last part: the name.
+    pub(super) last: &'a str,
+    /// The part before the last (`""` for `a..c`), when there are two or more.
+    pub(super) qualifier: Option<&'a str>,
+    /// Byte range of the whole name.
+    pub(super) range: Range<usize>,
+}
+
+impl<'a> Parser<'a> {
+    /// A possibly qualified name: `a`, `a.b`, `a.b.c`, `a..c`, `a.*`.
+    pub(super) fn dotted_name(&mut self) -> Option<Dotted<'a>> {
+        let first = self.peek().filter(|t| is_name(t))?;
+        let mut name = Dotted {
+            parts: 1,
+            last: ident_text(self.text, first),
+            qualifier: None,
+            range: first.range.clone(),
+        };
+        let push = |name: &mut Dotted<'a>, part: &'a str| {
+            name.parts += 1;
+            name.qualifier = Some(name.last);
+            name.last = part;
+        };
+        self.pos += 1;
+        while self.at_kind(TokenKind::Dot) {
+            self.pos += 1;
+            match self.peek() {
+                Some(t) if is_name(t) => {
+                    push(&mut name, ident_text(self.text, t));
+                    name.range.end = t.range.end;
+                    self.pos += 1;
+                }
+                Some(t) if t.kind == TokenKind::Dot => push(&mut name, ""),
+                Some(t) if t.kind == TokenKind::Operator && &self.text[t.range.clone()] == "*" => {
+                    push(&mut name, "*");
+                    name.range.end = t.range.end;
+                    self.pos += 1;
+                    break;
+                }
+                _ => break,
+            }
+        }
+        Some(name)
+    }
+
+    pub(super) fn table_name(&mut self) -> Option<TableName> {
+        // T-SQL `OBJECT::name`.
+        if self.at_word("OBJECT")
+            && self
+                .peek_at(1)
+                .is_some_and(|t| &self.text[t.range.clone()] == "::")
+        {
+            self.pos += 2;
+        }
+        // T-SQL table variables: `UPDATE @work SET ...`.
+        if let Some(t) = self.peek().filter(|t| t.kind == TokenKind::Parameter) {
+            self.pos += 1;
+            return Some(TableName {
+                schema: None,
+                name: self.text[t.range.clone()].to_owned(),
+                range: t.range.clone(),
+            });
+        }
+        let name = self.dotted_name()?;
+        Some(TableName {
+            schema: name
+                .qualifier
+                .filter(|schema| !schema.is_empty())
+                .map(str::to_owned),
+            name: name.last.to_owned(),
+            range: name.range,
+        })
+    }
+
+    /// An optional alias after a table reference: `[AS] alias`, skipping table hints
+    /// (`WITH (ROWLOCK)`) and PostgreSQL's `*`.
+    pub(super) fn alias(&mut self) -> Option<String> {
+        if self.at_word("WITH") && self.peek_at(1).is_some_and(|t| t.kind == TokenKind::LParen) {
+            self.pos += 1;
+            self.skip_group();
+        }
+        let explicit = self.eat_word("AS");
+        let alias = match self.peek() {
+            Some(t)
+                if is_name(t)
+                    && (explicit
+                        || !is_any_word(self.text, t, &STOP_WORDS)
+                            && !is_any_word(self.text, t, &JOIN_WORDS)) =>
+            {
+                self.pos += 1;
+                Some(ident_text(self.text, t).to_owned())
+            }
+            _ => None,
+        };
+        if self.at_word("WITH") && self.peek_at(1).is_some_and(|t| t.kind == TokenKind::LParen) {
+            self.pos += 1;
+            self.skip_group();
+        }
+        alias
+    }
+
+    /// A `FROM`/`USING` list: table references with aliases, and joins. Returns `(table,
+    /// alias)` pairs; subqueries are scanned for the tables they mention. The `ON`
+    /// condition of an inner join restricts the joined rows as a `WHERE` does, so each
+    /// one read to its end goes to `inner_on`; the `ON` of an outer, cross or lateral
+    /// join does not restrict the other side's rows, and is only scanned.
+    pub(super) fn table_list(
+        &mut self,
+        mentioned: &mut Vec<TableName>,
+        inner_on: &mut Vec<Predicate>,
+    ) -> Vec<(TableName, Option<String>)> {
+        let mut out = Vec::new();
+        let mut after_join = false;
+        let mut inner = false;
+        loop {
+            if self.at_kind(TokenKind::LParen) {
+                let start = self.pos;
+                self.skip_group();
+                mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
+                if self.alias().is_some() && self.at_kind(TokenKind::LParen) {
+                    self.skip_group(); // column aliases: `(VALUES ...) s(a, b)`
+                }
+            } else if self.at_word("ONLY") || self.at_word("LATERAL") {
+                self.pos += 1;
+                continue;
+            } else if let Some(table) = self.table_name() {
+                if self.at_kind(TokenKind::LParen) {
+                    // A table-valued function call.
+                    self.skip_group();
+                    let _ = self.alias();
+                } else {
+                    let alias = self.alias();
+                    mentioned.push(table.clone());
+                    out.push((table, alias));
+                }
+            } else {
+                break;
+            }
+            if self.at_kind(TokenKind::Comma) {
+                self.pos += 1;
+                continue;
+            }
+            if let Some(is_inner) = self.join_words() {
+                after_join = true;
+                inner = is_inner;
+                continue;
+            }
+            if after_join && self.eat_word("ON") {
+                let start = self.pos;
+                let condition = self.condition();
+                mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
+                // Only a condition read to its end counts: one that stopped short may be
+                // the first half of an `OR`.
+                let read_whole = self.at_boundary()
+                    || self.at_kind(TokenKind::Comma)
+                    || self
+                        .peek()
+                        .is_some_and(|t| is_any_word(self.text, t, &JOIN_WORDS));
+                if let Ok(condition) = condition
+                    && inner
+                    && read_whole
+                {
+                    inner_on.push(condition);
+                }
+                if let Some(is_inner) = self.join_words() {
+                    inner = is_inner;
+                    continue;
+                }
+            }
+            if after_join && self.eat_word("USING") {
+                self.skip_group();
+                continue;
+            }
+            break;
+        }
+        out
+    }
+
+    /// Consumes the words of a join (`JOIN`, `INNER JOIN`, `LEFT OUTER JOIN`, `CROSS
+    /// APPLY`, `INNER HASH JOIN`, ...): `None` when they do not end in `JOIN` or `APPLY`
+    /// (then they were no join), else whether it is an inner join.
+    pub(super) fn join_words(&mut self) -> Option<bool> {
+        let mut joined = false;
+        let mut inner = true;
+        while self
+            .peek()
+            .is_some_and(|t| is_any_word(self.text, t, &JOIN_WORDS))
+        {
+            joined |= self.at_word("JOIN") || self.at_word("APPLY");
+            if self.peek().is_some_and(|t| {
+                is_any_word(
+                    self.text,
+                    t,
+                    words![
+                        "LEFT", "RIGHT", "FULL", "OUTER", "CROSS", "NATURAL", "APPLY",
+                    ],
+                )
+            }) {
+                inner = false;
+            }
+            self.pos += 1;
+        }
+        joined.then_some(inner)
+    }
+}
+
+const JOIN_WORDS: WordSet = WordSet::new(&[
+    "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "OUTER", "CROSS", "NATURAL", "APPLY", "LOOP", "HASH",
+]);
+
+/// Tables named after `FROM`, `JOIN`, `UPDATE`, `INTO` or `USING` in a token slice.
+pub fn tables_in(text: &str, tokens: &[Token]) -> Vec<TableName> {
+    let mut out = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        if is_any_word(
+            text,
+            t,
+            words!["FROM", "JOIN", "UPDATE", "INTO", "USING", "APPLY"],
+        ) {
+            let mut parser = Parser::new(text, tokens, i + 1);
+            parser.eat_word("ONLY");
+            if let Some(table) = parser.table_name()
+                && !parser.at_kind(TokenKind::LParen)
+            {
+                out.push(table);
+            }
+        }
+    }
+    out
+}
