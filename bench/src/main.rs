@@ -164,6 +164,9 @@ struct ScaleArgs {
     /// Rows of the large table.
     #[arg(long, default_value_t = 1_000_000)]
     big_rows: i64,
+    /// The large table's fillfactor, 10 to 100 (default: PostgreSQL's, 100).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(10..=100))]
+    fillfactor: Option<u8>,
     /// Tasks of the table-size comparison; the small table has one row per task.
     #[arg(long, default_value_t = 256)]
     tasks: usize,
@@ -248,6 +251,7 @@ impl ScaleArgs {
             keeper_ttl: secs(if quick { 3.0 } else { self.keeper_ttl }, "keeper-ttl")?,
             steal: positive(if quick { 10 } else { self.steal }, "steal")?,
             big_rows,
+            fillfactor: self.fillfactor,
             tasks,
             connections: positive(self.connections, "connections")?,
             warmup: secs(if quick { 0.3 } else { self.warmup }, "warmup")?,

@@ -60,6 +60,8 @@ pub(crate) struct Settings {
     pub(crate) steal: usize,
     /// Rows of the large table, tasks and connections of the table-size comparison.
     pub(crate) big_rows: i64,
+    /// The large table's `fillfactor`, if not PostgreSQL's default of 100.
+    pub(crate) fillfactor: Option<u8>,
     pub(crate) tasks: usize,
     pub(crate) connections: usize,
     /// Windows and repeats of the table-size and claiming comparisons.
@@ -189,13 +191,6 @@ impl ServerCpu {
 /// The backends of a run and their CPU time when its window started.
 type CpuMark = (ServerCpu, Option<u64>);
 
-/// The server's WAL counters.
-#[derive(Clone, Copy, Debug)]
-struct Wal {
-    bytes: i64,
-    full_pages: i64,
-}
-
 /// One measured span: wall time, statements, server and client CPU.
 #[derive(Clone, Copy, Debug, Default)]
 struct Span {
@@ -296,10 +291,28 @@ impl Scale {
 
     /// Creates the table `name` with rows `1..=rows`, analysed.
     async fn table(&self, name: &str, rows: i64) -> Result<FencedTable> {
+        self.table_with(name, rows, None).await
+    }
+
+    /// As [`table`](Scale::table), with the table's `fillfactor`.
+    async fn table_with(
+        &self,
+        name: &str,
+        rows: i64,
+        fillfactor: Option<u8>,
+    ) -> Result<FencedTable> {
         let table = workload::table(&format!("{}.{name}", self.schema))?;
         let store = Store::new(self.backend("fenced-scale-setup", 1).await?, table.clone());
         store.create_schema().await?;
         let d = Dialect::Postgres;
+        if let Some(fillfactor) = fillfactor {
+            self.monitor
+                .batch_execute(&format!(
+                    "ALTER TABLE {} SET (fillfactor = {fillfactor})",
+                    table.name().quoted(d)
+                ))
+                .await?;
+        }
         self.monitor
             .execute(
                 &format!(
@@ -326,16 +339,17 @@ impl Scale {
         Ok(())
     }
 
-    /// The server's WAL written so far (PostgreSQL 14 and later).
-    async fn wal(&self) -> Result<Wal> {
+    /// The server's WAL position, in bytes: what every session wrote, exactly (the
+    /// counters of `pg_stat_wal` lag by up to a second).
+    async fn wal(&self) -> Result<i64> {
         let row = self
             .monitor
-            .query_one("SELECT wal_bytes::bigint, wal_fpi FROM pg_stat_wal", &[])
+            .query_one(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint",
+                &[],
+            )
             .await?;
-        Ok(Wal {
-            bytes: row.try_get(0)?,
-            full_pages: row.try_get(1)?,
-        })
+        Ok(row.try_get(0)?)
     }
 
     /// The plan of `sql` run with `values` (literals), by `EXPLAIN EXECUTE`.
@@ -741,10 +755,9 @@ impl Cycle for SizeCycle {
 pub(crate) struct SizeSide {
     summary: Summary,
     server_us_per_cycle: f64,
-    /// The whole server's WAL per cycle (`pg_stat_wal`: every session's, the
-    /// benchmark's being the only writers).
+    /// The whole server's WAL per cycle (every session's, the benchmark's being the
+    /// only writers).
     wal_bytes_per_cycle: f64,
-    full_pages_per_cycle: f64,
 }
 
 /// The table-size comparison for one shape.
@@ -807,8 +820,7 @@ async fn size_run(
     Ok(SizeSide {
         summary,
         server_us_per_cycle: server_ns.map_or(f64::NAN, |ns| per_cycle(ns as f64 / 1e3)),
-        wal_bytes_per_cycle: per_cycle((wal_end.bytes - wal_start.bytes) as f64),
-        full_pages_per_cycle: per_cycle((wal_end.full_pages - wal_start.full_pages) as f64),
+        wal_bytes_per_cycle: per_cycle((wal_end - wal_start) as f64),
     })
 }
 
@@ -817,7 +829,9 @@ async fn size(
     settings: &Settings,
     log: &mut dyn FnMut(&str),
 ) -> Result<(Vec<Size>, String)> {
-    let big = scale.table("Big", settings.big_rows).await?;
+    let big = scale
+        .table_with("Big", settings.big_rows, settings.fillfactor)
+        .await?;
     let small_rows = settings.tasks as i64;
     let small = scale.table("Small", small_rows).await?;
     let plan = scale
@@ -866,7 +880,6 @@ async fn size(
             summary: Summary::median(&runs.iter().map(|r| r.summary).collect::<Vec<_>>()),
             server_us_per_cycle: median(runs.iter().map(|r| r.server_us_per_cycle).collect()),
             wal_bytes_per_cycle: median(runs.iter().map(|r| r.wal_bytes_per_cycle).collect()),
-            full_pages_per_cycle: median(runs.iter().map(|r| r.full_pages_per_cycle).collect()),
         };
         results.push(Size {
             shape,
@@ -1146,11 +1159,14 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     if !results.size.is_empty() {
         let _ = writeln!(
             out,
-            "#### Table size: {} rows against {} ({} tasks over {} connections, each task on rows of its own)\n\n\
+            "#### Table size: {} rows{} against {} ({} tasks over {} connections, each task on rows of its own)\n\n\
              Median of {} runs of {:?}. The acquisition's plan: `{}`.\n\n\
-             | cycle | large cycles/s | small cycles/s | large/small | large p50 ms | small p50 ms | large p99 ms | small p99 ms | large server CPU µs/cycle | small | large client CPU µs/cycle | small | large WAL bytes/cycle | small | large full-page images/cycle | small |\n\
-             |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+             | cycle | large cycles/s | small cycles/s | large/small | large p50 ms | small p50 ms | large p99 ms | small p99 ms | large server CPU µs/cycle | small | large client CPU µs/cycle | small | large WAL bytes/cycle | small |\n\
+             |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
             settings.big_rows,
+            settings
+                .fillfactor
+                .map_or(String::new(), |f| format!(" (fillfactor {f})")),
             settings.tasks,
             settings.tasks,
             settings.connections,
@@ -1162,7 +1178,7 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
             let (b, m) = (s.big, s.small);
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 match s.shape {
                     SizeShape::Acquisition => "acquire, release",
                     SizeShape::Cycle => "acquire, publish, release",
@@ -1180,8 +1196,6 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
                 f(m.summary.cpu_us_per_cycle, 0),
                 f(b.wal_bytes_per_cycle, 0),
                 f(m.wal_bytes_per_cycle, 0),
-                f(b.full_pages_per_cycle, 2),
-                f(m.full_pages_per_cycle, 2),
             );
         }
         out.push('\n');

@@ -87,8 +87,8 @@ pub fn max_batch_size(dialect: Dialect) -> usize {
 impl<E: Executor> Store<E> {
     /// Renews every lease of `leases` (each for its own ttl) in statements of
     /// [`DEFAULT_BATCH_SIZE`] leases (at most [`max_batch_size`]), sent one after the
-    /// other, and returns one outcome per
-    /// lease, in order. Each lease's renewal is the one [`renew`](Store::renew) makes:
+    /// other, and returns one outcome per lease, in order. Each lease's renewal is the
+    /// one [`renew`](Store::renew) makes:
     /// applied only while the lease still holds (same generation and owner, unexpired
     /// by the database's clock, current epoch), so a late renewal never revives; each
     /// applied lease's local deadline moves to its ttl after its statement was sent.
