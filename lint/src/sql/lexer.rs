@@ -115,6 +115,9 @@ pub(crate) struct Marks {
     pub(crate) executing: Vec<usize>,
     /// The indices of the string tokens right after the bare word `AS` or `DO`, in order.
     pub(crate) bodies: Vec<usize>,
+    /// The indices of the operators `=` and `+=`, which may assign executed SQL to a
+    /// variable, in order.
+    pub(crate) assignments: Vec<usize>,
 }
 
 impl Marks {
@@ -132,6 +135,9 @@ impl Marks {
             }
             TokenKind::QuotedIdent if super::words::executes(token.kind, raw) => {
                 self.executing.push(index);
+            }
+            TokenKind::Operator if matches!(raw, b"=" | b"+=") => {
+                self.assignments.push(index);
             }
             TokenKind::String
                 if previous.is_some_and(|(t, raw)| {
@@ -154,8 +160,13 @@ pub(crate) fn lex_reusing(text: &str, out: &mut Lexed) {
     marks.statement_words.clear();
     marks.executing.clear();
     marks.bodies.clear();
-    // About one token in six bytes of SQL: one allocation, not a dozen doublings.
-    out.tokens.reserve(text.len() / 6);
+    marks.assignments.clear();
+    // About one token in six bytes of SQL: one allocation, not a dozen doublings. A
+    // buffer too small is replaced, not grown: growing would copy its old capacity.
+    let expected = text.len() / 6;
+    if out.tokens.capacity() < expected {
+        out.tokens = Vec::with_capacity(expected);
+    }
     lex_into(text, 0, 0, out, &mut marks);
     out.marks = marks;
 }
@@ -465,7 +476,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
         };
         if matches!(
             kind,
-            TokenKind::Word | TokenKind::QuotedIdent | TokenKind::String
+            TokenKind::Word | TokenKind::QuotedIdent | TokenKind::String | TokenKind::Operator
         ) {
             // The previous token is of this text: a nested body ends with a delimiter.
             let previous = out.tokens.last().map(|t| {
