@@ -131,16 +131,18 @@ fn main() {
     let roots: Vec<PathBuf> = vec![root];
 
     // Warm the page cache so that both measurements read from memory.
-    let _ = walk::read_tree(&roots, false, |_| true, |_, bytes| bytes);
+    let _ = walk::read_tree(&roots, false, |_| true, |_, bytes| std::mem::take(bytes));
 
     let (plain, read) = best_of(runs, || {
-        walk::read_tree(&roots, false, |_| true, |_, bytes| bytes)
+        walk::read_tree(&roots, false, |_| true, |_, bytes| std::mem::take(bytes))
             .iter()
             .map(|input| input.content.as_ref().map_or(0, Vec::len))
             .sum()
     });
     let (lint, findings) = best_of(runs, || {
-        walk::lint_tree(&config, &roots, false).diagnostics.len()
+        walk::lint_tree(&config, &roots, false, true)
+            .diagnostics
+            .len()
     });
 
     assert_eq!(read, bytes, "the plain walk read the whole tree");
@@ -168,7 +170,9 @@ fn main() {
     // Where the lint's time goes, stage by stage, over files already in memory: pass 1
     // (decode, one search for both passes, table discovery) as the walk runs it on each
     // file, then pass 2 on the files that name a fenced table and on the others.
-    let inputs = walk::read_tree(&roots, false, Linter::is_candidate, |_, bytes| bytes);
+    let inputs = walk::read_tree(&roots, false, Linter::is_candidate, |_, bytes| {
+        std::mem::take(bytes)
+    });
     let linter = Linter::new(&config);
     let (pass1, tables) = best_of(runs, || {
         inputs
@@ -184,7 +188,11 @@ fn main() {
         .map(|i| {
             let bytes = i.content.clone().unwrap();
             let text = decode(&bytes).map(|t| t.into_owned()).unwrap_or_default();
-            (i, walk::load(&linter, &i.path, bytes, false), text)
+            let keep = walk::Keep {
+                rerun: false,
+                sources: true,
+            };
+            (i, walk::load(&linter, &i.path, &bytes, keep), text)
         })
         .collect();
     let linter = Linter::new(&config).with_discovered(Vec::new());

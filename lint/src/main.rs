@@ -59,9 +59,9 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
 
-    let run = walk::lint_tree(&config, &roots, strip_dot);
-
     let format = Format::from(args.format);
+    let run = walk::lint_tree(&config, &roots, strip_dot, format.shows_sources());
+
     match &args.output {
         Some(path) => {
             let file = File::create(path)

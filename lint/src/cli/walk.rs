@@ -32,7 +32,7 @@ use std::sync::mpsc;
 use fenced_lint::config::Config;
 use fenced_lint::diagnostic::Diagnostic;
 use fenced_lint::report::Run;
-use fenced_lint::source::{MAX_FILE_SIZE, Undecodable, decode_owned};
+use fenced_lint::source::{MAX_FILE_SIZE, Undecodable, decode, decode_owned};
 use fenced_lint::{FileReport, Linter, Scan};
 use ignore::{WalkBuilder, WalkState};
 use rayon::prelude::*;
@@ -65,6 +65,8 @@ pub(crate) struct Loaded {
 /// them that `wanted` accepts (the lint passes [`Linter::is_candidate`]), sorted by path.
 /// `load` runs on each file's bytes in the walker's thread right after the read, while
 /// they are still in the CPU's cache (the lint decodes them and runs pass 1 there).
+/// The bytes are read into a buffer the thread reuses for the next file (memory already
+/// mapped, not fresh pages); `load` may take them with `std::mem::take` to keep them.
 ///
 /// With `strip_dot`, a leading `./` is removed from reported paths (used when the lint
 /// walks the current directory by default, so paths read as `src/a.sql`).
@@ -72,7 +74,7 @@ pub(crate) fn read_tree<T: Send>(
     roots: &[PathBuf],
     strip_dot: bool,
     wanted: impl Fn(&Path) -> bool + Sync,
-    load: impl Fn(&Path, Vec<u8>) -> T + Sync,
+    load: impl Fn(&Path, &mut Vec<u8>) -> T + Sync,
 ) -> Vec<Input<T>> {
     let Some((first, rest)) = roots.split_first() else {
         return Vec::new();
@@ -100,14 +102,29 @@ pub(crate) fn read_tree<T: Send>(
                     // A FIFO, socket or device is not source, and opening or reading one
                     // can block forever: skipped inside directories (as ripgrep does),
                     // reported when named.
-                    let special = special_file(entry.path());
+                    // The walk's own file type (from the directory listing, no system
+                    // call) settles it for a regular file; links and the rest are looked up.
+                    let regular =
+                        !entry.path_is_symlink() && entry.file_type().is_some_and(|t| t.is_file());
+                    let special = if regular {
+                        None
+                    } else {
+                        special_file(entry.path())
+                    };
                     if special.is_some() && entry.depth() > 0 {
                         return WalkState::Continue;
                     }
                     let path = reported(entry.path(), strip_dot);
                     let content = match special {
                         Some(kind) => Err(format!("not a regular file ({kind}), not read")),
-                        None => read(entry.path()).map(|bytes| load(&path, bytes)),
+                        None => READ_BUFFER.with_borrow_mut(|buffer| {
+                            let loaded =
+                                read_into(entry.path(), buffer).map(|()| load(&path, buffer));
+                            if buffer.capacity() > KEEP_READ_BUFFER_BELOW {
+                                *buffer = Vec::new();
+                            }
+                            loaded
+                        }),
                     };
                     Input { path, content }
                 }
@@ -180,22 +197,39 @@ fn special_file(path: &Path) -> Option<&'static str> {
     Some("a special file")
 }
 
+thread_local! {
+    /// The walker thread's read buffer, reused from file to file.
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A read buffer that grew past this many bytes (for an unusually large file) is freed
+/// after use rather than kept for the thread's next file.
+const KEEP_READ_BUFFER_BELOW: usize = 4 << 20;
+
 /// Reads a whole file, refusing one too large to be source without reading all of it.
 fn read(path: &Path) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    read_into(path, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`read`] into `bytes`, which is cleared first.
+fn read_into(path: &Path, bytes: &mut Vec<u8>) -> Result<(), String> {
+    bytes.clear();
     let file = File::open(path).map_err(|e| e.to_string())?;
     let limit = MAX_FILE_SIZE as u64;
-    // The size the file has now, as a hint: one allocation of the right size.
+    // The size the file has now, as a hint: at most one allocation.
     let hint = file.metadata().map_or(0, |m| m.len().min(limit + 1));
-    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0) + 1);
+    bytes.reserve(usize::try_from(hint).unwrap_or(0) + 1);
     file.take(limit + 1)
-        .read_to_end(&mut bytes)
+        .read_to_end(bytes)
         .map_err(|e| e.to_string())?;
     if bytes.len() as u64 > limit {
         return Err(format!(
             "larger than the {limit}-byte limit for source files"
         ));
     }
-    Ok(bytes)
+    Ok(())
 }
 
 fn reported(path: &Path, strip_dot: bool) -> PathBuf {
@@ -220,29 +254,43 @@ fn error_path(err: &ignore::Error) -> Option<PathBuf> {
 /// Reads the tree and runs both passes: discovers fenced tables from every readable file
 /// (during the walk), then checks every file against the configured and discovered
 /// tables. Files that could not be read become one `unreadable-file` finding each.
-pub(crate) fn lint_tree(config: &Config, roots: &[PathBuf], strip_dot: bool) -> Run {
+///
+/// With `sources`, the texts of the files with findings are kept in the run, for a
+/// report that shows snippets.
+pub(crate) fn lint_tree(config: &Config, roots: &[PathBuf], strip_dot: bool, sources: bool) -> Run {
     let linter = Linter::new(config);
     // Files the configuration excludes are not even read; a file named on the command
     // line is read, and then not checked if excluded.
     let wanted = |path: &Path| Linter::is_candidate(path) && !linter.is_excluded(path);
     // Without configured tables, the tables come from discovery, and pass 2 runs again.
-    let keep = linter.tables().is_empty();
+    let rerun = linter.tables().is_empty();
+    let keep = Keep { rerun, sources };
     let inputs = read_tree(roots, strip_dot, wanted, |path, bytes| {
         load(&linter, path, bytes, keep)
     });
-    check(linter, inputs)
+    check(linter, inputs, sources)
 }
 
-/// Decodes a file's bytes and runs pass 1 and pass 2 on the text. The text is kept
-/// when a finding will show it, or, with `keep`, when pass 2 can report on it.
-pub(crate) fn load(linter: &Linter, path: &Path, bytes: Vec<u8>, keep: bool) -> Loaded {
+/// Which texts [`load`] keeps after pass 1.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Keep {
+    /// Those pass 2 can report on, for it to run again after discovery.
+    pub(crate) rerun: bool,
+    /// Those with findings, for a report that shows snippets.
+    pub(crate) sources: bool,
+}
+
+/// Decodes a file's bytes and runs pass 1 and pass 2 on the text. The text is kept as
+/// `keep` says: when a finding will show it, or when pass 2 can report on it again.
+pub(crate) fn load(linter: &Linter, path: &Path, bytes: &[u8], keep: Keep) -> Loaded {
     let excluded = linter.is_excluded(path);
-    match decode_owned(bytes) {
+    match decode(bytes) {
         Ok(text) if !excluded => {
             let (scan, report) = linter.scan_and_check(path, &text);
-            let kept = !report.diagnostics.is_empty() || keep && scan.statements;
+            let kept =
+                keep.sources && !report.diagnostics.is_empty() || keep.rerun && scan.statements;
             Loaded {
-                text: Ok(kept.then_some(text)),
+                text: Ok(kept.then(|| text.into_owned())),
                 excluded,
                 scan,
                 report,
@@ -259,7 +307,7 @@ pub(crate) fn load(linter: &Linter, path: &Path, bytes: Vec<u8>, keep: bool) -> 
 
 /// The reports of pass 2: those made during the walk, or, when discovery found fenced
 /// tables the configuration does not declare, pass 2 again with all tables.
-fn check(linter: Linter, inputs: Vec<Input<Loaded>>) -> Run {
+fn check(linter: Linter, inputs: Vec<Input<Loaded>>, sources: bool) -> Run {
     let discovered = inputs
         .iter()
         .filter_map(|i| i.content.as_ref().ok())
@@ -297,10 +345,10 @@ fn check(linter: Linter, inputs: Vec<Input<Loaded>>) -> Run {
                         (FileReport::default(), None)
                     };
                     // Keep the text only where a snippet will be shown.
-                    let text = if report.diagnostics.is_empty() {
-                        None
-                    } else {
+                    let text = if sources && !report.diagnostics.is_empty() {
                         text
+                    } else {
+                        None
                     };
                     (report, text)
                 }

@@ -57,9 +57,11 @@ impl Emitter for Json {
             files_scanned: run.files_scanned,
             statements_checked: run.statements_checked,
         };
-        // Into memory first: serde_json writes in small pieces, each a call through `w`.
-        let mut bytes = serde_json::to_vec_pretty(&document)?;
-        bytes.push(b'\n');
-        w.write_all(&bytes)
+        // serde_json writes in small pieces: a buffer of its own takes them without a
+        // call through `w` each, and without holding the whole document in memory.
+        let mut out = std::io::BufWriter::with_capacity(64 * 1024, w);
+        serde_json::to_writer_pretty(&mut out, &document)?;
+        out.write_all(b"\n")?;
+        out.flush()
     }
 }

@@ -88,6 +88,12 @@ impl Format {
     pub const ALL: &'static [Format] =
         &[Format::Human, Format::Json, Format::Sarif, Format::Github];
 
+    /// Whether the report shows source snippets, so the run must keep the texts of the
+    /// files with findings ([`Run::sources`]).
+    pub fn shows_sources(self) -> bool {
+        matches!(self, Format::Human)
+    }
+
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
