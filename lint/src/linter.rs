@@ -803,8 +803,12 @@ impl Linter {
         lexed: &lexer::Lexed,
         prose_possible: bool,
     ) -> (Vec<Finding>, usize, Coverage) {
-        // Only the writes of fenced tables are analysed further.
-        let wanted = |t: &sql::TableName| self.table(t.schema.as_deref(), &t.name).is_some();
+        // Only the writes of fenced tables are analysed, and of an INSERT's values only
+        // the generation's.
+        let wanted = |t: &sql::TableName| {
+            self.table(t.schema.as_deref(), &t.name)
+                .map(|table| table.generation.as_str())
+        };
         let mut findings = Vec::new();
         let mut coverage = Coverage::default();
         let mut checked = 0;

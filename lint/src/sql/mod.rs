@@ -72,12 +72,12 @@ pub fn analyse_tokens(text: &str, tokens: &[lexer::Token]) -> Vec<Analysed> {
 }
 
 /// [`analyse`] over a text already lexed, using the statement keywords the lexer noted,
-/// one statement at a time. An `INSERT` whose target `wanted` rejects is parsed without
-/// what only its analysis needs (see [`parse::parse_found_for`]).
-pub(crate) fn analyse_lexed<'a>(
+/// one statement at a time. An `INSERT` is parsed only as far as `wanted` says its
+/// analysis needs (see [`parse::parse_found_for`]).
+pub(crate) fn analyse_lexed<'a, 'w: 'a>(
     text: &'a str,
     lexed: &'a lexer::Lexed,
-    wanted: &'a dyn Fn(&TableName) -> bool,
+    wanted: &'a parse::Wanted<'w>,
 ) -> impl Iterator<Item = Analysed> + 'a {
     let tokens = &lexed.tokens;
     let keywords = lexed.marks.statement_words.iter().copied();
@@ -85,11 +85,11 @@ pub(crate) fn analyse_lexed<'a>(
     analyse_found(text, tokens, found, Some(wanted))
 }
 
-fn analyse_found<'a>(
+fn analyse_found<'a, 'w: 'a>(
     text: &'a str,
     tokens: &'a [lexer::Token],
     found: Vec<parse::Found>,
-    wanted: Option<&'a dyn Fn(&TableName) -> bool>,
+    wanted: Option<&'a parse::Wanted<'w>>,
 ) -> impl Iterator<Item = Analysed> + 'a {
     found.into_iter().map(move |found| {
         let keyword = tokens[found.first].range.clone();
@@ -581,15 +581,16 @@ mod tests {
 
     /// An `INSERT` of a target the caller does not want is parsed lean: the same
     /// outcome, error and target as the whole parse, without rows, columns or the
-    /// parameter style. A target read through a CTE is parsed whole.
+    /// parameter style, except that its `VALUES` rows are skipped whole, so a row that
+    /// would not parse is not an error. A target read through a CTE is parsed whole.
     #[test]
     fn lean_inserts_parse_as_whole_ones_do() {
-        let nothing_wanted = |_: &TableName| false;
+        let nothing_wanted = |_: &TableName| None;
         for sql in [
             "INSERT INTO t (a, b) VALUES (1, 'x'), (@p, NULL)",
             "INSERT t VALUES (1, 2)",
-            "INSERT INTO t VALUES (1 = 2)",
             "INSERT INTO t (a) VALUES (1",
+            "INSERT INTO t (a) VALUES (1)\nGO\n",
             "INSERT INTO t (a) SELECT a FROM u WHERE b = 1",
             "INSERT INTO t (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET a = 1 WHERE",
             "INSERT INTO t (id) VALUES ($1) ON CONFLICT DO",
@@ -618,6 +619,45 @@ mod tests {
                 }
             }
         }
+        // A row the whole parse cannot follow is skipped by the lean one.
+        let sql = "INSERT INTO t VALUES (1 = 2)";
+        let lexed = lexer::lex(sql);
+        let found = &parse::find_statements(sql, &lexed.tokens)[0];
+        assert!(parse::parse_found(sql, &lexed.tokens, found).is_err());
+        let lean = parse::parse_found_for(sql, &lexed.tokens, found, Some(&nothing_wanted));
+        assert_eq!(lean.map(|s| s.range), Ok(0..sql.len()));
+    }
+
+    /// Of a wanted `INSERT`, the values are parsed only where they are examined: when
+    /// the columns are not named, or name the generation column.
+    #[test]
+    fn insert_values_are_parsed_where_the_generation_can_be() {
+        let generation = |_: &TableName| Some("Generation");
+        let rows = |sql: &str| {
+            let lexed = lexer::lex(sql);
+            let found = &parse::find_statements(sql, &lexed.tokens)[0];
+            let statement =
+                parse::parse_found_for(sql, &lexed.tokens, found, Some(&generation)).unwrap();
+            assert_eq!(statement.range, 0..sql.len(), "{sql}");
+            let insert = &statement.inserts[0];
+            let values: Vec<Vec<Option<i64>>> = insert
+                .rows
+                .iter()
+                .flatten()
+                .map(|row| row.iter().map(|v| v.integer).collect())
+                .collect();
+            values
+        };
+        assert_eq!(
+            rows("INSERT INTO t (Id, generation) VALUES (1, 0), (2, 5)"),
+            [[Some(1), Some(0)], [Some(2), Some(5)]]
+        );
+        assert_eq!(rows("INSERT INTO t VALUES (1, 7)"), [[Some(1), Some(7)]]);
+        assert!(rows("INSERT INTO t (Id, Payload) VALUES (1, 7), (f(2), 'x')").is_empty());
+        // Skipped values still end where the parsed ones do.
+        assert!(
+            rows("INSERT INTO t (Id) VALUES ((SELECT 1), 2) ON CONFLICT DO NOTHING").is_empty()
+        );
     }
 
     /// Statements from real T-SQL, PostgreSQL and SQLite code: each must be found and parsed.

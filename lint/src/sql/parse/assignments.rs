@@ -4,7 +4,7 @@ use super::super::expr::{ColumnRef, Operand};
 use super::super::lexer::TokenKind;
 use super::{Assignment, Parser, SqlError};
 
-impl Parser<'_> {
+impl Parser<'_, '_> {
     pub(super) fn assignments(&mut self) -> Result<Vec<Assignment>, SqlError> {
         let mut out = Vec::new();
         loop {

@@ -7,7 +7,7 @@ use super::super::lexer::TokenKind;
 use super::super::words::{is_any_word, is_word, words};
 use super::{MAX_NESTING, Parser, SqlError};
 
-impl Parser<'_> {
+impl Parser<'_, '_> {
     pub(super) fn where_clause(
         &mut self,
     ) -> Result<(Vec<Predicate>, Option<Range<usize>>), SqlError> {

@@ -7,7 +7,7 @@ use super::super::words::{is_any_word, is_word, words};
 use super::find::matching_open;
 use super::{Parser, TableName, tables_in};
 
-impl Parser<'_> {
+impl Parser<'_, '_> {
     pub(super) fn cte_tables(&mut self, first: usize, keyword: usize) -> Vec<(TableName, String)> {
         let mut out = Vec::new();
         let mut i = first + 1;

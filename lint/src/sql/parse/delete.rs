@@ -2,7 +2,7 @@
 
 use super::{ParamStyle, Parser, SqlError, Statement, StatementKind};
 
-impl Parser<'_> {
+impl Parser<'_, '_> {
     pub(super) fn delete(&mut self) -> Result<Statement, SqlError> {
         self.pos += 1; // DELETE
         self.skip_top();

@@ -4,7 +4,7 @@ use super::super::lexer::TokenKind;
 use super::super::words::{is_any_word, is_word, words};
 use super::{Grant, ParamStyle, Parser, SqlError, Statement, StatementKind};
 
-impl Parser<'_> {
+impl Parser<'_, '_> {
     pub(super) fn grant(&mut self) -> Result<Statement, SqlError> {
         self.pos += 1; // GRANT
         let mut privileges = Vec::new();

@@ -8,7 +8,7 @@ use super::{
     is_name, tables_in,
 };
 
-impl Parser<'_> {
+impl Parser<'_, '_> {
     pub(super) fn insert(&mut self) -> Result<Statement, SqlError> {
         let mut replace = self.at_word("REPLACE");
         self.pos += 1; // INSERT / REPLACE
@@ -23,7 +23,12 @@ impl Parser<'_> {
             .ok_or_else(|| self.error("expected the table after INSERT"))?;
         let alias = self.alias();
         // A target read through a CTE is resolved after parsing.
-        self.lean = self.ctes.is_empty() && self.wanted.is_some_and(|wanted| !wanted(&target));
+        let wanted = match self.wanted {
+            Some(wanted) if self.ctes.is_empty() => Some(wanted(&target)),
+            _ => None,
+        };
+        self.lean = wanted.is_some_and(|generation| generation.is_none());
+        self.generation = wanted.flatten();
         let mut mentioned = Vec::new();
         let start = self.pos;
         let part = self.insert_body(replace)?;
@@ -104,19 +109,33 @@ impl Parser<'_> {
         } else {
             self.column_list()
         };
+        // Only the generation column's values are examined, and only a positional
+        // insert's rows are counted: other values are skipped, not parsed.
+        let skip_values = self.lean
+            || !columns.is_empty()
+                && self
+                    .generation
+                    .is_some_and(|g| !columns.iter().any(|c| c.eq_ignore_ascii_case(g)));
         if self.eat_word("OUTPUT") {
             self.skip_output();
         }
         let rows = if self.eat_word("VALUES") {
             let mut rows = Vec::new();
             while self.at_kind(TokenKind::LParen) {
+                if skip_values {
+                    if !self.skip_group() {
+                        return Err(self.error("expected `)` after VALUES row"));
+                    }
+                    if self.at_kind(TokenKind::Comma) {
+                        self.pos += 1;
+                        continue;
+                    }
+                    break;
+                }
                 self.pos += 1;
                 let mut row = Vec::new();
                 loop {
-                    let value = self.operand();
-                    if !self.lean {
-                        row.push(value);
-                    }
+                    row.push(self.operand());
                     if self.at_kind(TokenKind::Comma) {
                         self.pos += 1;
                     } else {
@@ -127,9 +146,7 @@ impl Parser<'_> {
                     return Err(self.error("expected `)` after VALUES row"));
                 }
                 self.pos += 1;
-                if !self.lean {
-                    rows.push(row);
-                }
+                rows.push(row);
                 if self.at_kind(TokenKind::Comma) {
                     self.pos += 1;
                 } else {
@@ -144,7 +161,7 @@ impl Parser<'_> {
             // INSERT ... SELECT / EXEC / WITH: the select list of a single plain SELECT
             // is read as the row (`SELECT @id, 0, 0 WHERE NOT EXISTS (...)`), then the
             // query is skipped up to ON CONFLICT or the end.
-            let mut row = if self.eat_word("SELECT") {
+            let mut row = if self.eat_word("SELECT") && !skip_values {
                 self.select_list()
             } else {
                 None

@@ -2,7 +2,7 @@
 
 use super::{ParamStyle, Parser, SqlError, Statement, StatementKind, UpdateArm};
 
-impl Parser<'_> {
+impl Parser<'_, '_> {
     pub(super) fn merge(&mut self) -> Result<Statement, SqlError> {
         self.pos += 1; // MERGE
         self.skip_top();

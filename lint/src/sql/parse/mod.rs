@@ -140,15 +140,22 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
     parse_found_for(text, tokens, found, None)
 }
 
+/// What a caller of [`parse_found_for`] examines of an `INSERT` into a table: `None`,
+/// nothing past the target; else the name of the table's generation column, the only
+/// column whose values it examines.
+pub(crate) type Wanted<'a> = dyn Fn(&TableName) -> Option<&'a str> + 'a;
+
 /// [`parse_found`] for a caller that looks no further than the target of an `INSERT`
 /// unless `wanted` accepts it: the insert is then parsed only as far as telling whether
-/// it parses and what its target is (the same result, the same error), without its
-/// columns, rows, names, parameter style or the tables it mentions.
-pub(crate) fn parse_found_for(
-    text: &str,
-    tokens: &[Token],
+/// it parses and what its target is, without its columns, rows, names, parameter style
+/// or the tables it mentions. The `VALUES` rows of an insert are skipped whole, not
+/// parsed, unless the caller examines them: when its columns are not named, or name the
+/// generation column `wanted` gives.
+pub(crate) fn parse_found_for<'a, 'w>(
+    text: &'a str,
+    tokens: &'a [Token],
     found: &Found,
-    wanted: Option<&dyn Fn(&TableName) -> bool>,
+    wanted: Option<&'a Wanted<'w>>,
 ) -> Result<Statement, SqlError> {
     let mut parser = Parser::new(text, tokens, found.keyword);
     parser.wanted = wanted;
@@ -193,7 +200,7 @@ pub(crate) fn parse_found_for(
 }
 
 /// The parser of one statement: a cursor over the tokens of its text.
-struct Parser<'a> {
+struct Parser<'a, 'w> {
     text: &'a str,
     tokens: &'a [Token],
     pos: usize,
@@ -204,19 +211,23 @@ struct Parser<'a> {
     cte_filters: Vec<(String, usize)>,
     /// Current recursion depth of conditions and calls, bounded by [`MAX_NESTING`].
     nesting: usize,
-    /// Which `INSERT` targets the caller wants the whole statement of (`None`: all).
-    wanted: Option<&'a dyn Fn(&TableName) -> bool>,
+    /// Which `INSERT` targets the caller wants the whole statement of, and their
+    /// generation columns (`None`: every target, every value).
+    wanted: Option<&'a Wanted<'w>>,
     /// The statement is an `INSERT` of a target not wanted: parse it without keeping
     /// what only its analysis needs.
     lean: bool,
+    /// The generation column of a wanted `INSERT` target: the only column whose values
+    /// are examined.
+    generation: Option<&'w str>,
 }
 
 /// Deeper nesting than this is not written by people; the statement is reported as not
 /// analysed instead of exhausting the stack.
 const MAX_NESTING: usize = 200;
 
-impl<'a> Parser<'a> {
-    fn new(text: &'a str, tokens: &'a [Token], pos: usize) -> Parser<'a> {
+impl<'a, 'w> Parser<'a, 'w> {
+    fn new(text: &'a str, tokens: &'a [Token], pos: usize) -> Parser<'a, 'w> {
         Parser {
             text,
             tokens,
@@ -226,6 +237,7 @@ impl<'a> Parser<'a> {
             nesting: 0,
             wanted: None,
             lean: false,
+            generation: None,
         }
     }
 
@@ -279,8 +291,8 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Skips a balanced parenthesised group starting at `(`.
-    fn skip_group(&mut self) {
+    /// Skips a balanced parenthesised group starting at `(`: whether it was closed.
+    fn skip_group(&mut self) -> bool {
         let mut depth = 0usize;
         while let Some(t) = self.peek() {
             match t.kind {
@@ -289,14 +301,15 @@ impl<'a> Parser<'a> {
                     depth = depth.saturating_sub(1);
                     if depth == 0 {
                         self.pos += 1;
-                        return;
+                        return true;
                     }
                 }
-                TokenKind::BatchSeparator => return,
+                TokenKind::BatchSeparator => return false,
                 _ => {}
             }
             self.pos += 1;
         }
+        false
     }
 
     /// Skips tokens up to the next boundary at depth 0 (groups skipped whole).

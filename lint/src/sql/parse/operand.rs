@@ -99,7 +99,7 @@ const DATE_FUNCTIONS: &[&str] = &[
     "datetrunc",
 ];
 
-impl Parser<'_> {
+impl Parser<'_, '_> {
     /// A value expression: tokens up to a comparison, a boolean keyword, a comma, a
     /// closing parenthesis or a clause boundary. Never fails; may be empty.
     pub(super) fn operand(&mut self) -> Operand {

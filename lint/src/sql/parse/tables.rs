@@ -20,7 +20,7 @@ pub(super) struct Dotted<'a> {
     pub(super) range: Range<usize>,
 }
 
-impl<'a> Parser<'a> {
+impl<'a> Parser<'a, '_> {
     /// A possibly qualified name: `a`, `a.b`, `a.b.c`, `a..c`, `a.*`.
     pub(super) fn dotted_name(&mut self) -> Option<Dotted<'a>> {
         let first = self.peek().filter(|t| is_name(t))?;

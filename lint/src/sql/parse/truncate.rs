@@ -3,7 +3,7 @@
 use super::super::lexer::TokenKind;
 use super::{ParamStyle, Parser, SqlError, Statement, StatementKind};
 
-impl Parser<'_> {
+impl Parser<'_, '_> {
     pub(super) fn truncate(&mut self) -> Result<Statement, SqlError> {
         self.pos += 1;
         self.eat_word("TABLE");

@@ -2,7 +2,7 @@
 
 use super::{ParamStyle, Parser, SqlError, Statement, StatementKind, UpdateArm};
 
-impl Parser<'_> {
+impl Parser<'_, '_> {
     pub(super) fn update(&mut self) -> Result<Statement, SqlError> {
         self.pos += 1; // UPDATE
         if self.eat_word("OR") {
