@@ -35,11 +35,14 @@ WHERE ReportId = @reportId
 
 pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
     let Some(table) = context.table else { return };
-    let name = table.display_name();
-    let help = Some(format!(
-        "only ever assign `{0} = {0} + 1`, in the acquisition",
-        table.generation
-    ));
+    // Written only for a finding: most statements have none.
+    let name = || table.display_name();
+    let help = || {
+        Some(format!(
+            "only ever assign `{0} = {0} + 1`, in the acquisition",
+            table.generation
+        ))
+    };
     if context
         .arms
         .iter()
@@ -48,17 +51,18 @@ pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
         out.push(context.finding(
             Rule::GenerationRewind,
             format!(
-                "the generation of fenced table `{name}` is assigned a value other than `{} + 1`",
+                "the generation of fenced table `{}` is assigned a value other than `{} + 1`",
+                name(),
                 table.generation
             ),
-            help.clone(),
+            help(),
         ));
     }
     for insert in &context.statement.inserts {
         if insert.replace {
             out.push(context.finding(
                 Rule::GenerationRewind,
-                format!("replacing a row of fenced table `{name}` deletes it and resets its generation"),
+                format!("replacing a row of fenced table `{}` deletes it and resets its generation", name()),
                 Some("provision rows with a plain INSERT and change them with fenced UPDATEs".to_owned()),
             ));
             continue;
@@ -79,7 +83,7 @@ pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
         if bad {
             out.push(context.finding(
                 Rule::GenerationRewind,
-                format!("an INSERT into fenced table `{name}` sets the generation to something other than 0"),
+                format!("an INSERT into fenced table `{}` sets the generation to something other than 0", name()),
                 Some(format!("provision new rows with `{} = 0` (or its default)", table.generation)),
             ));
         }
