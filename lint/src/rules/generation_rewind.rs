@@ -60,11 +60,19 @@ pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
     }
     for insert in &context.statement.inserts {
         if insert.replace {
-            out.push(context.finding(
-                Rule::GenerationRewind,
-                format!("replacing a row of fenced table `{}` deletes it and resets its generation", name()),
-                Some("provision rows with a plain INSERT and change them with fenced UPDATEs".to_owned()),
-            ));
+            out.push(
+                context.finding(
+                    Rule::GenerationRewind,
+                    format!(
+                        "replacing a row of fenced table `{}` deletes it and resets its generation",
+                        name()
+                    ),
+                    Some(
+                        "provision rows with a plain INSERT and change them with fenced UPDATEs"
+                            .to_owned(),
+                    ),
+                ),
+            );
             continue;
         }
         let Some(index) = insert

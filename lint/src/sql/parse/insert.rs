@@ -32,7 +32,8 @@ impl Parser<'_, '_> {
         let mut mentioned = Vec::new();
         let start = self.pos;
         let part = self.insert_body(replace)?;
-        if !self.lean {
+        // The rules read no insert's mentions; only the public analysis keeps them.
+        if !self.lean && wanted.is_none() {
             mentioned.push(target.clone());
             mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
         }
@@ -80,11 +81,14 @@ impl Parser<'_, '_> {
             }
         }
         self.tail();
+        // The names the target goes by qualify the columns of an upsert's arms.
         let mut names = Vec::new();
-        if !self.lean {
+        if !self.lean && (wanted.is_none() || !updates.is_empty()) {
             names.push(target.name.clone());
             names.extend(alias);
         }
+        // Nor do they write advice for an insert without arms, in its parameter style.
+        self.lean_style = wanted.is_some() && updates.is_empty();
         Ok(Statement {
             param_style: ParamStyle::Unknown,
             kind: StatementKind::Insert,

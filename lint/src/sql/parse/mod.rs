@@ -172,7 +172,7 @@ pub(crate) fn parse_found_for<'a, 'w>(
     };
     let last = parser.pos.saturating_sub(1).max(found.keyword);
     statement.range = tokens[found.first].range.start..tokens[last].range.end;
-    if !parser.lean {
+    if !parser.lean && !parser.lean_style {
         statement.param_style = ParamStyle::of(text, &tokens[found.first..=last]);
     }
     for (table, _) in &parser.ctes {
@@ -220,6 +220,9 @@ struct Parser<'a, 'w> {
     /// The generation column of a wanted `INSERT` target: the only column whose values
     /// are examined.
     generation: Option<&'w str>,
+    /// The statement is an `INSERT` whose advice the caller will not write: its
+    /// parameter style is not worked out.
+    lean_style: bool,
 }
 
 /// Deeper nesting than this is not written by people; the statement is reported as not
@@ -238,6 +241,7 @@ impl<'a, 'w> Parser<'a, 'w> {
             wanted: None,
             lean: false,
             generation: None,
+            lean_style: false,
         }
     }
 
