@@ -318,48 +318,52 @@ fn check(linter: Linter, inputs: Vec<Input<Loaded>>, sources: bool) -> Run {
     let again = linter.tables().len() > configured;
     let files_scanned = inputs.len();
 
-    let checked: Vec<(PathBuf, FileReport, Option<String>)> = inputs
-        .into_par_iter()
-        .map(|input| {
-            let (report, text) = match input.content {
-                Ok(Loaded { excluded: true, .. }) => (FileReport::default(), None),
-                Ok(Loaded {
-                    text: Ok(text),
-                    scan,
-                    report,
-                    ..
-                }) => {
-                    let (report, text) = if !again {
-                        (report, text)
-                    } else if let Some(text) = text {
-                        (linter.check_scanned(&input.path, &text, &scan), Some(text))
-                    } else if scan.statements {
-                        match read(&input.path).map(decode_owned) {
-                            Ok(Ok(text)) => {
-                                (linter.check_scanned(&input.path, &text, &scan), Some(text))
-                            }
-                            Ok(Err(reason)) => (unreadable(&input.path, reason), None),
-                            Err(reason) => (unreadable(&input.path, reason), None),
-                        }
-                    } else {
-                        (FileReport::default(), None)
-                    };
-                    // Keep the text only where a snippet will be shown.
-                    let text = if sources && !report.diagnostics.is_empty() {
-                        text
-                    } else {
-                        None
-                    };
+    let finish = |input: Input<Loaded>| {
+        let (report, text) = match input.content {
+            Ok(Loaded { excluded: true, .. }) => (FileReport::default(), None),
+            Ok(Loaded {
+                text: Ok(text),
+                scan,
+                report,
+                ..
+            }) => {
+                let (report, text) = if !again {
                     (report, text)
-                }
-                Ok(Loaded {
-                    text: Err(reason), ..
-                }) => (unreadable(&input.path, reason), None),
-                Err(reason) => (unreadable(&input.path, reason), None),
-            };
-            (input.path, report, text)
-        })
-        .collect();
+                } else if let Some(text) = text {
+                    (linter.check_scanned(&input.path, &text, &scan), Some(text))
+                } else if scan.statements {
+                    match read(&input.path).map(decode_owned) {
+                        Ok(Ok(text)) => {
+                            (linter.check_scanned(&input.path, &text, &scan), Some(text))
+                        }
+                        Ok(Err(reason)) => (unreadable(&input.path, reason), None),
+                        Err(reason) => (unreadable(&input.path, reason), None),
+                    }
+                } else {
+                    (FileReport::default(), None)
+                };
+                // Keep the text only where a snippet will be shown.
+                let text = if sources && !report.diagnostics.is_empty() {
+                    text
+                } else {
+                    None
+                };
+                (report, text)
+            }
+            Ok(Loaded {
+                text: Err(reason), ..
+            }) => (unreadable(&input.path, reason), None),
+            Err(reason) => (unreadable(&input.path, reason), None),
+        };
+        (input.path, report, text)
+    };
+    // Only pass 2 run again is worth the thread pool; otherwise the reports are only
+    // moved.
+    let checked: Vec<(PathBuf, FileReport, Option<String>)> = if again {
+        inputs.into_par_iter().map(finish).collect()
+    } else {
+        inputs.into_iter().map(finish).collect()
+    };
 
     let mut diagnostics = Vec::new();
     let mut statements_checked = 0;
