@@ -29,6 +29,22 @@ impl Parser<'_, '_> {
         };
         self.lean = wanted.is_some_and(|generation| generation.is_none());
         self.generation = wanted.flatten();
+        if self.lean {
+            // An INSERT writes its target and nothing else: past a target the caller
+            // does not want, there is nothing to look at.
+            return Ok(Statement {
+                param_style: ParamStyle::Unknown,
+                kind: StatementKind::Insert,
+                range: 0..0,
+                target: Some(target),
+                target_names: Vec::new(),
+                updates: Vec::new(),
+                deletes: replace,
+                inserts: Vec::new(),
+                grant: None,
+                mentioned: Vec::new(),
+            });
+        }
         let mut mentioned = Vec::new();
         let start = self.pos;
         let part = self.insert_body(replace)?;

@@ -146,11 +146,10 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
 pub(crate) type Wanted<'a> = dyn Fn(&TableName) -> Option<&'a str> + 'a;
 
 /// [`parse_found`] for a caller that looks no further than the target of an `INSERT`
-/// unless `wanted` accepts it: the insert is then parsed only as far as telling whether
-/// it parses and what its target is, without its columns, rows, names, parameter style
-/// or the tables it mentions. The `VALUES` rows of an insert are skipped whole, not
-/// parsed, unless the caller examines them: when its columns are not named, or name the
-/// generation column `wanted` gives.
+/// unless `wanted` accepts it: the insert is then parsed only as far as its target (its
+/// statement ends there, and only a missing target is an error). The `VALUES` rows of
+/// an insert `wanted` accepts are skipped whole, not parsed, unless the caller examines
+/// them: when its columns are not named, or name the generation column `wanted` gives.
 pub(crate) fn parse_found_for<'a, 'w>(
     text: &'a str,
     tokens: &'a [Token],
