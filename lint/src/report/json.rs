@@ -59,38 +59,67 @@ const FINDINGS_PER_BLOCK: usize = 256;
 /// Writes one finding, as serde_json's pretty printer would inside the document: keys
 /// in the contract's order, strings escaped by serde_json.
 fn finding(out: &mut Vec<u8>, d: &Diagnostic) -> io::Result<()> {
-    let string = |out: &mut Vec<u8>, key: &str, value: &str| -> io::Result<()> {
-        write!(out, "\n      \"{key}\": ")?;
-        serde_json::to_writer(&mut *out, value).map_err(io::Error::from)?;
-        out.push(b',');
-        Ok(())
+    let string = |out: &mut Vec<u8>, value: &str| {
+        serde_json::to_writer(&mut *out, value).map_err(io::Error::from)
     };
-    out.extend_from_slice(b"\n    {");
-    string(out, "rule", d.rule.name())?;
-    string(out, "code", d.rule.code())?;
-    string(
-        out,
-        "severity",
-        match d.severity() {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        },
-    )?;
-    string(out, "path", &display_path(&d.path))?;
+    out.extend_from_slice(b"\n    {\n      \"rule\": ");
+    string(out, d.rule.name())?;
+    out.extend_from_slice(b",\n      \"code\": ");
+    string(out, d.rule.code())?;
+    out.extend_from_slice(match d.severity() {
+        Severity::Error => b",\n      \"severity\": \"error\"",
+        Severity::Warning => b",\n      \"severity\": \"warning\"",
+    });
+    out.extend_from_slice(b",\n      \"path\": ");
+    match d.path.to_str() {
+        Some(path) if std::path::MAIN_SEPARATOR == '/' => string(out, path)?,
+        _ => string(out, &display_path(&d.path))?,
+    }
     for (key, value) in [
-        ("line", d.range.start.line),
-        ("column", d.range.start.column),
-        ("end_line", d.range.end.line),
-        ("end_column", d.range.end.column),
+        (&b",\n      \"line\": "[..], d.range.start.line),
+        (b",\n      \"column\": ", d.range.start.column),
+        (b",\n      \"end_line\": ", d.range.end.line),
+        (b",\n      \"end_column\": ", d.range.end.column),
     ] {
-        write!(out, "\n      \"{key}\": {value},")?;
+        out.extend_from_slice(key);
+        decimal(out, value);
     }
+    out.extend_from_slice(b",\n      \"table\": ");
     match &d.table {
-        Some(table) => string(out, "table", table)?,
-        None => out.extend_from_slice(b"\n      \"table\": null,"),
+        Some(table) => string(out, table)?,
+        None => out.extend_from_slice(b"null"),
     }
-    out.extend_from_slice(b"\n      \"message\": ");
-    serde_json::to_writer(&mut *out, &d.message).map_err(io::Error::from)?;
+    out.extend_from_slice(b",\n      \"message\": ");
+    string(out, &d.message)?;
     out.extend_from_slice(b"\n    }");
     Ok(())
+}
+
+/// Appends `value` in decimal.
+fn decimal(out: &mut Vec<u8>, mut value: u32) {
+    let mut digits = [0u8; 10];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[start..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal;
+
+    #[test]
+    fn decimals_are_written_as_display_writes_them() {
+        for value in [0, 7, 10, 99, 1_000, 4_096, u32::MAX] {
+            let mut out = Vec::new();
+            decimal(&mut out, value);
+            assert_eq!(out, value.to_string().as_bytes());
+        }
+    }
 }
