@@ -218,9 +218,8 @@ fn read_into(path: &Path, bytes: &mut Vec<u8>) -> Result<(), String> {
     bytes.clear();
     let file = File::open(path).map_err(|e| e.to_string())?;
     let limit = MAX_FILE_SIZE as u64;
-    // The size the file has now, as a hint: at most one allocation.
-    let hint = file.metadata().map_or(0, |m| m.len().min(limit + 1));
-    bytes.reserve(usize::try_from(hint).unwrap_or(0) + 1);
+    // No size hint from the file's metadata: that is a system call per file, and the
+    // reused buffer is usually large enough already.
     file.take(limit + 1)
         .read_to_end(bytes)
         .map_err(|e| e.to_string())?;
