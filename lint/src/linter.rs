@@ -261,21 +261,17 @@ impl Linter {
 
     fn discover_in_tokens(&self, text: &str, tokens: &[lexer::Token]) -> Vec<TableSpec> {
         let mut out = Vec::new();
-        let mut column_sets: Vec<(String, String, String)> = self
+        let mut column_sets: Vec<(&str, &str, &str)> = self
             .tables
             .iter()
-            .map(|t| (t.generation.clone(), t.owner.clone(), t.expiry.clone()))
+            .map(|t| (t.generation.as_str(), t.owner.as_str(), t.expiry.as_str()))
             .collect();
         column_sets.push((
-            config::DEFAULT_GENERATION.into(),
-            config::DEFAULT_OWNER.into(),
-            config::DEFAULT_EXPIRY.into(),
+            config::DEFAULT_GENERATION,
+            config::DEFAULT_OWNER,
+            config::DEFAULT_EXPIRY,
         ));
-        column_sets.push((
-            "generation".into(),
-            "lease_owner".into(),
-            "lease_until".into(),
-        ));
+        column_sets.push(("generation", "lease_owner", "lease_until"));
         for i in 0..tokens.len() {
             if !(sql::parse::is_word(text, &tokens[i], "CREATE")) {
                 continue;
@@ -419,9 +415,9 @@ impl Linter {
                     schema,
                     name,
                     key,
-                    generation: generation.clone(),
-                    owner: owner.clone(),
-                    expiry: expiry.clone(),
+                    generation: (*generation).to_owned(),
+                    owner: (*owner).to_owned(),
+                    expiry: (*expiry).to_owned(),
                 });
             }
         }
@@ -805,9 +801,13 @@ impl Linter {
     ) -> (Vec<Finding>, usize, Coverage) {
         // Only the writes of fenced tables are analysed, and of an INSERT's values only
         // the generation's.
+        // The parser asks about an INSERT's target before the rules do: the answer is
+        // kept for them, by the target's place in the text.
+        let asked: std::cell::Cell<Option<(usize, Option<&TableSpec>)>> = std::cell::Cell::new(None);
         let wanted = |t: &sql::TableName| {
-            self.table(t.schema.as_deref(), &t.name)
-                .map(|table| table.generation.as_str())
+            let table = self.table(t.schema.as_deref(), &t.name);
+            asked.set(Some((t.range.start, table)));
+            table.map(|table| table.generation.as_str())
         };
         let mut findings = Vec::new();
         let mut coverage = Coverage::default();
@@ -823,10 +823,10 @@ impl Linter {
             match &statement.result {
                 Ok(parsed) => {
                     coverage.parsed += 1;
-                    let target = parsed
-                        .target
-                        .as_ref()
-                        .and_then(|t| self.table(t.schema.as_deref(), &t.name));
+                    let target = parsed.target.as_ref().and_then(|t| match asked.take() {
+                        Some((start, table)) if start == t.range.start => table,
+                        _ => self.table(t.schema.as_deref(), &t.name),
+                    });
                     findings.extend(rules::check_statement(parsed, target, &self.tables));
                 }
                 Err((error, range, mentioned)) => {

@@ -39,6 +39,11 @@ WHERE ReportId = @reportId
 pub(crate) fn check(context: &Context<'_>, out: &mut Vec<Finding>) {
     let Some(table) = context.table else { return };
     for facts in &context.arms {
+        // The advice is written only for an arm that has such a predicate.
+        let presences = [facts.key, facts.generation, facts.owner, facts.unexpired];
+        if !presences.contains(&Presence::OnlyGuarded) {
+            continue;
+        }
         let guarded: Vec<(&str, String)> = required(context, facts)
             .into_iter()
             .filter(|(_, presence, _)| *presence == Presence::OnlyGuarded)
