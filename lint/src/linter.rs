@@ -321,7 +321,7 @@ impl Linter {
             {
                 continue;
             }
-            let name_text = &text[tokens[name_start].range.start..tokens[j - 1].range.end];
+            let name_text = &text[tokens[name_start].range().start..tokens[j - 1].range().end];
             let (schema, name) = config::split_qualified(name_text);
             // Column definitions at depth 1: the first name after `(` or `,`.
             let mut columns = Vec::new();
@@ -719,7 +719,7 @@ impl Linter {
         };
         let tokens = &lexed.tokens;
         let executed = sql::executed_strings_lexed(text, lexed, |token| {
-            self.prefilter.is_match(&text[token.range.clone()])
+            self.prefilter.is_match(&text[token.range()])
         });
         for position in executed {
             let token = &tokens[position];
@@ -732,7 +732,7 @@ impl Linter {
                 .into_iter()
                 .flatten()
                 .filter_map(|i| tokens.get(i))
-                .any(|t| matches!(&text[t.range.clone()], "+" | "||"));
+                .any(|t| matches!(&text[t.range()], "+" | "||"));
             let mut seen = Vec::new();
             // Offsets of the value in the file.
             let map: Vec<usize> = inner.iter().map(|&o| in_file(o)).collect();
@@ -756,7 +756,11 @@ impl Linter {
                 }
                 let start = map[finding.range.start.min(map.len() - 1)];
                 let end = map[finding.range.end.min(map.len() - 1)];
-                findings.push((start..end, vec![start, in_file(token.range.start)], finding));
+                findings.push((
+                    start..end,
+                    vec![start, in_file(token.range().start)],
+                    finding,
+                ));
             }
             self.check_dynamic(
                 &value,
@@ -803,7 +807,8 @@ impl Linter {
         // the generation's.
         // The parser asks about an INSERT's target before the rules do: the answer is
         // kept for them, by the target's place in the text.
-        let asked: std::cell::Cell<Option<(usize, Option<&TableSpec>)>> = std::cell::Cell::new(None);
+        let asked: std::cell::Cell<Option<(usize, Option<&TableSpec>)>> =
+            std::cell::Cell::new(None);
         let wanted = |t: &sql::TableName| {
             let table = self.table(t.schema.as_deref(), &t.name);
             asked.set(Some((t.range.start, table)));

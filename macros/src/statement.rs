@@ -245,8 +245,8 @@ pub(crate) fn check_with(
         // At the statement's first word, which names what it is.
         let keyword = tokens
             .iter()
-            .find(|t| t.range.start >= shape.range.start)
-            .map_or(shape.range.clone(), |t| t.range.clone());
+            .find(|t| t.range().start >= shape.range.start)
+            .map_or(shape.range.clone(), |t| t.range());
         problems.push(problem(keyword, message));
         return Outcome {
             result: Err(problems),
@@ -255,11 +255,11 @@ pub(crate) fn check_with(
     }
     let first = tokens
         .iter()
-        .position(|t| t.range.start >= shape.range.start)
+        .position(|t| t.range().start >= shape.range.start)
         .unwrap_or(0);
     if !is_word(sql, &tokens[first], "UPDATE") {
         problems.push(problem(
-            tokens[first].range.clone(),
+            tokens[first].range(),
             "a statement that starts before its `UPDATE` (a `WITH` list) is not supported: write \
              the `UPDATE` of the fenced table directly",
         ));
@@ -324,7 +324,7 @@ pub(crate) fn check_with(
     // RETURNING / OUTPUT: the method returns whether the write applied, not rows.
     let statement_tokens: Vec<&Token> = tokens
         .iter()
-        .filter(|t| t.range.start >= shape.range.start && t.range.end <= shape.range.end)
+        .filter(|t| t.range().start >= shape.range.start && t.range().end <= shape.range.end)
         .collect();
     let mut depth = 0usize;
     let mut ordered = false;
@@ -363,7 +363,7 @@ pub(crate) fn check_with(
             None
         };
         if let Some(message) = refused {
-            problems.push(problem(token.range.clone(), message));
+            problems.push(problem(token.range(), message));
         }
         match token.kind {
             TokenKind::LParen => depth += 1,
@@ -372,11 +372,11 @@ pub(crate) fn check_with(
                 && (is_word(sql, token, "RETURNING") || is_word(sql, token, "OUTPUT")) =>
             {
                 problems.push(problem(
-                    token.range.clone(),
+                    token.range(),
                     format!(
                         "`{}` is not supported: the method returns whether the write applied \
                          (`Outcome`), not rows; read the row afterwards if you need it",
-                        &sql[token.range.clone()]
+                        &sql[token.range()]
                     ),
                 ));
             }
@@ -400,8 +400,8 @@ pub(crate) fn check_with(
             let keyword = statement_tokens
                 .iter()
                 .rev()
-                .find(|t| t.range.end <= range.start && is_word(sql, t, "WHERE"))
-                .map_or(range.start, |t| t.range.start);
+                .find(|t| t.range().end <= range.start && is_word(sql, t, "WHERE"))
+                .map_or(range.start, |t| t.range().start);
             (keyword, Some(range.clone()))
         }
         None => (shape.range.end, None),
@@ -467,13 +467,13 @@ pub(crate) fn placeholders(
     let mut used = vec![false; params.len()];
     let mut numbered: Vec<(Range<usize>, usize)> = Vec::new();
     for token in tokens.iter().filter(|t| t.kind == TokenKind::Parameter) {
-        let text = &sql[token.range.clone()];
+        let text = &sql[token.range()];
         if text.starts_with("@@") {
             continue;
         }
         let Some(name) = text.strip_prefix('@') else {
             problems.push(problem(
-                token.range.clone(),
+                token.range(),
                 format!(
                     "`{text}` is a positional parameter: write a named placeholder `@name` for a \
                  parameter of `{method}`, and the macro numbers it for each database"
@@ -484,7 +484,7 @@ pub(crate) fn placeholders(
         match params.iter().position(|p| p == name) {
             Some(i) => {
                 used[i] = true;
-                numbered.push((token.range.clone(), i + 1));
+                numbered.push((token.range(), i + 1));
             }
             None => {
                 let known = if params.is_empty() {
@@ -494,7 +494,7 @@ pub(crate) fn placeholders(
                     format!("the placeholders it can bind are {}", list.join(", "))
                 };
                 problems.push(problem(
-                    token.range.clone(),
+                    token.range(),
                     format!(
                         "`{text}` is not a parameter of `{method}`: add a parameter `{name}` to \
                      the method or fix the name ({known}); the lease's key, generation and \
@@ -600,7 +600,7 @@ fn disagreement(sql: &str, dialect: Dialect) -> Option<lex::SqlProblem> {
                 TokenKind::Semicolon => Theirs::Semicolon,
                 TokenKind::Placeholder | TokenKind::Other => Theirs::Other,
             };
-            (t.range, Some(kind))
+            (t.range(), Some(kind))
         })
         .chain(ours.comments.into_iter().map(|c| (c.range, None)))
         .collect();
@@ -643,7 +643,7 @@ fn first_word(sql: &str, at: Range<usize>) -> Range<usize> {
 }
 
 pub(crate) fn is_word(sql: &str, token: &Token, word: &str) -> bool {
-    token.kind == TokenKind::Word && sql[token.range.clone()].eq_ignore_ascii_case(word)
+    token.kind == TokenKind::Word && sql[token.range()].eq_ignore_ascii_case(word)
 }
 
 /// The tokens inside `range`, joined by one space wherever the SQL had whitespace or a
@@ -662,32 +662,28 @@ pub(crate) fn render(
     let mut previous_end: Option<usize> = None;
     for token in tokens
         .iter()
-        .filter(|t| t.range.start >= range.start && t.range.end <= range.end)
+        .filter(|t| t.range().start >= range.start && t.range().end <= range.end)
     {
-        let inside_target = token.range.start >= target.start
-            && token.range.end <= target.end
+        let inside_target = token.range().start >= target.start
+            && token.range().end <= target.end
             && target.start < target.end;
-        if inside_target && token.range.start != target.start {
-            previous_end = Some(token.range.end);
+        if inside_target && token.range().start != target.start {
+            previous_end = Some(token.range().end);
             continue;
         }
         if let Some(end) = previous_end
-            && end < token.range.start
+            && end < token.range().start
         {
             out.push(' ');
         }
         if inside_target {
             let quoted: Vec<String> = table.split('.').map(|p| dialect.quote(p)).collect();
             out.push_str(&quoted.join("."));
-        } else if let Some((_, n)) = numbered.iter().find(|(r, _)| *r == token.range) {
+        } else if let Some((_, n)) = numbered.iter().find(|(r, _)| *r == token.range()) {
             out.push_str(&dialect.placeholder(*n));
         } else if let Some(name) = (dialect == Dialect::Mssql
             && token.kind == TokenKind::QuotedIdent)
-            .then(|| {
-                sql[token.range.clone()]
-                    .strip_prefix('"')?
-                    .strip_suffix('"')
-            })
+            .then(|| sql[token.range()].strip_prefix('"')?.strip_suffix('"'))
             .flatten()
         {
             // SQL Server reads `"x"` as a string when a session has QUOTED_IDENTIFIER
@@ -696,9 +692,9 @@ pub(crate) fn render(
             out.push_str(&name.replace("\"\"", "\"").replace(']', "]]"));
             out.push(']');
         } else {
-            out.push_str(&sql[token.range.clone()]);
+            out.push_str(&sql[token.range()]);
         }
-        previous_end = Some(token.range.end);
+        previous_end = Some(token.range().end);
     }
     out
 }

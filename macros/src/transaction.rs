@@ -211,7 +211,7 @@ pub(crate) fn check(
     };
     let statement_tokens: Vec<&Token> = tokens
         .iter()
-        .filter(|t| t.range.start >= shape.range.start && t.range.end <= shape.range.end)
+        .filter(|t| t.range().start >= shape.range.start && t.range().end <= shape.range.end)
         .collect();
     if let Some(first) = statement_tokens.first()
         && !["INSERT", "UPDATE", "DELETE"]
@@ -219,7 +219,7 @@ pub(crate) fn check(
             .any(|w| statement::is_word(sql, first, w))
     {
         problems.push(problem(
-            first.range.clone(),
+            first.range(),
             "a statement that starts before its `INSERT`, `UPDATE` or `DELETE` (a `WITH` \
              list) is not supported: write the statement directly"
                 .to_owned(),
@@ -235,11 +235,11 @@ pub(crate) fn check(
                     || statement::is_word(sql, token, "OUTPUT")) =>
             {
                 problems.push(problem(
-                    token.range.clone(),
+                    token.range(),
                     format!(
                         "`{}` is not supported: the method returns the number of rows written; \
                          read them afterwards in the transaction if you need them",
-                        &sql[token.range.clone()]
+                        &sql[token.range()]
                     ),
                 ));
             }

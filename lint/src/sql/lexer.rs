@@ -43,12 +43,33 @@ pub enum TokenKind {
 }
 
 /// A token: its kind and byte range in the text.
+///
+/// The range is kept in 32 bits: a token is lexed for every few bytes of a file, and
+/// half the size is half the memory written. [`lex`] reads at most the first 4 GiB of a
+/// text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {
     /// What it is.
     pub kind: TokenKind,
+    start: u32,
+    end: u32,
+}
+
+impl Token {
+    /// A token of `kind` over `range`, which must end within 4 GiB.
+    pub fn new(kind: TokenKind, range: Range<usize>) -> Token {
+        Token {
+            kind,
+            start: u32::try_from(range.start).unwrap_or(u32::MAX),
+            end: u32::try_from(range.end).unwrap_or(u32::MAX),
+        }
+    }
+
     /// Where it is, in bytes.
-    pub range: Range<usize>,
+    #[inline]
+    pub fn range(&self) -> Range<usize> {
+        self.start as usize..self.end as usize
+    }
 }
 
 /// A comment: its byte range and whether it is a line (`--`) comment.
@@ -97,6 +118,9 @@ static IDENT_CONTINUE: [bool; 256] = {
 /// (`CREATE FUNCTION ... AS $$ ... $$`, `DO $$ ... $$`): its contents are lexed as SQL,
 /// between two [`TokenKind::Semicolon`] tokens standing for the delimiters, so the
 /// statements inside are checked like any other.
+///
+/// Of a text longer than 4 GiB, only the first 4 GiB are lexed (a token's range is
+/// 32 bits); the lint reads no file larger than [`crate::source::MAX_FILE_SIZE`].
 pub fn lex(text: &str) -> Lexed {
     let mut out = Lexed::default();
     lex_reusing(text, &mut out);
@@ -154,6 +178,7 @@ impl Marks {
 
 /// [`lex`] into buffers already allocated: `out` is cleared first.
 pub(crate) fn lex_reusing(text: &str, out: &mut Lexed) {
+    let text = within_token_ranges(text);
     out.tokens.clear();
     out.comments.clear();
     let mut marks = std::mem::take(&mut out.marks);
@@ -169,6 +194,15 @@ pub(crate) fn lex_reusing(text: &str, out: &mut Lexed) {
     }
     lex_into(text, 0, 0, out, &mut marks);
     out.marks = marks;
+}
+
+/// The part of `text` whose offsets a token's 32-bit range can hold.
+fn within_token_ranges(text: &str) -> &str {
+    let mut end = text.len().min(u32::MAX as usize);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 const MAX_BODY_NESTING: usize = 4;
@@ -202,10 +236,8 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
         // GO batch separators and SQLCMD commands only at the start of a line.
         if at_line_start {
             if let Some(end) = go_line(bytes, i) {
-                out.tokens.push(Token {
-                    kind: TokenKind::BatchSeparator,
-                    range: base + i..base + end,
-                });
+                out.tokens
+                    .push(Token::new(TokenKind::BatchSeparator, base + i..base + end));
                 statement_start = out.tokens.len();
                 i = end;
                 continue;
@@ -229,20 +261,15 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
                 ))
         {
             i = ident_end(text, i + 1);
-            let token = Token {
-                kind: TokenKind::Word,
-                range: base + start..base + i,
-            };
+            let token = Token::new(TokenKind::Word, base + start..base + i);
             marks.note(out.tokens.len(), &token, &bytes[start..i], None);
             out.tokens.push(token);
             continue;
         }
         if b == b';' {
             let copy = copy_from_stdin(text, base, &out.tokens[statement_start..]);
-            out.tokens.push(Token {
-                kind: TokenKind::Semicolon,
-                range: base + i..base + i + 1,
-            });
+            out.tokens
+                .push(Token::new(TokenKind::Semicolon, base + i..base + i + 1));
             statement_start = out.tokens.len();
             // The `;` ending `COPY ... FROM stdin`: the data follows on the next line, up
             // to a line holding only `\.` (psql and pg_dump's layout). It is data, not SQL:
@@ -315,7 +342,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
                 } else if let Some(end) = dollar_quoted_end(text, i) {
                     let body_follows = out.tokens.last().is_some_and(|t| {
                         t.kind == TokenKind::Word && {
-                            let word = &text[t.range.start - base..t.range.end - base];
+                            let word = &text[t.range().start - base..t.range().end - base];
                             word.eq_ignore_ascii_case("AS") || word.eq_ignore_ascii_case("DO")
                         }
                     });
@@ -329,10 +356,10 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
                         } else {
                             end
                         };
-                        out.tokens.push(Token {
-                            kind: TokenKind::Semicolon,
-                            range: base + i..base + body_start,
-                        });
+                        out.tokens.push(Token::new(
+                            TokenKind::Semicolon,
+                            base + i..base + body_start,
+                        ));
                         let before = out.tokens.len();
                         lex_into(
                             &text[body_start..body_end],
@@ -352,10 +379,10 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
                                 })
                                 .map_or(0, |p| p + 1);
                         if body_end < end {
-                            out.tokens.push(Token {
-                                kind: TokenKind::Semicolon,
-                                range: base + body_end..base + end,
-                            });
+                            out.tokens.push(Token::new(
+                                TokenKind::Semicolon,
+                                base + body_end..base + end,
+                            ));
                             statement_start = out.tokens.len();
                         }
                         i = end;
@@ -470,10 +497,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
                 }
             }
         };
-        let token = Token {
-            kind,
-            range: base + start..base + i,
-        };
+        let token = Token::new(kind, base + start..base + i);
         if matches!(
             kind,
             TokenKind::Word | TokenKind::QuotedIdent | TokenKind::String | TokenKind::Operator
@@ -481,7 +505,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
             // The previous token is of this text: a nested body ends with a delimiter.
             let previous = out.tokens.last().map(|t| {
                 let raw = bytes
-                    .get(t.range.start.wrapping_sub(base)..t.range.end.wrapping_sub(base))
+                    .get(t.range().start.wrapping_sub(base)..t.range().end.wrapping_sub(base))
                     .unwrap_or_default();
                 (t, raw)
             });
@@ -517,7 +541,7 @@ fn block_comment_end(bytes: &[u8], mut i: usize) -> usize {
 fn copy_from_stdin(text: &str, base: usize, statement: &[Token]) -> bool {
     let word = |t: &Token, w: &str| {
         t.kind == TokenKind::Word
-            && text[t.range.start - base..t.range.end - base].eq_ignore_ascii_case(w)
+            && text[t.range().start - base..t.range().end - base].eq_ignore_ascii_case(w)
     };
     statement.first().is_some_and(|t| word(t, "COPY"))
         && statement
@@ -687,8 +711,8 @@ fn template_end(bytes: &[u8], i: usize) -> Option<usize> {
 /// and, for each byte of the value and one past its end, the byte offset in `text` it
 /// came from. Doubled quotes are unescaped; other escapes are kept as written.
 pub fn string_value(text: &str, token: &Token) -> (String, Vec<usize>) {
-    let raw = &text[token.range.clone()];
-    let base = token.range.start;
+    let raw = &text[token.range()];
+    let base = token.range().start;
     let dollar = raw.starts_with('$');
     let (open, close) = if dollar {
         let tag = raw[1..].find('$').map_or(1, |n| n + 2);
@@ -719,7 +743,7 @@ pub fn string_value(text: &str, token: &Token) -> (String, Vec<usize>) {
 /// The identifier a token denotes: quotes and brackets removed; for a template
 /// placeholder, its default value.
 pub fn ident_text<'a>(text: &'a str, token: &Token) -> &'a str {
-    let raw = &text[token.range.clone()];
+    let raw = &text[token.range()];
     match token.kind {
         TokenKind::QuotedIdent => {
             // The opening quote is ASCII; the closing one may be missing (end of input).
@@ -747,7 +771,7 @@ mod tests {
         lex(text)
             .tokens
             .iter()
-            .map(|t| (t.kind, &text[t.range.clone()]))
+            .map(|t| (t.kind, &text[t.range()]))
             .collect()
     }
 
@@ -875,7 +899,7 @@ mod tests {
             .tokens
             .iter()
             .filter(|t| t.kind == TokenKind::Word)
-            .map(|t| &text[t.range.clone()])
+            .map(|t| &text[t.range()])
             .collect();
         assert!(
             words.contains(&"UPDATE") && words.contains(&"LANGUAGE"),
@@ -948,7 +972,7 @@ mod tests {
             }
             let lexed = lex(&text);
             let tokens = &lexed.tokens;
-            let raw = |t: &Token| text[t.range.clone()].as_bytes();
+            let raw = |t: &Token| text[t.range()].as_bytes();
             let statement_words: Vec<usize> = (0..tokens.len())
                 .filter(|&i| {
                     tokens[i].kind == TokenKind::Word && STATEMENT_WORDS.contains(raw(&tokens[i]))

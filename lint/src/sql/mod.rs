@@ -53,7 +53,7 @@ fn at_statement_start(text: &str, tokens: &[lexer::Token], first: usize) -> bool
     prev.kind != lexer::TokenKind::Word
         || BLOCK_WORDS
             .iter()
-            .any(|w| text[prev.range.clone()].eq_ignore_ascii_case(w))
+            .any(|w| text[prev.range()].eq_ignore_ascii_case(w))
 }
 
 /// How far an unparseable statement is followed for the tables it names.
@@ -92,7 +92,7 @@ fn analyse_found<'a, 'w: 'a>(
     wanted: Option<&'a parse::Wanted<'w>>,
 ) -> impl Iterator<Item = Analysed> + 'a {
     found.into_iter().map(move |found| {
-        let keyword = tokens[found.first].range.clone();
+        let keyword = tokens[found.first].range();
         let result = parse::parse_found_for(text, tokens, &found, wanted).map_err(|error| {
             // How far the statement reaches: up to `;`, `GO` or the next found keyword.
             let end = tokens[found.keyword..]
@@ -126,10 +126,10 @@ fn analyse_found<'a, 'w: 'a>(
                     .map(|t| TableName {
                         schema: None,
                         name: lexer::ident_text(text, t).to_owned(),
-                        range: t.range.clone(),
+                        range: t.range(),
                     }),
             );
-            let range = keyword.start..slice.last().map_or(keyword.end, |t| t.range.end);
+            let range = keyword.start..slice.last().map_or(keyword.end, |t| t.range().end);
             (error, range, mentioned)
         });
         Analysed {
@@ -168,7 +168,7 @@ const STRING_FUNCTIONS: &[&str] = &[
 
 /// Whether `token` is `EXEC`, `EXECUTE`, `sp_executesql` or `[sp_executesql]`.
 fn executes(text: &str, token: &lexer::Token) -> bool {
-    words::executes(token.kind, &text.as_bytes()[token.range.clone()])
+    words::executes(token.kind, &text.as_bytes()[token.range()])
 }
 
 /// The variable whose value the executing token at `i` executes: `EXEC (@sql)`, `EXEC
@@ -184,9 +184,7 @@ fn executed_variable<'t>(text: &'t str, tokens: &[lexer::Token], i: usize) -> Op
     }
     // `EXEC [sys].[sp_executesql] ...`: the procedure is handled at its own name.
     let next = tokens.get(j)?;
-    let named_stmt = tokens
-        .get(j + 1)
-        .is_some_and(|t| &text[t.range.clone()] == "=")
+    let named_stmt = tokens.get(j + 1).is_some_and(|t| &text[t.range()] == "=")
         && next.kind == lexer::TokenKind::Parameter;
     let operand = if named_stmt {
         tokens.get(j + 2)
@@ -197,7 +195,7 @@ fn executed_variable<'t>(text: &'t str, tokens: &[lexer::Token], i: usize) -> Op
         operand.kind,
         lexer::TokenKind::Parameter | lexer::TokenKind::Word
     )
-    .then(|| &text[operand.range.clone()])
+    .then(|| &text[operand.range()])
 }
 
 fn cmp_ignore_ascii_case(a: &str, b: &str) -> std::cmp::Ordering {
@@ -238,12 +236,12 @@ fn step(bytes: &[u8], tokens: &[lexer::Token], j: usize) -> Step {
         TokenKind::String | TokenKind::Parameter | TokenKind::Comma | TokenKind::Number => {
             Step::Skip
         }
-        TokenKind::Operator if matches!(&bytes[t.range.clone()], b"+" | b"||") => Step::Skip,
+        TokenKind::Operator if matches!(&bytes[t.range()], b"+" | b"||") => Step::Skip,
         TokenKind::Word
             if tokens
                 .get(j + 1)
                 .is_some_and(|n| n.kind == TokenKind::LParen)
-                && is_string_function(&bytes[t.range.clone()]) =>
+                && is_string_function(&bytes[t.range()]) =>
         {
             Step::Skip
         }
@@ -339,7 +337,7 @@ pub fn executed_strings(
         assignments: (0..tokens.len())
             .filter(|&k| {
                 let t = &tokens[k];
-                t.kind == lexer::TokenKind::Operator && matches!(&text[t.range.clone()], "=" | "+=")
+                t.kind == lexer::TokenKind::Operator && matches!(&text[t.range()], "=" | "+=")
             })
             .collect(),
         ..lexer::Marks::default()
@@ -350,7 +348,7 @@ pub fn executed_strings(
 /// Whether `token` is the bare word `AS` or `DO`, after which a string is a body.
 fn is_body_word(text: &str, t: &lexer::Token) -> bool {
     t.kind == lexer::TokenKind::Word && {
-        let raw = &text[t.range.clone()];
+        let raw = &text[t.range()];
         raw.eq_ignore_ascii_case("AS") || raw.eq_ignore_ascii_case("DO")
     }
 }
@@ -409,7 +407,7 @@ fn executed_strings_within(
     let executed_variable = |token: &lexer::Token| {
         matches!(token.kind, TokenKind::Parameter | TokenKind::Word)
             && variables
-                .binary_search_by(|v| cmp_ignore_ascii_case(v, &text[token.range.clone()]))
+                .binary_search_by(|v| cmp_ignore_ascii_case(v, &text[token.range()]))
                 .is_ok()
     };
     // Whether the `=` or `+=` at `k` assigns a variable that is executed: the nearest
@@ -417,7 +415,7 @@ fn executed_strings_within(
     let assigns_executed = |mut k: usize| {
         if tokens
             .get(k.wrapping_sub(1))
-            .is_some_and(|p| &text[p.range.clone()] == ":")
+            .is_some_and(|p| &text[p.range()] == ":")
         {
             k -= 1;
         }
@@ -433,7 +431,7 @@ fn executed_strings_within(
     // Whether the string at `position`, whose walk back stops at `stop`, is executed.
     let executed = |position: usize, stop: usize| {
         let t = &tokens[stop];
-        let raw = &text[t.range.clone()];
+        let raw = &text[t.range()];
         // The cheap tests first: `candidate` searches the string's text.
         if executes(text, t) {
             candidate(&tokens[position])

@@ -59,12 +59,12 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
         .iter()
         .filter(|t| {
             t.kind == TokenKind::Parameter
-                && sql[t.range.clone()].starts_with('@')
-                && !sql[t.range.clone()].starts_with("@@")
+                && sql[t.range()].starts_with('@')
+                && !sql[t.range()].starts_with("@@")
         })
         .map(|t| Placeholder {
-            name: sql[t.range.start + 1..t.range.end].to_owned(),
-            range: t.range.clone(),
+            name: sql[t.range().start + 1..t.range().end].to_owned(),
+            range: t.range(),
         })
         .collect();
     let Some(first) = tokens.first() else {
@@ -87,18 +87,18 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
             assignments: Vec::new(),
             placeholders,
             where_range: None,
-            where_insert_at: last.range.end,
-            range: first.range.start..last.range.end,
+            where_insert_at: last.range().end,
+            range: first.range().start..last.range().end,
         });
     };
     let statement = parse::parse_found(sql, tokens, head)?;
     let rest = tokens
         .iter()
-        .find(|t| t.range.start >= statement.range.end && t.kind != TokenKind::Semicolon);
+        .find(|t| t.range().start >= statement.range.end && t.kind != TokenKind::Semicolon);
     if let Some(extra) = rest {
         return Err(SqlError {
             message: "expected one statement; this continues after it".to_owned(),
-            range: extra.range.start..sql.trim_end().len().max(extra.range.end),
+            range: extra.range().start..sql.trim_end().len().max(extra.range().end),
         });
     }
     let arm = statement.updates.first();
@@ -136,7 +136,7 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
 fn where_position(sql: &str, tokens: &[lexer::Token], range: &Range<usize>) -> usize {
     let inside: Vec<&lexer::Token> = tokens
         .iter()
-        .filter(|t| t.range.start >= range.start && t.range.end <= range.end)
+        .filter(|t| t.range().start >= range.start && t.range().end <= range.end)
         .collect();
     let mut depth = 0usize;
     let mut seen_set = false;
@@ -146,7 +146,7 @@ fn where_position(sql: &str, tokens: &[lexer::Token], range: &Range<usize>) -> u
             TokenKind::LParen => depth += 1,
             TokenKind::RParen => depth = depth.saturating_sub(1),
             TokenKind::Word if depth == 0 => {
-                let word = &sql[token.range.clone()];
+                let word = &sql[token.range()];
                 if word.eq_ignore_ascii_case("SET") {
                     seen_set = true;
                 } else if seen_set
@@ -160,7 +160,7 @@ fn where_position(sql: &str, tokens: &[lexer::Token], range: &Range<usize>) -> u
             }
             _ => {}
         }
-        previous_end = token.range.end;
+        previous_end = token.range().end;
     }
     range.end
 }

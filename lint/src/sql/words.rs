@@ -80,14 +80,14 @@ pub(crate) fn executes(kind: TokenKind, raw: &[u8]) -> bool {
 /// Whether `token` is a bare word in `words`.
 #[inline(always)]
 pub(crate) fn is_any_word(text: &str, token: &Token, words: &WordSet) -> bool {
-    token.kind == TokenKind::Word && words.contains(&text.as_bytes()[token.range.clone()])
+    token.kind == TokenKind::Word && words.contains(&text.as_bytes()[token.range()])
 }
 
 /// Whether `token` is the bare word `word`, ignoring ASCII case.
 #[inline]
 pub(crate) fn is_word(text: &str, token: &Token, word: &str) -> bool {
     token.kind == TokenKind::Word
-        && text.as_bytes()[token.range.clone()].eq_ignore_ascii_case(word.as_bytes())
+        && text.as_bytes()[token.range()].eq_ignore_ascii_case(word.as_bytes())
 }
 
 /// A [`WordSet`] of literal words, built at compile time: `words!["SET", "STATISTICS"]`.

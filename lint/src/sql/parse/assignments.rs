@@ -12,14 +12,12 @@ impl Parser<'_, '_> {
             if self.at_kind(TokenKind::Parameter)
                 && self
                     .peek_at(1)
-                    .is_some_and(|t| &self.text[t.range.clone()] == "=")
+                    .is_some_and(|t| &self.text[t.range()] == "=")
             {
                 self.pos += 2;
                 let save = self.pos;
                 if self.dotted_name().is_some()
-                    && self
-                        .peek()
-                        .is_some_and(|t| &self.text[t.range.clone()] == "=")
+                    && self.peek().is_some_and(|t| &self.text[t.range()] == "=")
                 {
                     self.pos = save;
                 } else {
@@ -37,9 +35,9 @@ impl Parser<'_, '_> {
                 let columns = self.column_list();
                 let op = self
                     .peek()
-                    .filter(|t| &self.text[t.range.clone()] == "=")
+                    .filter(|t| &self.text[t.range()] == "=")
                     .ok_or_else(|| self.error("expected `=`"))?;
-                let column_range = op.range.clone();
+                let column_range = op.range();
                 self.pos += 1;
                 let value = self.operand();
                 for column in columns {
@@ -63,7 +61,7 @@ impl Parser<'_, '_> {
                     let mut value = Operand::default();
                     self.call_arguments(&mut value);
                     value.range =
-                        self.tokens[start].range.start..self.tokens[self.pos - 1].range.end;
+                        self.tokens[start].range().start..self.tokens[self.pos - 1].range().end;
                     value.columns.push(ColumnRef {
                         qualifier: None,
                         name: column.clone(),
@@ -84,7 +82,7 @@ impl Parser<'_, '_> {
                     .peek()
                     .filter(|t| t.kind == TokenKind::Operator)
                     .ok_or_else(|| self.error("expected `=`"))?;
-                let op_text = &self.text[op.range.clone()];
+                let op_text = &self.text[op.range()];
                 self.pos += 1;
                 let mut value = self.operand();
                 if op_text != "=" {

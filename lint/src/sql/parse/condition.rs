@@ -20,7 +20,7 @@ impl Parser<'_, '_> {
         }
         let start = self
             .peek()
-            .map(|t| t.range.start)
+            .map(|t| t.range().start)
             .unwrap_or(self.text.len());
         let first = self.pos;
         let condition = self.condition()?;
@@ -31,7 +31,7 @@ impl Parser<'_, '_> {
         // understood to its end: what follows may be a fence predicate, so the statement
         // is not analysed rather than analysed wrongly.
         self.expect_boundary("expected AND, OR or the end of the WHERE clause")?;
-        let end = self.tokens[self.pos - 1].range.end;
+        let end = self.tokens[self.pos - 1].range().end;
         Ok((vec![condition], Some(start..end)))
     }
 
@@ -119,7 +119,7 @@ impl Parser<'_, '_> {
                 operands: vec![left],
             });
         };
-        let next_text = &self.text[next.range.clone()];
+        let next_text = &self.text[next.range()];
         let op = match next_text {
             "=" | "==" => Some(CompareOp::Eq),
             "<>" | "!=" => Some(CompareOp::NotEq),
@@ -231,7 +231,7 @@ impl Parser<'_, '_> {
                 }
                 TokenKind::Semicolon | TokenKind::BatchSeparator => return false,
                 TokenKind::Operator if depth == 1 => {
-                    let op = &self.text[t.range.clone()];
+                    let op = &self.text[t.range()];
                     if matches!(op, "=" | "<>" | "!=" | "<" | "<=" | ">" | ">=") {
                         has_boolean = true;
                     }
@@ -252,7 +252,7 @@ impl Parser<'_, '_> {
         }
         let after = self.tokens.get(j + 1);
         let followed_by_operator = after.is_some_and(|t| {
-            t.kind == TokenKind::Operator && !matches!(&self.text[t.range.clone()], "&&")
+            t.kind == TokenKind::Operator && !matches!(&self.text[t.range()], "&&")
         }) || after.is_some_and(|t| {
             is_any_word(self.text, t, words!["IS", "IN", "LIKE", "BETWEEN", "NOT"])
                 && !is_word(self.text, t, "NOT")

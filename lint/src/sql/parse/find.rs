@@ -45,7 +45,7 @@ pub(crate) fn find_statements_at(
     let mut found = Vec::new();
     for i in keywords {
         let token = &tokens[i];
-        let word = &text[token.range.clone()];
+        let word = &text[token.range()];
         let kind = if word.eq_ignore_ascii_case("UPDATE") {
             StatementKind::Update
         } else if word.eq_ignore_ascii_case("DELETE") {

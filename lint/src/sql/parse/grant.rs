@@ -18,7 +18,7 @@ impl Parser<'_, '_> {
                 break;
             }
             match t.kind {
-                TokenKind::Word => privileges.push(self.text[t.range.clone()].to_ascii_uppercase()),
+                TokenKind::Word => privileges.push(self.text[t.range()].to_ascii_uppercase()),
                 TokenKind::LParen => {
                     self.skip_group();
                     continue;
@@ -35,7 +35,7 @@ impl Parser<'_, '_> {
             parser.at_word(word)
                 && parser
                     .peek_at(1)
-                    .is_some_and(|n| &parser.text[n.range.clone()] == "::")
+                    .is_some_and(|n| &parser.text[n.range()] == "::")
         };
         if self.at_word("ON")
             && self
@@ -90,7 +90,7 @@ impl Parser<'_, '_> {
                     ) || self
                         .tokens
                         .get(self.pos + 1)
-                        .is_some_and(|n| &self.text[n.range.clone()] == "::")
+                        .is_some_and(|n| &self.text[n.range()] == "::")
                         && !is_word(self.text, t, "OBJECT")
                 });
             if is_table_class {

@@ -253,9 +253,10 @@ impl Parser<'_, '_> {
         }
         let mut items = Vec::new();
         loop {
-            if self.peek().is_some_and(|t| {
-                t.kind == TokenKind::Operator && &self.text[t.range.clone()] == "*"
-            }) {
+            if self
+                .peek()
+                .is_some_and(|t| t.kind == TokenKind::Operator && &self.text[t.range()] == "*")
+            {
                 return None;
             }
             let item = self.operand();

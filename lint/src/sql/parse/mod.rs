@@ -170,7 +170,7 @@ pub(crate) fn parse_found_for<'a, 'w>(
         StatementKind::Truncate => parser.truncate()?,
     };
     let last = parser.pos.saturating_sub(1).max(found.keyword);
-    statement.range = tokens[found.first].range.start..tokens[last].range.end;
+    statement.range = tokens[found.first].range().start..tokens[last].range().end;
     if !parser.lean && !parser.lean_style {
         statement.param_style = ParamStyle::of(text, &tokens[found.first..=last]);
     }
@@ -270,10 +270,10 @@ impl<'a, 'w> Parser<'a, 'w> {
     }
 
     fn error(&self, message: &str) -> SqlError {
-        let range = self.peek().map(|t| t.range.clone()).unwrap_or_else(|| {
+        let range = self.peek().map(|t| t.range()).unwrap_or_else(|| {
             self.tokens
                 .last()
-                .map_or(0..0, |t| t.range.end..t.range.end)
+                .map_or(0..0, |t| t.range().end..t.range().end)
         });
         SqlError {
             message: message.to_owned(),

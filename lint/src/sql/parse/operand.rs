@@ -114,7 +114,7 @@ impl Parser<'_, '_> {
         let mut operand = Operand::default();
         let mut count = 0;
         while let Some(t) = self.peek() {
-            let text = &self.text[t.range.clone()];
+            let text = &self.text[t.range()];
             match t.kind {
                 TokenKind::Semicolon
                 | TokenKind::BatchSeparator
@@ -134,10 +134,7 @@ impl Parser<'_, '_> {
                         if self.at_kind(TokenKind::LParen) {
                             self.skip_group();
                         }
-                        while self
-                            .peek()
-                            .is_some_and(|t| &self.text[t.range.clone()] == "[")
-                        {
+                        while self.peek().is_some_and(|t| &self.text[t.range()] == "[") {
                             self.pos += 1;
                         }
                         count += 1;
@@ -238,7 +235,7 @@ impl Parser<'_, '_> {
                             let args = &self.tokens[arg_start..self.pos];
                             let literal = |a: &Token, s: &str| {
                                 a.kind == TokenKind::String
-                                    && self.text[a.range.clone()].eq_ignore_ascii_case(s)
+                                    && self.text[a.range()].eq_ignore_ascii_case(s)
                             };
                             let now = args.iter().any(|a| literal(a, "'now'"));
                             // `unixepoch()`, `unixepoch('subsec')`: no time value means now.
@@ -287,16 +284,17 @@ impl Parser<'_, '_> {
             count += 1;
         }
         if self.pos > start_pos {
-            operand.range = self.tokens[start_pos].range.start..self.tokens[self.pos - 1].range.end;
+            operand.range =
+                self.tokens[start_pos].range().start..self.tokens[self.pos - 1].range().end;
             let slice = &self.tokens[start_pos..self.pos];
             if let [only] = slice
                 && only.kind == TokenKind::Number
             {
-                operand.integer = self.text[only.range.clone()].parse().ok();
+                operand.integer = self.text[only.range()].parse().ok();
             }
             operand.increment_of = self.increment(slice);
         } else {
-            let at = self.peek().map_or(self.text.len(), |t| t.range.start);
+            let at = self.peek().map_or(self.text.len(), |t| t.range().start);
             operand.range = at..at;
         }
         operand
@@ -319,12 +317,12 @@ impl Parser<'_, '_> {
             return None;
         }
         let mut operand = Operand {
-            range: t.range.clone(),
+            range: t.range(),
             ..Operand::default()
         };
         match t.kind {
             TokenKind::String => {}
-            TokenKind::Number => operand.integer = self.text[t.range.clone()].parse().ok(),
+            TokenKind::Number => operand.integer = self.text[t.range()].parse().ok(),
             TokenKind::Parameter | TokenKind::Placeholder => operand.parameter = true,
             TokenKind::Word if is_word(self.text, t, "NULL") => operand.null = true,
             _ => return None,
@@ -342,7 +340,7 @@ impl Parser<'_, '_> {
                 | TokenKind::RParen
                 | TokenKind::Comma => true,
                 TokenKind::Operator => matches!(
-                    &self.text[t.range.clone()],
+                    &self.text[t.range()],
                     "=" | "<>" | "!=" | "<" | "<=" | ">" | ">="
                 ),
                 TokenKind::Word => {
@@ -361,7 +359,7 @@ impl Parser<'_, '_> {
     pub(super) fn increment(&self, slice: &[Token]) -> Option<ColumnRef> {
         let plus = slice
             .iter()
-            .position(|t| t.kind == TokenKind::Operator && &self.text[t.range.clone()] == "+")?;
+            .position(|t| t.kind == TokenKind::Operator && &self.text[t.range()] == "+")?;
         let (left, right) = (&slice[..plus], &slice[plus + 1..]);
         let column_of = |side: &[Token]| -> Option<ColumnRef> {
             let names: Vec<&Token> = side.iter().filter(|t| t.kind != TokenKind::Dot).collect();
@@ -376,10 +374,10 @@ impl Parser<'_, '_> {
                 qualifier: (names.len() >= 2)
                     .then(|| ident_text(self.text, names[names.len() - 2]).to_owned()),
                 name: ident_text(self.text, last).to_owned(),
-                range: side[0].range.start..last.range.end,
+                range: side[0].range().start..last.range().end,
             })
         };
-        let one = |side: &[Token]| matches!(side, [t] if t.kind == TokenKind::Number && &self.text[t.range.clone()] == "1");
+        let one = |side: &[Token]| matches!(side, [t] if t.kind == TokenKind::Number && &self.text[t.range()] == "1");
         if one(right) {
             column_of(left)
         } else if one(left) {

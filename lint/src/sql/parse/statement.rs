@@ -105,8 +105,8 @@ impl ParamStyle {
         let mut tsql = false;
         for t in tokens {
             let raw = match t.kind {
-                TokenKind::Parameter | TokenKind::QuotedIdent => &text[t.range.clone()],
-                TokenKind::Word if TSQL_WORDS.contains(&text.as_bytes()[t.range.clone()]) => {
+                TokenKind::Parameter | TokenKind::QuotedIdent => &text[t.range()],
+                TokenKind::Word if TSQL_WORDS.contains(&text.as_bytes()[t.range()]) => {
                     tsql = true;
                     continue;
                 }

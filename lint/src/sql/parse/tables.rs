@@ -28,7 +28,7 @@ impl<'a> Parser<'a, '_> {
             parts: 1,
             last: ident_text(self.text, first),
             qualifier: None,
-            range: first.range.clone(),
+            range: first.range(),
         };
         let push = |name: &mut Dotted<'a>, part: &'a str| {
             name.parts += 1;
@@ -41,13 +41,13 @@ impl<'a> Parser<'a, '_> {
             match self.peek() {
                 Some(t) if is_name(t) => {
                     push(&mut name, ident_text(self.text, t));
-                    name.range.end = t.range.end;
+                    name.range.end = t.range().end;
                     self.pos += 1;
                 }
                 Some(t) if t.kind == TokenKind::Dot => push(&mut name, ""),
-                Some(t) if t.kind == TokenKind::Operator && &self.text[t.range.clone()] == "*" => {
+                Some(t) if t.kind == TokenKind::Operator && &self.text[t.range()] == "*" => {
                     push(&mut name, "*");
-                    name.range.end = t.range.end;
+                    name.range.end = t.range().end;
                     self.pos += 1;
                     break;
                 }
@@ -62,7 +62,7 @@ impl<'a> Parser<'a, '_> {
         if self.at_word("OBJECT")
             && self
                 .peek_at(1)
-                .is_some_and(|t| &self.text[t.range.clone()] == "::")
+                .is_some_and(|t| &self.text[t.range()] == "::")
         {
             self.pos += 2;
         }
@@ -71,8 +71,8 @@ impl<'a> Parser<'a, '_> {
             self.pos += 1;
             return Some(TableName {
                 schema: None,
-                name: self.text[t.range.clone()].to_owned(),
-                range: t.range.clone(),
+                name: self.text[t.range()].to_owned(),
+                range: t.range(),
             });
         }
         let name = self.dotted_name()?;
