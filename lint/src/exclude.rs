@@ -8,13 +8,25 @@
 use std::path::{Component, Path, PathBuf};
 
 /// Compiled exclusion patterns with the directory they are relative to.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Exclude {
     base: Option<PathBuf>,
     patterns: Vec<Vec<String>>,
     /// Patterns without `/`: matched against every path segment.
     names: Vec<String>,
+    /// The current directory and the normalized `base`, looked up on the first match
+    /// rather than for every path.
+    anchor: std::sync::OnceLock<(PathBuf, PathBuf)>,
 }
+
+/// Equal when the patterns and their base are; the looked-up directories are a cache.
+impl PartialEq for Exclude {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.base, &self.patterns, &self.names) == (&other.base, &other.patterns, &other.names)
+    }
+}
+
+impl Eq for Exclude {}
 
 impl Exclude {
     /// Compiles `patterns`, relative to `base` (the current directory when `None`).
@@ -50,10 +62,13 @@ impl Exclude {
         if self.is_empty() {
             return false;
         }
-        let cwd = std::env::current_dir().unwrap_or_default();
+        let (cwd, base) = self.anchor.get_or_init(|| {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let base = normalize(&cwd.join(self.base.as_deref().unwrap_or(Path::new("."))));
+            (cwd, base)
+        });
         let absolute = normalize(&cwd.join(path));
-        let base = normalize(&cwd.join(self.base.as_deref().unwrap_or(Path::new("."))));
-        let Ok(relative) = absolute.strip_prefix(&base) else {
+        let Ok(relative) = absolute.strip_prefix(base) else {
             return false;
         };
         let segments: Vec<String> = relative

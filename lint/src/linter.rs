@@ -691,7 +691,12 @@ impl Linter {
                 help: Some("write `fenced-lint: allow(RULE) reason`".to_owned()),
             });
         }
-        diagnostics.sort();
+        // One file's findings share their path: it is left out of the comparison, which
+        // would otherwise compare it component by component every time.
+        diagnostics.sort_by(|a, b| {
+            (a.range, a.rule, &a.table, &a.message, &a.help)
+                .cmp(&(b.range, b.rule, &b.table, &b.message, &b.help))
+        });
         diagnostics.dedup();
         report.diagnostics = diagnostics;
         report
