@@ -65,6 +65,18 @@ impl Token {
         }
     }
 
+    /// [`Token::new`] for the lexer, whose texts end within 4 GiB
+    /// ([`within_token_ranges`]).
+    #[inline(always)]
+    fn lexed(kind: TokenKind, range: Range<usize>) -> Token {
+        debug_assert!(range.end <= u32::MAX as usize);
+        Token {
+            kind,
+            start: range.start as u32,
+            end: range.end as u32,
+        }
+    }
+
     /// Where it is, in bytes.
     #[inline]
     pub fn range(&self) -> Range<usize> {
@@ -237,7 +249,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
         if at_line_start {
             if let Some(end) = go_line(bytes, i) {
                 out.tokens
-                    .push(Token::new(TokenKind::BatchSeparator, base + i..base + end));
+                    .push(Token::lexed(TokenKind::BatchSeparator, base + i..base + end));
                 statement_start = out.tokens.len();
                 i = end;
                 continue;
@@ -261,7 +273,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
                 ))
         {
             i = ident_end(text, i + 1);
-            let token = Token::new(TokenKind::Word, base + start..base + i);
+            let token = Token::lexed(TokenKind::Word, base + start..base + i);
             marks.note(out.tokens.len(), &token, &bytes[start..i], None);
             out.tokens.push(token);
             continue;
@@ -269,7 +281,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
         if b == b';' {
             let copy = copy_from_stdin(text, base, &out.tokens[statement_start..]);
             out.tokens
-                .push(Token::new(TokenKind::Semicolon, base + i..base + i + 1));
+                .push(Token::lexed(TokenKind::Semicolon, base + i..base + i + 1));
             statement_start = out.tokens.len();
             // The `;` ending `COPY ... FROM stdin`: the data follows on the next line, up
             // to a line holding only `\.` (psql and pg_dump's layout). It is data, not SQL:
@@ -356,7 +368,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
                         } else {
                             end
                         };
-                        out.tokens.push(Token::new(
+                        out.tokens.push(Token::lexed(
                             TokenKind::Semicolon,
                             base + i..base + body_start,
                         ));
@@ -379,7 +391,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
                                 })
                                 .map_or(0, |p| p + 1);
                         if body_end < end {
-                            out.tokens.push(Token::new(
+                            out.tokens.push(Token::lexed(
                                 TokenKind::Semicolon,
                                 base + body_end..base + end,
                             ));
@@ -497,7 +509,7 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
                 }
             }
         };
-        let token = Token::new(kind, base + start..base + i);
+        let token = Token::lexed(kind, base + start..base + i);
         if matches!(
             kind,
             TokenKind::Word | TokenKind::QuotedIdent | TokenKind::String | TokenKind::Operator
