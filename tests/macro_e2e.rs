@@ -620,6 +620,84 @@ mod sqlite {
 
     sqlite_tests!(lines_in_a_fenced_transaction);
 
+    /// `#[fenced_write]` methods on the service's own connection: a transaction of its
+    /// own sqlx pool, fenced with `store.on(..)?.fence(..)`, commits a line and the
+    /// report's body under the current lease; a superseded lease gets no fence, so the
+    /// service's transaction writes nothing through the methods. Negative control: the
+    /// same line inserted in that transaction without the fence lands.
+    #[cfg(feature = "sqlx-sqlite")]
+    #[tokio::test]
+    async fn lines_on_the_services_own_transaction() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = store_for(&dir, table()).await;
+        store
+            .backend()
+            .execute_batch(
+                "CREATE TABLE ReportLine (Report VARCHAR(36) NOT NULL, Seq BIGINT NOT NULL, \
+                 Body VARCHAR(200) NOT NULL)",
+            )
+            .await
+            .expect("create the lines table");
+        let id = report(&store, "draft", true).await;
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(dir.path().join("reports.db"))
+            .busy_timeout(Duration::from_secs(10));
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .expect("the service's own pool");
+        let repository = ReportLines;
+
+        let lease = acquire(&store, id, TTL).await;
+        let mut tx = pool.begin().await.expect("begin");
+        {
+            let fenced = store
+                .on(&mut *tx)
+                .expect("a SQLite connection")
+                .fence(&lease)
+                .await
+                .expect("fence")
+                .expect("the lease holds");
+            let rows = repository
+                .add(&fenced, id.to_string(), 1, "first line")
+                .await;
+            assert_eq!(rows.expect("add a line"), 1);
+            let saved = repository.save(&fenced, "published body").await;
+            assert_eq!(saved.expect("save"), Outcome::Applied);
+        }
+        tx.commit().await.expect("commit");
+        assert_eq!(lines(&store, id, "first line").await, 1);
+        assert_eq!(payload(&store, id).await, "published body");
+
+        // A successor takes over; the first lease is stale.
+        assert_eq!(
+            store.release(&lease).await.expect("release"),
+            Outcome::Applied
+        );
+        let successor = acquire(&store, id, TTL).await;
+        assert!(successor.generation() > lease.generation());
+        let mut tx = pool.begin().await.expect("begin");
+        let stale = store
+            .on(&mut *tx)
+            .expect("a SQLite connection")
+            .fence(&lease)
+            .await
+            .expect("fence");
+        assert!(stale.is_none(), "a stale lease gets no fence");
+
+        // Negative control: the same line, in the service's transaction but unfenced.
+        sqlx::query("INSERT INTO ReportLine (Report, Seq, Body) VALUES (?1, 2, 'stale line')")
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await
+            .expect("insert");
+        tx.commit().await.expect("commit");
+        assert_eq!(lines(&store, id, "stale line").await, 1);
+        assert_eq!(payload(&store, id).await, "published body");
+        pool.close().await;
+    }
+
     #[tokio::test]
     async fn a_store_for_another_table_is_an_error_not_a_write() {
         let dir = tempfile::tempdir().expect("temp dir");

@@ -248,8 +248,10 @@ fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mu
         // GO batch separators and SQLCMD commands only at the start of a line.
         if at_line_start {
             if let Some(end) = go_line(bytes, i) {
-                out.tokens
-                    .push(Token::lexed(TokenKind::BatchSeparator, base + i..base + end));
+                out.tokens.push(Token::lexed(
+                    TokenKind::BatchSeparator,
+                    base + i..base + end,
+                ));
                 statement_start = out.tokens.len();
                 i = end;
                 continue;
