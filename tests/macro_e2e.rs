@@ -437,6 +437,28 @@ async fn publishes_once<B: Backend>(store: Store<B>) {
 }
 
 /// The lines of report `id` whose body is `body`.
+/// Makes the lines table, a table other than the lease's, afresh.
+async fn create_lines_table<B: Backend>(store: &Store<B>) {
+    store
+        .backend()
+        .execute_batch(
+            "DROP TABLE IF EXISTS ReportLine; CREATE TABLE ReportLine \
+             (Report VARCHAR(36) NOT NULL, Seq BIGINT NOT NULL, Body VARCHAR(200) NOT NULL)",
+        )
+        .await
+        .expect("create the lines table");
+}
+
+/// Releases `lease` and lets a successor take the row: `lease` is stale from here on.
+async fn supersede<B: Backend>(store: &Store<B>, lease: &Lease, id: Uuid) {
+    assert_eq!(
+        store.release(lease).await.expect("release"),
+        Outcome::Applied
+    );
+    let successor = acquire(store, id, TTL).await;
+    assert!(successor.generation() > lease.generation());
+}
+
 async fn lines<B: Backend>(store: &Store<B>, id: Uuid, body: &str) -> i64 {
     let d = store.dialect();
     let sql = format!(
@@ -457,14 +479,7 @@ async fn lines<B: Backend>(store: &Store<B>, id: Uuid, body: &str) -> i64 {
 /// transaction, so its lines are never written. Negative control: the same `INSERT`
 /// outside a fenced transaction writes the stale worker's line.
 async fn lines_in_a_fenced_transaction<B: Lend>(store: Store<B>) {
-    store
-        .backend()
-        .execute_batch(
-            "DROP TABLE IF EXISTS ReportLine; CREATE TABLE ReportLine \
-             (Report VARCHAR(36) NOT NULL, Seq BIGINT NOT NULL, Body VARCHAR(200) NOT NULL)",
-        )
-        .await
-        .expect("create the lines table");
+    create_lines_table(&store).await;
     let id = report(&store, "draft", true).await;
     let repository = ReportLines;
 
@@ -485,13 +500,7 @@ async fn lines_in_a_fenced_transaction<B: Lend>(store: Store<B>) {
     assert_eq!(lines(&store, id, "second line").await, 1);
     assert_eq!(payload(&store, id).await, "published body");
 
-    // A successor takes over; the first lease is stale.
-    assert_eq!(
-        store.release(&lease).await.expect("release"),
-        Outcome::Applied
-    );
-    let successor = acquire(&store, id, TTL).await;
-    assert!(successor.generation() > lease.generation());
+    supersede(&store, &lease, id).await;
     let stale = store.transaction(&lease, TTL).await.expect("begin");
     assert!(stale.is_none(), "a stale lease gets no fenced transaction");
     assert_eq!(lines(&store, id, "stale line").await, 0);
@@ -630,14 +639,7 @@ mod sqlite {
     async fn lines_on_the_services_own_transaction() {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = store_for(&dir, table()).await;
-        store
-            .backend()
-            .execute_batch(
-                "CREATE TABLE ReportLine (Report VARCHAR(36) NOT NULL, Seq BIGINT NOT NULL, \
-                 Body VARCHAR(200) NOT NULL)",
-            )
-            .await
-            .expect("create the lines table");
+        create_lines_table(&store).await;
         let id = report(&store, "draft", true).await;
         let options = sqlx::sqlite::SqliteConnectOptions::new()
             .filename(dir.path().join("reports.db"))
@@ -670,13 +672,7 @@ mod sqlite {
         assert_eq!(lines(&store, id, "first line").await, 1);
         assert_eq!(payload(&store, id).await, "published body");
 
-        // A successor takes over; the first lease is stale.
-        assert_eq!(
-            store.release(&lease).await.expect("release"),
-            Outcome::Applied
-        );
-        let successor = acquire(&store, id, TTL).await;
-        assert!(successor.generation() > lease.generation());
+        supersede(&store, &lease, id).await;
         let mut tx = pool.begin().await.expect("begin");
         let stale = store
             .on(&mut *tx)
