@@ -114,6 +114,22 @@ impl ReportLines {
         body: &str,
     ) -> fenced::Result<u64>;
 
+    /// A line in SQLite's upsert form, so written for SQLite only: on another database
+    /// it is a configuration error, and nothing is sent.
+    #[fenced_write(
+        table = "ReportPublication",
+        dialect = "sqlite",
+        sql = "INSERT INTO ReportLine (Report, Seq, Body) VALUES (@report, @seq, @body) \
+               ON CONFLICT DO NOTHING"
+    )]
+    async fn keep<E: Executor>(
+        &self,
+        fenced: &Fenced<'_, E>,
+        report: String,
+        seq: i64,
+        body: &str,
+    ) -> fenced::Result<u64>;
+
     /// The lease's own row, in the same transaction.
     #[fenced_write(
         table = "ReportPublication",
@@ -493,11 +509,22 @@ async fn lines_in_a_fenced_transaction<B: Lend>(store: Store<B>) {
         let rows = repository.add(&tx, id.to_string(), n, body).await;
         assert_eq!(rows.expect("add a line"), 1);
     }
+    let kept = repository.keep(&tx, id.to_string(), 3, "kept line").await;
+    let sqlite = store.dialect() == Dialect::Sqlite;
+    match kept {
+        Ok(rows) => assert!(sqlite && rows == 1, "{:?}: {rows}", store.dialect()),
+        Err(error) => assert!(
+            !sqlite && matches!(error, fenced::Error::Config(_)),
+            "{:?}: {error}",
+            store.dialect()
+        ),
+    }
     let saved = repository.save(&tx, "published body").await.expect("save");
     assert_eq!(saved, Outcome::Applied);
     tx.commit().await.expect("commit");
     assert_eq!(lines(&store, id, "first line").await, 1);
     assert_eq!(lines(&store, id, "second line").await, 1);
+    assert_eq!(lines(&store, id, "kept line").await, i64::from(sqlite));
     assert_eq!(payload(&store, id).await, "published body");
 
     supersede(&store, &lease, id).await;

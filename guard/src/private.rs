@@ -104,34 +104,13 @@ impl FencedWrite {
         Some(sql)
     }
 
-    /// The one dialect the method is written for, if it declares one.
-    fn only(&self) -> Option<Dialect> {
-        match &self.parts {
-            [Some(_), None, None] => Some(Dialect::Postgres),
-            [None, Some(_), None] => Some(Dialect::Sqlite),
-            [None, None, Some(_)] => Some(Dialect::Mssql),
-            _ => None,
-        }
-    }
-
     /// Fails unless the method is written for `dialect`.
     pub fn check_dialect(&self, dialect: Dialect) -> Result<()> {
-        match self.parts[index(dialect)] {
-            Some(_) => Ok(()),
-            None => Err(Error::Config(match self.only() {
-                Some(only) => format!(
-                    "`{}` is written for {only} only (its `#[fenced_write]` declares \
-                     `dialect = \"{}\"`), not for {dialect}",
-                    self.method,
-                    match only {
-                        Dialect::Postgres => "postgres",
-                        Dialect::Sqlite => "sqlite",
-                        Dialect::Mssql => "mssql",
-                    }
-                ),
-                None => format!("`{}` has no {dialect} statement", self.method),
-            })),
-        }
+        written_for(
+            self.method,
+            self.parts.each_ref().map(Option::is_some),
+            dialect,
+        )
     }
 
     /// The final statement in every dialect for a store whose table is `table` (which
@@ -344,6 +323,27 @@ pub async fn execute_in<E: Executor>(
     store.execute_fenced(fenced.lease(), &sql, &params).await
 }
 
+/// Fails unless a method with statements for the dialects `present` (in the order
+/// PostgreSQL, SQLite, SQL Server) has one for `dialect`.
+fn written_for(method: &str, present: [bool; 3], dialect: Dialect) -> Result<()> {
+    if present[index(dialect)] {
+        return Ok(());
+    }
+    let only = match present {
+        [true, false, false] => Some((Dialect::Postgres, "postgres")),
+        [false, true, false] => Some((Dialect::Sqlite, "sqlite")),
+        [false, false, true] => Some((Dialect::Mssql, "mssql")),
+        _ => None,
+    };
+    Err(Error::Config(match only {
+        Some((only, option)) => format!(
+            "`{method}` is written for {only} only (its `#[fenced_write]` declares \
+             `dialect = \"{option}\"`), not for {dialect}"
+        ),
+        None => format!("`{method}` has no {dialect} statement"),
+    }))
+}
+
 /// An annotated method's statement on a table other than the lease's, which only runs
 /// inside a fenced transaction: the transaction's lock on the lease's row fences it, so
 /// nothing is appended. Rendered per dialect, placeholders numbered.
@@ -354,8 +354,9 @@ pub struct TransactionWrite {
     table: &'static str,
     /// The table the statement writes, unquoted, `name` or `schema.name`.
     target: &'static str,
-    /// The statement in the order PostgreSQL, SQLite, SQL Server.
-    sql: [&'static str; 3],
+    /// The statement in the order PostgreSQL, SQLite, SQL Server; `None` for a database
+    /// the method is not written for.
+    sql: [Option<&'static str>; 3],
 }
 
 impl TransactionWrite {
@@ -364,7 +365,7 @@ impl TransactionWrite {
         method: &'static str,
         table: &'static str,
         target: &'static str,
-        sql: [&'static str; 3],
+        sql: [Option<&'static str>; 3],
     ) -> Self {
         TransactionWrite {
             method,
@@ -374,9 +375,11 @@ impl TransactionWrite {
         }
     }
 
-    /// The statement on `dialect`.
-    pub fn for_dialect(&self, dialect: Dialect) -> &'static str {
-        self.sql[index(dialect)]
+    /// The statement on `dialect`; an error for a database the method is not written
+    /// for.
+    pub fn for_dialect(&self, dialect: Dialect) -> Result<&'static str> {
+        written_for(self.method, self.sql.map(|s| s.is_some()), dialect)?;
+        Ok(self.sql[index(dialect)].unwrap_or_default())
     }
 
     /// Fails unless `table` has the declared name (so the fenced transaction holds a
@@ -426,7 +429,6 @@ pub async fn execute_other<E: Executor>(
 ) -> Result<u64> {
     let store = fenced.store();
     write.check_table(store.table())?;
-    fenced
-        .execute(write.for_dialect(store.dialect()), &params)
-        .await
+    let sql = write.for_dialect(store.dialect())?;
+    fenced.execute(sql, &params).await
 }

@@ -207,9 +207,12 @@ use proc_macro::TokenStream;
 ///   compiles only if it takes the transaction: the transaction's lock on the lease's
 ///   row fences it, so the statement is sent as written, placeholders numbered and no
 ///   fence appended. It returns `fenced::Result<u64>`, the rows written. The SQL is
-///   checked as above (portable subset, one statement, every `@name` a parameter; no
-///   `RETURNING`/`OUTPUT`, no `WITH`); at run time the transaction's table must be the
-///   declared one, and the statement must not write it or its epoch table.
+///   checked as above (portable subset unless the method declares its `dialect`, one
+///   statement, every `@name` a parameter; no `RETURNING`/`OUTPUT`, no `WITH`); at run
+///   time the transaction's table must be the declared one, and the statement must not
+///   write it or its epoch table. An upsert, `INSERT ... ON CONFLICT`, is refused unless
+///   the method declares `dialect = "postgres"` or `"sqlite"`: SQL Server has no
+///   `ON CONFLICT`. MySQL's `ON DUPLICATE KEY UPDATE` is refused always.
 ///
 /// ```
 /// use fenced::{Executor, Fenced, Outcome, fenced_write};

@@ -170,24 +170,30 @@ pub(crate) fn other_table(sql: &str, declared: &str) -> Option<(String, Range<us
 }
 
 /// A statement on another table, checked: its table unquoted, and its text per dialect
-/// (in the order of [`Dialect::ALL`]).
+/// (in the order of [`Dialect::ALL`]), `None` for a database the method is not written
+/// for.
 #[derive(Debug)]
 pub(crate) struct Checked {
     pub(crate) target: String,
-    pub(crate) sql: [String; 3],
+    pub(crate) sql: [Option<String>; 3],
 }
 
 /// Checks a statement on a table other than the lease's, as [`statement::check`] does
-/// one on the lease's: the portable subset, one `INSERT`, `UPDATE` or `DELETE`, every
-/// placeholder a value parameter and every value parameter used; then renders it per
-/// dialect and re-reads each rendering with that dialect's lexer.
+/// one on the lease's: the portable subset (or, with `only`, that database's), one
+/// `INSERT`, `UPDATE` or `DELETE`, every placeholder a value parameter and every value
+/// parameter used; then renders it per dialect and re-reads each rendering with that
+/// dialect's lexer.
 pub(crate) fn check(
     sql: &str,
     method: &str,
     params: &[String],
+    only: Option<Dialect>,
 ) -> (Result<Checked, Vec<Problem>>, Vec<usize>) {
     let problem = |range: Range<usize>, message: String| Problem { range, message };
-    let found = lex::portable_problems(sql);
+    let found = match only {
+        None => lex::portable_problems(sql),
+        Some(dialect) => lex::dialect_problems(dialect.guard(), sql),
+    };
     if !found.is_empty() {
         let problems = found
             .into_iter()
@@ -226,10 +232,19 @@ pub(crate) fn check(
         ));
     }
     let mut depth = 0usize;
-    for token in &statement_tokens {
+    for (i, token) in statement_tokens.iter().enumerate() {
         match token.kind {
             TokenKind::LParen => depth += 1,
             TokenKind::RParen => depth = depth.saturating_sub(1),
+            _ if depth == 0 && statement::is_word(sql, token, "ON") => {
+                let next = statement_tokens.get(i + 1);
+                if let Some(message) = next.and_then(|next| upsert_problem(sql, next, only)) {
+                    problems.push(problem(
+                        token.range().start..next.map_or(token.range().end, |n| n.range().end),
+                        message,
+                    ));
+                }
+            }
             _ if depth == 0
                 && (statement::is_word(sql, token, "RETURNING")
                     || statement::is_word(sql, token, "OUTPUT")) =>
@@ -269,18 +284,22 @@ pub(crate) fn check(
         return (Err(problems), unused);
     }
     let sql_per_dialect = Dialect::ALL.map(|dialect| {
-        statement::render(
-            sql,
-            &statement_tokens,
-            shape.range.clone(),
-            &(0..0),
-            "",
-            &numbered,
-            dialect,
-        )
+        only.is_none_or(|only| only == dialect).then(|| {
+            statement::render(
+                sql,
+                &statement_tokens,
+                shape.range.clone(),
+                &(0..0),
+                "",
+                &numbered,
+                dialect,
+            )
+        })
     });
     for (dialect, text) in Dialect::ALL.iter().zip(&sql_per_dialect) {
-        if let Err(message) = sent(*dialect, text, params.len()) {
+        if let Some(text) = text
+            && let Err(message) = sent(*dialect, text, params.len())
+        {
             return (Err(vec![problem(0..sql.len(), message)]), unused);
         }
     }
@@ -289,6 +308,35 @@ pub(crate) fn check(
         sql: sql_per_dialect,
     };
     (Ok(checked), unused)
+}
+
+/// Why an `INSERT ... ON <next>` cannot be sent as written to the databases `only`
+/// allows (every one when `None`): SQL Server has no `ON CONFLICT`, and `ON DUPLICATE
+/// KEY` is MySQL's.
+fn upsert_problem(sql: &str, next: &Token, only: Option<Dialect>) -> Option<String> {
+    if statement::is_word(sql, next, "DUPLICATE") {
+        return Some(
+            "`ON DUPLICATE KEY UPDATE` is MySQL's: none of the databases the guard runs on \
+             reads it; on PostgreSQL and SQLite write `ON CONFLICT (...) DO UPDATE`"
+                .to_owned(),
+        );
+    }
+    if !statement::is_word(sql, next, "CONFLICT") {
+        return None;
+    }
+    match only {
+        None => Some(
+            "`ON CONFLICT` is not read the same way by every database: SQL Server has none, \
+             so the statement would fail there\nhelp: declare the database it is for, \
+             `dialect = \"postgres\"` or `dialect = \"sqlite\"`"
+                .to_owned(),
+        ),
+        Some(Dialect::Mssql) => Some(
+            "SQL Server has no `ON CONFLICT`: write the insert and the update as two statements"
+                .to_owned(),
+        ),
+        Some(_) => None,
+    }
 }
 
 /// Re-reads a rendered statement with `dialect`'s lexer: no comment, no `;`, and no
@@ -375,7 +423,8 @@ pub(crate) fn expand_other(
         .iter()
         .map(|v| v.ident.unraw().to_string())
         .collect();
-    let (result, unused) = check(&lit.value(), &method_name, &params);
+    let only = args.dialect.as_ref().map(|(dialect, _)| *dialect);
+    let (result, unused) = check(&lit.value(), &method_name, &params, only);
     let checked = match result {
         Ok(checked) => Some(checked),
         Err(problems) => {
@@ -445,7 +494,10 @@ pub(crate) fn expand_other(
             #companion
         };
     };
-    let [postgres, sqlite, mssql] = &checked.sql;
+    let [postgres, sqlite, mssql] = checked.sql.each_ref().map(|text| match text {
+        Some(text) => quote!(::core::option::Option::Some(#text)),
+        None => quote!(::core::option::Option::None),
+    });
     let target = &checked.target;
     let spec = quote! {
         #krate::__private::TransactionWrite::new(
@@ -463,7 +515,7 @@ pub(crate) fn expand_other(
     let companion = companion(quote! {
         static TRANSACTION_WRITE: #krate::__private::TransactionWrite = #spec;
         TRANSACTION_WRITE.check_table(table)?;
-        ::core::result::Result::Ok(TRANSACTION_WRITE.for_dialect(dialect))
+        TRANSACTION_WRITE.for_dialect(dialect)
     });
     quote! {
         #(#attrs)*
@@ -486,14 +538,14 @@ mod tests {
 
     fn accepted(sql: &str, params: &[&str]) -> Checked {
         let params: Vec<String> = params.iter().map(|p| (*p).to_owned()).collect();
-        let (result, unused) = check(sql, "add_line", &params);
+        let (result, unused) = check(sql, "add_line", &params, None);
         assert!(unused.is_empty(), "{sql}: {unused:?}");
         result.unwrap_or_else(|p| panic!("{sql}: {p:?}"))
     }
 
     fn refused(sql: &str, params: &[&str]) -> Vec<String> {
         let params: Vec<String> = params.iter().map(|p| (*p).to_owned()).collect();
-        let (result, _) = check(sql, "add_line", &params);
+        let (result, _) = check(sql, "add_line", &params, None);
         result
             .expect_err("the statement is refused")
             .into_iter()
@@ -542,9 +594,73 @@ mod tests {
                 "INSERT INTO dbo.ReportLine (ReportId, \"Text\") VALUES (?2, ?1)",
                 "INSERT INTO dbo.ReportLine (ReportId, [Text]) VALUES (@P2, @P1)",
             ]
+            .map(|s| Some(s.to_owned()))
         );
         let checked = accepted("DELETE FROM ReportLine WHERE ReportId = @id", &["id"]);
-        assert_eq!(checked.sql[0], "DELETE FROM ReportLine WHERE ReportId = $1");
+        assert_eq!(
+            checked.sql[0].as_deref(),
+            Some("DELETE FROM ReportLine WHERE ReportId = $1")
+        );
+    }
+
+    /// An upsert is refused as SQL for every database (SQL Server has no `ON CONFLICT`),
+    /// and accepted, rendered for that database alone, when the method declares
+    /// PostgreSQL or SQLite.
+    #[test]
+    fn upserts_are_written_for_one_database() {
+        let sql = "INSERT INTO ReportLine (ReportId, Seq, Text) VALUES (@id, @seq, @text) \
+                   ON CONFLICT (ReportId, Seq) DO UPDATE SET Text = @text";
+        let params: Vec<String> = ["id", "seq", "text"].map(str::to_owned).to_vec();
+        let messages = refused(sql, &["id", "seq", "text"]);
+        assert!(
+            messages.iter().any(|m| m.contains("SQL Server has none")),
+            "{messages:?}"
+        );
+        for (dialect, placeholder) in [(Dialect::Postgres, "$3"), (Dialect::Sqlite, "?3")] {
+            let (result, unused) = check(sql, "add_line", &params, Some(dialect));
+            assert!(unused.is_empty());
+            let checked = result.unwrap_or_else(|p| panic!("{dialect:?}: {p:?}"));
+            let present: Vec<bool> = checked.sql.iter().map(Option::is_some).collect();
+            let expected: Vec<bool> = Dialect::ALL.iter().map(|d| *d == dialect).collect();
+            assert_eq!(present, expected, "{dialect:?}");
+            let text = checked.sql.iter().flatten().next().unwrap();
+            assert!(
+                text.ends_with(&format!("SET Text = {placeholder}")),
+                "{text}"
+            );
+        }
+        let (result, _) = check(sql, "add_line", &params, Some(Dialect::Mssql));
+        let messages: Vec<String> = result
+            .expect_err("refused")
+            .into_iter()
+            .map(|p| p.message)
+            .collect();
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("SQL Server has no `ON CONFLICT`")),
+            "{messages:?}"
+        );
+        // MySQL's form is refused whatever the method declares.
+        let mysql =
+            "INSERT INTO ReportLine (ReportId) VALUES (@id) ON DUPLICATE KEY UPDATE Seq = 1";
+        for only in [None, Some(Dialect::Postgres), Some(Dialect::Sqlite)] {
+            let (result, _) = check(mysql, "add_line", &["id".to_owned()], only);
+            let messages: Vec<String> = result
+                .expect_err("refused")
+                .into_iter()
+                .map(|p| p.message)
+                .collect();
+            assert!(
+                messages.iter().any(|m| m.contains("MySQL")),
+                "{only:?}: {messages:?}"
+            );
+        }
+        // An `ON` elsewhere is no upsert.
+        accepted(
+            "UPDATE ReportLine SET Text = @text FROM Report r JOIN Other o ON o.Id = r.Id",
+            &["text"],
+        );
     }
 
     #[test]

@@ -16,6 +16,21 @@ impl Reports {
         text: &str,
     ) -> fenced::Result<u64>;
 
+    /// A PostgreSQL upsert of a line: written for PostgreSQL only.
+    #[fenced_write(
+        table = "ReportPublication",
+        dialect = "postgres",
+        sql = "INSERT INTO ReportLine (ReportId, Position, Text) VALUES (@report, @position, @text) \
+               ON CONFLICT (ReportId, Position) DO UPDATE SET Text = @text",
+    )]
+    pub async fn put_line<E: Executor>(
+        &self,
+        fenced: &Fenced<'_, E>,
+        report: uuid::Uuid,
+        position: i64,
+        text: &str,
+    ) -> fenced::Result<u64>;
+
     /// The lease's own table, inside the same transaction.
     #[fenced_write(
         table = "ReportPublication",
@@ -34,5 +49,11 @@ fn main() {
         // fenced-lint: allow(unfenced-write) the expected start of the generated statement; the fence follows
         "UPDATE \"ReportPublication\" SET Payload = ?1 WHERE \"ReportId\" = ?2"
     ));
+    assert_eq!(
+        Reports::put_line_sql(&FencedTable::default(), Dialect::Postgres).unwrap(),
+        "INSERT INTO ReportLine (ReportId, Position, Text) VALUES ($1, $2, $3) \
+         ON CONFLICT (ReportId, Position) DO UPDATE SET Text = $3"
+    );
+    assert!(Reports::put_line_sql(&FencedTable::default(), Dialect::Mssql).is_err());
     let _ = Reports::add_line::<Sqlite>;
 }
