@@ -90,10 +90,12 @@ pub enum Loss {
     /// revoked locally by someone else (the renewal was then not sent).
     Refused,
     /// The local deadline came while a renewal was still in flight (or before one could
-    /// be sent), so no renewal could succeed in time.
+    /// be sent), so no renewal could succeed in time, and none had failed with an error
+    /// since the last that succeeded.
     Deadline,
-    /// Renewals failed with errors until the local deadline, or with an error that
-    /// retrying cannot fix (a key of the wrong type, an invalid ttl).
+    /// Renewals failed with errors until the local deadline (a retry may still have been
+    /// in flight then), or with an error that retrying cannot fix (a key of the wrong
+    /// type, an invalid ttl).
     Errors {
         /// How many renewals failed since the last one that succeeded.
         attempts: u32,
@@ -412,24 +414,26 @@ async fn renew_in_time<B: Backend>(
 ) -> Option<std::result::Result<(), Loss>> {
     let mut attempts = 0u32;
     let mut last: Option<Error> = None;
+    // At the deadline: the errors since the last success, if there were any.
+    let lost = |attempts: u32, last: Option<Error>| match last {
+        Some(error) => Loss::Errors {
+            attempts,
+            last: Arc::new(error),
+        },
+        None => Loss::Deadline,
+    };
     loop {
         // Read again each time: a clone of the lease may have been renewed meanwhile.
         let deadline = lease.local_deadline();
         if Instant::now() >= deadline {
-            return Some(Err(match last {
-                Some(error) => Loss::Errors {
-                    attempts,
-                    last: Arc::new(error),
-                },
-                None => Loss::Deadline,
-            }));
+            return Some(Err(lost(attempts, last)));
         }
         let attempt = tokio::time::timeout_at(deadline.into(), store.renew(lease));
         let error = tokio::select! {
             () = stop.cancelled() => return None,
             () = lease.released() => return None,
             result = attempt => match result {
-                Err(_elapsed) => return Some(Err(Loss::Deadline)),
+                Err(_elapsed) => return Some(Err(lost(attempts, last))),
                 Ok(Ok(Outcome::Applied)) => return Some(Ok(())),
                 Ok(Ok(Outcome::Refused)) => return Some(Err(Loss::Refused)),
                 Ok(Err(error)) => error,

@@ -758,14 +758,14 @@ where
                 self.remove(id);
                 continue;
             }
-            let loss = match (&entry.due, &entry.last) {
-                // Waiting for a retry after errors.
-                (Some(_), Some(last)) => Loss::Errors {
+            // Errors since the last success make the loss theirs, whether a retry is
+            // waiting or in flight; otherwise the renewal was too slow.
+            let loss = match &entry.last {
+                Some(last) => Loss::Errors {
                     attempts: entry.attempts,
                     last: Arc::clone(last),
                 },
-                // In flight, or queued for a statement, at the deadline.
-                _ => Loss::Deadline,
+                None => Loss::Deadline,
             };
             self.lose(id, loss);
         }
