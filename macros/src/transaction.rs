@@ -544,8 +544,12 @@ mod tests {
     }
 
     fn refused(sql: &str, params: &[&str]) -> Vec<String> {
+        refused_for(sql, params, None)
+    }
+
+    fn refused_for(sql: &str, params: &[&str], only: Option<Dialect>) -> Vec<String> {
         let params: Vec<String> = params.iter().map(|p| (*p).to_owned()).collect();
-        let (result, _) = check(sql, "add_line", &params, None);
+        let (result, _) = check(sql, "add_line", &params, only);
         result
             .expect_err("the statement is refused")
             .into_iter()
@@ -629,12 +633,7 @@ mod tests {
                 "{text}"
             );
         }
-        let (result, _) = check(sql, "add_line", &params, Some(Dialect::Mssql));
-        let messages: Vec<String> = result
-            .expect_err("refused")
-            .into_iter()
-            .map(|p| p.message)
-            .collect();
+        let messages = refused_for(sql, &["id", "seq", "text"], Some(Dialect::Mssql));
         assert!(
             messages
                 .iter()
@@ -645,12 +644,7 @@ mod tests {
         let mysql =
             "INSERT INTO ReportLine (ReportId) VALUES (@id) ON DUPLICATE KEY UPDATE Seq = 1";
         for only in [None, Some(Dialect::Postgres), Some(Dialect::Sqlite)] {
-            let (result, _) = check(mysql, "add_line", &["id".to_owned()], only);
-            let messages: Vec<String> = result
-                .expect_err("refused")
-                .into_iter()
-                .map(|p| p.message)
-                .collect();
+            let messages = refused_for(mysql, &["id"], only);
             assert!(
                 messages.iter().any(|m| m.contains("MySQL")),
                 "{only:?}: {messages:?}"
