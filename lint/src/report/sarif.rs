@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{Emitter, Run, display_path};
@@ -24,27 +25,95 @@ pub struct Sarif;
 
 impl Emitter for Sarif {
     fn emit(&mut self, w: &mut dyn Write, run: &Run) -> io::Result<()> {
-        let log = json!({
-            "$schema": SCHEMA,
-            "version": "2.1.0",
-            "runs": [{
-                "tool": {
-                    "driver": {
-                        "name": "fenced-lint",
-                        "version": env!("CARGO_PKG_VERSION"),
-                        "informationUri": INFORMATION_URI,
-                        "rules": Rule::ALL.iter().map(|rule| descriptor(*rule)).collect::<Vec<_>>(),
-                    }
-                },
-                "columnKind": "unicodeCodePoints",
-                "results": run.diagnostics.iter().map(result).collect::<Vec<_>>(),
-            }],
+        let driver = json!({
+            "name": "fenced-lint",
+            "version": env!("CARGO_PKG_VERSION"),
+            "informationUri": INFORMATION_URI,
+            "rules": Rule::ALL.iter().map(|rule| descriptor(*rule)).collect::<Vec<_>>(),
         });
-        // Into memory first: serde_json writes in small pieces, each a call through `w`.
-        let mut bytes = serde_json::to_vec_pretty(&log)?;
-        bytes.push(b'\n');
-        w.write_all(&bytes)
+        let log = Log {
+            schema: SCHEMA,
+            runs: [LogRun {
+                column_kind: "unicodeCodePoints",
+                results: run.diagnostics.iter().map(result).collect(),
+                tool: Tool { driver },
+            }],
+            version: "2.1.0",
+        };
+        // serde_json writes in small pieces: a buffer of its own takes them without a
+        // call through `w` each.
+        let mut out = io::BufWriter::with_capacity(64 * 1024, w);
+        serde_json::to_writer_pretty(&mut out, &log)?;
+        out.write_all(b"\n")?;
+        out.flush()
     }
+}
+
+// The log's shape, typed rather than built as `serde_json::Value`s: a run's thousands
+// of results are then written without a map allocated per object. Fields are in the
+// order `Value`'s sorted maps wrote them, so the output is the same.
+
+#[derive(Serialize)]
+struct Log<'a> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    runs: [LogRun<'a>; 1],
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LogRun<'a> {
+    column_kind: &'static str,
+    results: Vec<LogResult<'a>>,
+    tool: Tool,
+}
+
+#[derive(Serialize)]
+struct Tool {
+    driver: Value,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LogResult<'a> {
+    level: &'static str,
+    locations: [Location; 1],
+    message: Message,
+    rule_id: &'a str,
+    rule_index: usize,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Location {
+    physical_location: PhysicalLocation,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PhysicalLocation {
+    artifact_location: ArtifactLocation,
+    region: Region,
+}
+
+#[derive(Serialize)]
+struct ArtifactLocation {
+    uri: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Region {
+    end_column: u32,
+    end_line: u32,
+    start_column: u32,
+    start_line: u32,
+}
+
+#[derive(Serialize)]
+struct Message {
+    text: String,
 }
 
 fn level(severity: Severity) -> &'static str {
@@ -66,29 +135,34 @@ fn descriptor(rule: Rule) -> Value {
     })
 }
 
-fn result(d: &Diagnostic) -> Value {
+fn result(d: &Diagnostic) -> LogResult<'_> {
     let text = match &d.help {
         Some(help) => format!("{}\nhelp: {help}", d.message),
         None => d.message.clone(),
     };
-    json!({
-        "ruleId": d.rule.code(),
-        "ruleIndex": Rule::ALL.iter().position(|r| *r == d.rule).unwrap_or_default(),
-        "level": level(d.severity()),
-        "message": { "text": text },
-        "locations": [{
-            "physicalLocation": {
-                "artifactLocation": { "uri": artifact_uri(&d.path) },
-                "region": {
-                    "startLine": d.range.start.line,
-                    "startColumn": d.range.start.column,
-                    "endLine": d.range.end.line,
+    LogResult {
+        level: level(d.severity()),
+        locations: [Location {
+            physical_location: PhysicalLocation {
+                artifact_location: ArtifactLocation {
+                    uri: artifact_uri(&d.path),
+                },
+                region: Region {
                     // SARIF's end column is the one after the region; ours is its last.
-                    "endColumn": d.range.end.column + 1,
-                }
-            }
+                    end_column: d.range.end.column + 1,
+                    end_line: d.range.end.line,
+                    start_column: d.range.start.column,
+                    start_line: d.range.start.line,
+                },
+            },
         }],
-    })
+        message: Message { text },
+        rule_id: d.rule.code(),
+        rule_index: Rule::ALL
+            .iter()
+            .position(|r| *r == d.rule)
+            .unwrap_or_default(),
+    }
 }
 
 /// A path as a SARIF `artifactLocation.uri` (an RFC 3986 URI reference): relative paths
