@@ -276,15 +276,6 @@ mod tests {
         Identifier::new("Queue").unwrap()
     }
 
-    macro_rules! renders {
-        ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
-            #[test]
-            fn $name() {
-                assert_eq!($actual, $expected);
-            }
-        )*};
-    }
-
     renders! {
         postgres_renew_batch: renew_batch(Dialect::Postgres, &table(), 2) =>
             r#"UPDATE "app"."Job" AS fenced_row SET "LeaseUntilUtc" = clock_timestamp() + fenced_batch.ttl * interval '1 millisecond' FROM (VALUES ($1::bigint, $2::bigint, $3::uuid, $4::bigint), ($5::bigint, $6::bigint, $7::uuid, $8::bigint)) AS fenced_batch (k, g, o, ttl) WHERE fenced_row."ReportId" = fenced_batch.k AND fenced_row."Generation" = fenced_batch.g AND fenced_row."LeaseOwner" = fenced_batch.o AND fenced_row."LeaseUntilUtc" > clock_timestamp() AND fenced_row."LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseOwner""#,

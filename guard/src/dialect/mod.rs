@@ -29,6 +29,18 @@
 //!
 //! The statements over many rows, the batched renewal and the claim, are in [`batch`].
 
+/// Tests that a rendered statement is exactly the text given, one test per case, for
+/// the dialect modules' tests (declared before them, so that they see it).
+#[cfg(test)]
+macro_rules! renders {
+    ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
+        #[test]
+        fn $name() {
+            assert_eq!($actual, $expected);
+        }
+    )*};
+}
+
 pub mod batch;
 pub mod lex;
 mod mssql;

@@ -58,15 +58,6 @@ mod tests {
         Identifier::new("Payload").unwrap()
     }
 
-    macro_rules! renders {
-        ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
-            #[test]
-            fn $name() {
-                assert_eq!($actual, $expected);
-            }
-        )*};
-    }
-
     renders! {
         placeholder: D.placeholder(7) => "@P7",
         clock: D.clock() => "SYSUTCDATETIME()",

@@ -48,15 +48,6 @@ mod tests {
         Identifier::new("Payload").unwrap()
     }
 
-    macro_rules! renders {
-        ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
-            #[test]
-            fn $name() {
-                assert_eq!($actual, $expected);
-            }
-        )*};
-    }
-
     renders! {
         placeholder: D.placeholder(7) => "$7",
         clock_is_not_now: D.clock() => "clock_timestamp()",

@@ -45,15 +45,6 @@ mod tests {
         Identifier::new("Payload").unwrap()
     }
 
-    macro_rules! renders {
-        ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
-            #[test]
-            fn $name() {
-                assert_eq!($actual, $expected);
-            }
-        )*};
-    }
-
     renders! {
         placeholder: D.placeholder(7) => "?7",
         clock: D.clock() => "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
