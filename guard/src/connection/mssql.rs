@@ -47,12 +47,10 @@ pub(crate) async fn last_row<S>(
 where
     S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin + Send,
 {
-    let params = refs(params);
-    let results = client.query(sql, &params).await?.into_results().await?;
-    results
+    last_result_set(client, sql, params)
+        .await?
         .into_iter()
-        .next_back()
-        .and_then(|rows| rows.into_iter().next())
+        .next()
         .map(decode)
         .transpose()
 }
@@ -66,15 +64,25 @@ pub(crate) async fn last_rows<S>(
 where
     S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin + Send,
 {
-    let params = refs(params);
-    let results = client.query(sql, &params).await?.into_results().await?;
-    results
-        .into_iter()
-        .next_back()
-        .unwrap_or_default()
+    last_result_set(client, sql, params)
+        .await?
         .into_iter()
         .map(decode)
         .collect()
+}
+
+/// The rows of the batch's last result set, undecoded.
+async fn last_result_set<S>(
+    client: &mut Client<S>,
+    sql: &str,
+    params: &[Value],
+) -> Result<Vec<tiberius::Row>>
+where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin + Send,
+{
+    let params = refs(params);
+    let results = client.query(sql, &params).await?.into_results().await?;
+    Ok(results.into_iter().next_back().unwrap_or_default())
 }
 
 /// Runs `sql` and returns the rows it changed, counted with `@@ROWCOUNT`.
