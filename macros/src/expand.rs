@@ -137,10 +137,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
         (Some(_), None) => {}
     }
 
-    let krate: Path = args
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::fenced));
+    let krate = krate(&args);
     let sig = signature::stripped(&method.sig);
     let attrs = &method.attrs;
     let vis = &method.vis;
@@ -151,22 +148,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
          declared one, or `{method_name}` is written for another dialect."
     );
     let probe = companion_probe(&args, &method, &sql_fn);
-    // The `…_sql` companion with `body`; none in a trait's `impl`, which may hold only
-    // the trait's items.
-    let companion = |body: TokenStream| {
-        (!args.trait_impl).then(|| {
-            quote! {
-                #[allow(dead_code)]
-                #[doc = #sql_doc]
-                #vis fn #sql_fn(
-                    table: &#krate::FencedTable,
-                    dialect: #krate::Dialect,
-                ) -> #krate::Result<&'static str> {
-                    #body
-                }
-            }
-        })
-    };
+    let companion = |body: TokenStream| companion(&args, &method, &krate, &sql_doc, body);
 
     let (Some(checked), Some(table), Some(lease), Some(store), true) = (
         checked,
@@ -175,27 +157,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
         roles.store.as_ref(),
         errors.is_empty(),
     ) else {
-        let errors = errors.into_iter().reduce(|mut all, e| {
-            all.combine(e);
-            all
-        });
-        let errors = errors.map(|e| e.to_compile_error());
-        let companion = companion(quote! {
-            let _ = (table, dialect);
-            ::core::unimplemented!()
-        });
-        // The item as written, with a stub body (a method without one would be an error
-        // of its own) and its companion, so that one mistake does not cascade.
-        return quote! {
-            #errors
-            #(#attrs)*
-            #[allow(unused_variables)]
-            #vis #sig {
-                #probe
-                ::core::unimplemented!()
-            }
-            #companion
-        };
+        return fallback(errors, &args, &method, &krate, &sql_doc, probe);
     };
 
     let parts = checked.parts.iter().map(|p| {
@@ -275,6 +237,81 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
             static FENCED_WRITE: #krate::__private::FencedWrite = #spec;
             #call
             .await
+        }
+        #companion
+    }
+}
+
+/// The crate the expansion names: `krate = ...`, else `::fenced`.
+pub(crate) fn krate(args: &Args) -> Path {
+    args.krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::fenced))
+}
+
+/// The `<method>_sql` companion of `method`, documented with `doc`, with `body`; none in
+/// a trait's `impl`, which may hold only the trait's items.
+pub(crate) fn companion(
+    args: &Args,
+    method: &Method,
+    krate: &Path,
+    doc: &str,
+    body: TokenStream,
+) -> Option<TokenStream> {
+    let vis = &method.vis;
+    let sql_fn = format_ident!("{}_sql", method.sig.ident);
+    (!args.trait_impl).then(|| {
+        quote! {
+            #[allow(dead_code)]
+            #[doc = #doc]
+            #vis fn #sql_fn(
+                table: &#krate::FencedTable,
+                dialect: #krate::Dialect,
+            ) -> #krate::Result<&'static str> {
+                #body
+            }
+        }
+    })
+}
+
+/// `errors`, then the method as written with a stub body (a method without one would
+/// be an error of its own; `probe` first in it) and a stub companion, so that one
+/// mistake does not cascade.
+pub(crate) fn fallback(
+    errors: Vec<syn::Error>,
+    args: &Args,
+    method: &Method,
+    krate: &Path,
+    doc: &str,
+    probe: Option<TokenStream>,
+) -> TokenStream {
+    let errors = errors
+        .into_iter()
+        .reduce(|mut all, e| {
+            all.combine(e);
+            all
+        })
+        .map(|e| e.to_compile_error());
+    let companion = companion(
+        args,
+        method,
+        krate,
+        doc,
+        quote! {
+            let _ = (table, dialect);
+            ::core::unimplemented!()
+        },
+    );
+    let attrs = &method.attrs;
+    let vis = &method.vis;
+    let sig = signature::stripped(&method.sig);
+    quote! {
+        #errors
+        #(#attrs)*
+        #[allow(unused_variables)]
+        #vis #sig {
+            #probe
+            ::core::unimplemented!()
         }
         #companion
     }
