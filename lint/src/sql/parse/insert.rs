@@ -103,8 +103,6 @@ impl Parser<'_, '_> {
             names.push(target.name.clone());
             names.extend(alias);
         }
-        // Nor do they write advice for an insert without arms, in its parameter style.
-        self.lean_style = wanted.is_some() && updates.is_empty();
         Ok(Statement {
             param_style: ParamStyle::Unknown,
             kind: StatementKind::Insert,

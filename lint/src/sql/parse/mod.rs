@@ -171,7 +171,11 @@ pub(crate) fn parse_found_for<'a, 'w>(
     };
     let last = parser.pos.saturating_sub(1).max(found.keyword);
     statement.range = tokens[found.first].range().start..tokens[last].range().end;
-    if !parser.lean && !parser.lean_style {
+    // The rules write advice in the statement's parameter style only for an update arm:
+    // an INSERT without one, for them, needs none.
+    let advice =
+        wanted.is_none() || found.kind != StatementKind::Insert || !statement.updates.is_empty();
+    if !parser.lean && advice {
         statement.param_style = ParamStyle::of(text, &tokens[found.first..=last]);
     }
     for (table, _) in &parser.ctes {
@@ -219,9 +223,6 @@ struct Parser<'a, 'w> {
     /// The generation column of a wanted `INSERT` target: the only column whose values
     /// are examined.
     generation: Option<&'w str>,
-    /// The statement is an `INSERT` whose advice the caller will not write: its
-    /// parameter style is not worked out.
-    lean_style: bool,
 }
 
 /// Deeper nesting than this is not written by people; the statement is reported as not
@@ -240,7 +241,6 @@ impl<'a, 'w> Parser<'a, 'w> {
             wanted: None,
             lean: false,
             generation: None,
-            lean_style: false,
         }
     }
 
