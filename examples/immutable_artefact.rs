@@ -13,7 +13,7 @@
 //! artefacts are garbage for a cleanup job.
 //!
 //! ```text
-//! cargo run --example immutable_artefact
+//! cargo run --example immutable_artefact --features sqlite
 //! ```
 
 use std::fs::{self, OpenOptions};

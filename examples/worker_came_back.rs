@@ -10,7 +10,7 @@
 //! the row, the database refuses it, and none of A's lines is ever visible.
 //!
 //! ```text
-//! cargo run --example worker_came_back                      # embedded SQLite, temp file
+//! cargo run --example worker_came_back --features sqlite    # embedded SQLite, temp file
 //! cargo run --example worker_came_back --features postgres -- \
 //!     --database-url "host=127.0.0.1 user=postgres dbname=test"
 //! cargo run --example worker_came_back --features mssql -- \
@@ -41,13 +41,7 @@ async fn main() -> anyhow::Result<()> {
         .build()?;
 
     match database_url {
-        None => {
-            let dir = tempfile::tempdir()?;
-            let path = dir.path().join("reports.db");
-            let backend = fenced::Sqlite::open(&path).await?;
-            let label = format!("embedded SQLite ({})", path.display());
-            run(Store::new(backend, table), &label).await
-        }
+        None => run_sqlite(table).await,
         Some(url) if is_ado_connection_string(&url) => connect_mssql(&url, table).await,
         Some(url) => connect_postgres(&url, table).await,
     }
@@ -64,7 +58,7 @@ fn parse_args() -> anyhow::Result<Option<String>> {
             "-h" | "--help" => {
                 println!(
                     "usage: worker_came_back [--database-url URL]\n\n\
-                     Without a URL the story runs on an embedded SQLite file.\n\
+                     Without a URL the story runs on an embedded SQLite file (--features sqlite).\n\
                      A PostgreSQL URL (postgres://... or host=...) needs --features postgres;\n\
                      an ADO.NET connection string (server=...) needs --features mssql."
                 );
@@ -79,6 +73,20 @@ fn parse_args() -> anyhow::Result<Option<String>> {
 fn is_ado_connection_string(url: &str) -> bool {
     let lower = url.to_ascii_lowercase();
     lower.starts_with("server=") || lower.contains(";server=") || lower.starts_with("data source=")
+}
+
+#[cfg(feature = "sqlite")]
+async fn run_sqlite(table: FencedTable) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("reports.db");
+    let backend = fenced::Sqlite::open(&path).await?;
+    let label = format!("embedded SQLite ({})", path.display());
+    run(Store::new(backend, table), &label).await
+}
+
+#[cfg(not(feature = "sqlite"))]
+async fn run_sqlite(_table: FencedTable) -> anyhow::Result<()> {
+    bail!("this build has no SQLite backend: run with `--features sqlite`, or give --database-url")
 }
 
 #[cfg(feature = "postgres")]

@@ -10,7 +10,7 @@
 //!
 //! - the runtime guard ([`fenced_guard`]): [`Store`], [`Lease`], [`FencedTable`] and the
 //!   backends for SQL Server, PostgreSQL and SQLite, behind the features `mssql`,
-//!   `postgres` and `sqlite` (the default);
+//!   `postgres` and `sqlite` (none by default);
 //! - the [`fenced_write`] attribute ([`fenced_macros`]): a repository method that writes a
 //!   fenced table does not compile unless it takes the lease, and its SQL gets the fence.
 //!
@@ -22,6 +22,7 @@
 //! The article's cycle on embedded SQLite: acquire, publish once, release.
 //!
 //! ```
+//! # #[cfg(feature = "sqlite")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
@@ -48,6 +49,8 @@
 //! assert_eq!(store.release(&a).await?, Outcome::Applied);
 //! # Ok(())
 //! # }
+//! # #[cfg(not(feature = "sqlite"))]
+//! # fn main() {}
 //! ```
 
 #[doc(inline)]
