@@ -9,17 +9,47 @@
 //! This crate is the one an application depends on. It re-exports
 //!
 //! - the runtime guard ([`fenced_guard`]): [`Store`], [`Lease`], [`FencedTable`] and the
-//!   backends for SQL Server, PostgreSQL and SQLite, behind the features `mssql`,
-//!   `postgres` and `sqlite` (none by default);
+//!   backends for PostgreSQL, SQLite and SQL Server;
 //! - the [`fenced_write`] attribute ([`fenced_macros`]): a repository method that writes a
 //!   fenced table does not compile unless it takes the lease, and its SQL gets the fence.
 //!
 //! The third part, `fenced-lint`, is a command-line tool for CI: it finds writes that
 //! bypass the fence in `.sql` files and in SQL inside Rust code.
 //!
+//! # Features
+//!
+//! No database is on by default: a service names the ones it uses, and builds no other
+//! driver.
+//!
+//! ```toml
+//! [dependencies]
+//! fenced = { version = "0.1", features = ["sqlx-postgres"] }
+//! ```
+//!
+//! | feature | what it adds |
+//! |---|---|
+//! | `postgres` | [`Postgres`], tokio-postgres with a pool of its own; the service's tokio-postgres clients and transactions ([`connection::PostgresClient`]) |
+//! | `sqlite` | [`Sqlite`], rusqlite with SQLite bundled (C, compiled by the build); the service's rusqlite connections ([`connection::RusqliteConnection`]) |
+//! | `mssql` | [`Mssql`], tiberius over TCP with rustls; the service's tiberius clients ([`connection::TiberiusClient`]) |
+//! | `sqlx-postgres` | the protocol on the service's sqlx `PgPool`, connections and transactions ([`connection::SqlxPgPool`], [`connection::SqlxPgConnection`]) |
+//! | `sqlx-sqlite` | the same on sqlx's SQLite ([`connection::SqlxSqlitePool`], [`connection::SqlxSqliteConnection`]) |
+//!
+//! # A service on sqlx
+//!
+//! Enable `sqlx-postgres` (or `sqlx-sqlite`) and keep the service's pool: no second pool
+//! and no other driver. `Store::new(SqlxPgPool::from(pool.clone()), table)` makes the
+//! pool the store's own, for acquiring, renewing and publishing; [`Store::on`] runs the
+//! same protocol on one of the service's connections or transactions, and
+//! [`Store::fence`] checks a lease inside the service's own transaction, so that
+//! everything it writes commits only while the lease holds. The [`connection`] module
+//! lists what each connection type runs the protocol on; the README's
+//! [sqlx example](https://github.com/fenced-rs/fenced#your-connections-your-transactions)
+//! publishes a report and its lines in one sqlx transaction.
+//!
 //! # Example
 //!
-//! The article's cycle on embedded SQLite: acquire, publish once, release.
+//! The article's cycle on embedded SQLite (feature `sqlite`): acquire, publish once,
+//! release.
 //!
 //! ```
 //! # #[cfg(feature = "sqlite")]
@@ -52,6 +82,9 @@
 //! # #[cfg(not(feature = "sqlite"))]
 //! # fn main() {}
 //! ```
+
+// docs.rs (`[package.metadata.docs.rs]`) shows each feature-gated item's feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(inline)]
 pub use fenced_guard::*;

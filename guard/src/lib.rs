@@ -49,14 +49,25 @@
 //!
 //! # Features
 //!
-//! - `sqlite` (default): [`Sqlite`], rusqlite with SQLite bundled; where its statements
-//!   run on tokio's runtime is chosen by [`SqliteExecution`]. A statement that meets
-//!   another connection's lock sleeps on tokio's timer, which the runtime must enable
-//!   (as `#[tokio::main]` does).
-//! - `postgres`: `Postgres`, tokio-postgres with a pool of its own.
-//! - `mssql`: `Mssql`, tiberius over TCP with rustls.
-//! - `sqlx-postgres`, `sqlx-sqlite`: the protocol on sqlx's pools, connections and
-//!   transactions ([`connection`]).
+//! No database is on by default; each feature brings one driver. Applications usually
+//! depend on the `fenced` crate, which has the same features.
+//!
+//! - `postgres`: [`Postgres`], tokio-postgres with a pool of its own, and the service's
+//!   tokio-postgres clients and transactions ([`connection::PostgresClient`]).
+//! - `sqlite`: [`Sqlite`], rusqlite with SQLite bundled (C, compiled by the build), and
+//!   the service's rusqlite connections ([`connection::RusqliteConnection`]). Where its
+//!   statements run on tokio's runtime is chosen by [`SqliteExecution`]. A statement that
+//!   meets another connection's lock sleeps on tokio's timer, which the runtime must
+//!   enable (as `#[tokio::main]` does).
+//! - `mssql`: [`Mssql`], tiberius over TCP with rustls, and the service's tiberius
+//!   clients ([`connection::TiberiusClient`]).
+//! - `sqlx-postgres`: the protocol on the service's sqlx `PgPool`, connections and
+//!   transactions ([`connection::SqlxPgPool`], [`connection::SqlxPgConnection`]). A
+//!   service on sqlx starts here: `Store::new(SqlxPgPool::from(pool), table)` makes its
+//!   pool the store's own, [`Store::on`] runs the protocol on its connections and
+//!   transactions, and [`Store::fence`] checks a lease inside its own transaction.
+//! - `sqlx-sqlite`: the same on sqlx's SQLite ([`connection::SqlxSqlitePool`],
+//!   [`connection::SqlxSqliteConnection`]).
 //!
 //! # Parts
 //!
@@ -79,6 +90,9 @@
 //! - The recovery epoch: [`Store::advance_epoch`] after a restore or failover.
 //! - [`MssqlProcedures`]: SQL Server stored procedures and a `GRANT EXECUTE` / `DENY`
 //!   script, and [`Store::through_procedures`] to run through them.
+
+// docs.rs (`[package.metadata.docs.rs]`) shows each feature-gated item's feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[doc(hidden)]
 #[path = "private.rs"]

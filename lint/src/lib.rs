@@ -17,6 +17,9 @@
 //! The command line (`cli` feature, on by default) walks directories, runs the two
 //! passes ([`Linter::discover_tables`], then [`Linter::check_file`]) and reports.
 
+// docs.rs (`[package.metadata.docs.rs]`) shows each feature-gated item's feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod config;
 pub mod diagnostic;
 pub mod error;

@@ -6,6 +6,9 @@
 //! [`fenced_write`]. The SQL is checked by the same analysis as `fenced-lint`
 //! (`fenced_lint::sql`), so the macro and the lint never disagree about a statement.
 
+// docs.rs (`[package.metadata.docs.rs]`) shows each feature-gated item's feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod args;
 #[cfg(test)]
 mod differential;

@@ -19,6 +19,9 @@ pub(crate) mod sqlite;
 
 use std::future::Future;
 
+// Each public type of a backend also carries its feature's `cfg` itself, though its
+// module has it: rustdoc carries only an item's own `cfg` into the documentation of the
+// `fenced` crate, which inlines these types, as their feature badge.
 #[cfg(feature = "mssql")]
 pub use mssql::{LentMssql, Mssql, MssqlOptions};
 #[cfg(feature = "postgres")]

@@ -30,6 +30,7 @@ struct Inner {
 }
 
 /// Options for [`Mssql::connect_with_options`].
+#[cfg(feature = "mssql")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MssqlOptions {
     max_connections: usize,
@@ -101,6 +102,7 @@ impl MssqlOptions {
 /// The expiry column is `datetime2(7)`, written and compared with `SYSUTCDATETIME()`.
 /// [`Value::Null`] is sent as a null `nvarchar`, which SQL Server converts implicitly to
 /// every column type this crate declares except `varbinary`.
+#[cfg(feature = "mssql")]
 #[derive(Clone)]
 pub struct Mssql {
     inner: Arc<Inner>,
@@ -350,6 +352,7 @@ pub(crate) fn refs(params: &[Value]) -> Vec<&dyn tiberius::ToSql> {
 }
 
 /// A connection of an [`Mssql`] pool, lent for a fenced transaction.
+#[cfg(feature = "mssql")]
 pub struct LentMssql(tokio::sync::Mutex<Checkout<Connection>>);
 
 impl std::fmt::Debug for LentMssql {

@@ -51,6 +51,7 @@ const DEFAULT_MAX_CONNECTIONS: usize = 16;
 /// (default 30 s) for a connection, then fails with [`Error::PoolTimedOut`].
 ///
 /// The expiry column is `timestamptz`, written and compared with `clock_timestamp()`.
+#[cfg(feature = "postgres")]
 #[derive(Clone)]
 pub struct Postgres {
     pool: Arc<Pool<Connection>>,
@@ -490,6 +491,7 @@ async fn query_rows_on(
 }
 
 /// A connection of a [`Postgres`] pool, lent for a fenced transaction.
+#[cfg(feature = "postgres")]
 pub struct LentPostgres(tokio::sync::Mutex<Checkout<Connection>>);
 
 impl std::fmt::Debug for LentPostgres {

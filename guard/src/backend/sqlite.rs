@@ -35,6 +35,7 @@ use prepared::PreparedConnection;
 /// a timeout around the call fires on time. The runtime must have its timer enabled
 /// (`#[tokio::main]` and `Builder::enable_all` do). The modes differ in what the
 /// runtime's thread does while the statement itself runs.
+#[cfg(feature = "sqlite")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SqliteExecution {
@@ -64,6 +65,7 @@ pub enum SqliteExecution {
 const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 
 /// Options for [`Sqlite::open_with`].
+#[cfg(feature = "sqlite")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SqliteOptions {
     max_connections: usize,
@@ -153,6 +155,7 @@ impl Inner {
 ///
 /// The expiry column holds integer milliseconds since the Unix epoch from SQLite's own
 /// clock; owners are stored as hyphenated lowercase text.
+#[cfg(feature = "sqlite")]
 #[derive(Clone)]
 pub struct Sqlite {
     inner: Arc<Inner>,
@@ -519,6 +522,7 @@ pub(crate) fn decode(index: usize, value: ValueRef<'_>) -> rusqlite::Result<Valu
 /// [`block_in_place`](tokio::task::block_in_place), on the current-thread runtime on
 /// the runtime's one thread. A fenced transaction's statements hold the write lock
 /// from its `BEGIN IMMEDIATE`, so only that first statement can wait.
+#[cfg(feature = "sqlite")]
 pub struct LentSqlite {
     conn: std::sync::Mutex<Checkout<PreparedConnection>>,
     busy_timeout: Duration,

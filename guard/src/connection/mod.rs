@@ -36,6 +36,9 @@ pub(crate) mod sqlite;
 #[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
 mod sqlx;
 
+// Each public type of a backend also carries its feature's `cfg` itself, though its
+// module has it: rustdoc carries only an item's own `cfg` into the documentation of the
+// `fenced` crate, which inlines these types, as their feature badge.
 #[cfg(feature = "mssql")]
 pub use mssql::TiberiusClient;
 #[cfg(feature = "postgres")]

@@ -13,6 +13,7 @@ use crate::value::Value;
 /// A caller's tiberius [`Client`], as an [`Executor`]: statements run on it in turn,
 /// inside any transaction open on it. Counts are read as the guard's own pool reads
 /// them, with `@@ROWCOUNT` after the statement.
+#[cfg(feature = "mssql")]
 pub struct TiberiusClient<'a, S>(Mutex<&'a mut Client<S>>)
 where
     S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin + Send;

@@ -14,6 +14,7 @@ use crate::value::Value;
 /// Each statement is prepared (one round trip) and then run (another): the caller's
 /// connection keeps no statement cache of the guard's. The guard's own pool
 /// ([`Postgres`](crate::Postgres)) prepares each statement once per connection.
+#[cfg(feature = "postgres")]
 #[derive(Debug)]
 pub struct PostgresClient<'a, C>(&'a C);
 

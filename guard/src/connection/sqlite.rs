@@ -18,6 +18,7 @@ use crate::value::Value;
 /// timeout (rusqlite's default is 5 s), and are kept in its prepared statement cache.
 /// Each future is ready when first polled. A write carrying an operation id runs its
 /// write and record inside a savepoint, so it works inside the caller's transaction too.
+#[cfg(feature = "sqlite")]
 #[derive(Debug)]
 pub struct RusqliteConnection<'a>(&'a Connection);
 

@@ -213,12 +213,14 @@ mod pg {
     /// A caller's sqlx [`PgPool`], as an [`Executor`]: each statement on any of its
     /// connections, autocommitted. A [`Backend`](crate::Backend): a keeper can renew
     /// through it.
+    #[cfg(feature = "sqlx-postgres")]
     #[derive(Clone, Debug)]
     pub struct SqlxPgPool(PgPool);
 
     /// A caller's sqlx [`PgConnection`] (and so a `sqlx::Transaction`'s, through
     /// `&mut *transaction`), as an [`Executor`]: statements run on it in turn, inside
     /// any transaction open on it.
+    #[cfg(feature = "sqlx-postgres")]
     #[derive(Debug)]
     pub struct SqlxPgConnection<'a>(Mutex<&'a mut PgConnection>);
 
@@ -291,11 +293,13 @@ mod lite {
     /// A caller's sqlx [`SqlitePool`], as an [`Executor`]: each statement on any of its
     /// connections, autocommitted; a write with an operation id takes one connection
     /// for its write and record. A [`Backend`](crate::Backend).
+    #[cfg(feature = "sqlx-sqlite")]
     #[derive(Clone, Debug)]
     pub struct SqlxSqlitePool(SqlitePool);
 
     /// A caller's sqlx [`SqliteConnection`] (and so a `sqlx::Transaction`'s), as an
     /// [`Executor`]: statements run on it in turn, inside any transaction open on it.
+    #[cfg(feature = "sqlx-sqlite")]
     #[derive(Debug)]
     pub struct SqlxSqliteConnection<'a>(Mutex<&'a mut SqliteConnection>);
 

@@ -115,6 +115,7 @@ where
 /// tokio-postgres's [`Client`]. Dropping it gives the connection back to the pool,
 /// unless the connection has been closed; leave no transaction open on it (see
 /// [`Postgres::client`](crate::Postgres::client)).
+#[cfg(feature = "postgres")]
 pub struct PooledClient {
     checkout: Option<Checkout<Connection>>,
 }
