@@ -50,6 +50,22 @@ const DEFAULT_MAX_CONNECTIONS: usize = 16;
 /// A statement waits at most the [checkout timeout](Postgres::checkout_timeout)
 /// (default 30 s) for a connection, then fails with [`Error::PoolTimedOut`].
 ///
+/// # A primary and its standbys
+///
+/// A configuration naming several hosts (`host=db1,db2 port=5432,5432`, or
+/// `postgresql://app@db1:5432,db2:5432/jobs`) follows the primary across a failover:
+/// every new connection goes to the first host, in the order given, that accepts
+/// writes (`target_session_attrs=read-write`, which the pool sets when the
+/// configuration leaves it at `any`), waiting at most 5 s for each host's TCP
+/// connection unless `connect_timeout` says otherwise. When the old primary dies, its
+/// connections are discarded as above and the next statements open connections to the
+/// new one; a statement that was running on it when it died fails, and may have
+/// committed there ([`Error::may_have_committed`]). On the new primary, the leases
+/// acquired before the promotion can no longer write (see
+/// [the server's timeline](crate::FencedTable#the-servers-timeline-postgresql)).
+/// What asynchronous replication lost is lost: a write acknowledged by the old primary
+/// and not yet replicated is not on the new one.
+///
 /// The expiry column is `timestamptz`, written and compared with `clock_timestamp()`.
 #[cfg(feature = "postgres")]
 #[derive(Clone)]

@@ -6,7 +6,9 @@ use std::future::Future;
 use std::ops::Deref;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
+use tokio_postgres::config::TargetSessionAttrs;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::{Client, Socket, Statement};
@@ -82,8 +84,36 @@ impl Connection {
 pub(crate) type Opener =
     Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Connection>> + Send>> + Send + Sync>;
 
-/// An [`Opener`] for `config` through `tls`. Each connection's I/O runs in a task of
-/// its own on the runtime, as tokio-postgres requires.
+/// How long a new connection of a configuration naming several hosts waits for each
+/// host's TCP connection when the configuration sets no `connect_timeout`: a failed
+/// primary whose address no longer answers would otherwise hold every new connection
+/// for the system's TCP timeout (about two minutes on Linux) before the next host is
+/// tried.
+pub(crate) const MULTI_HOST_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `config` as the pool opens its connections. A configuration naming several hosts
+/// (`host=a,b port=5432,5433`, a primary and its standbys) is one whose primary may
+/// move: every new connection goes to the first host that accepts writes
+/// (`target_session_attrs=read-write`, set here when it says `any`, the default: the
+/// guard only writes, and a standby would refuse every statement), and waits at most
+/// [`MULTI_HOST_CONNECT_TIMEOUT`] for each host unless `connect_timeout` says
+/// otherwise. A configuration of one host is left as it is.
+pub(crate) fn for_writes(mut config: tokio_postgres::Config) -> tokio_postgres::Config {
+    let hosts = config.get_hosts().len().max(config.get_hostaddrs().len());
+    if hosts > 1 {
+        if config.get_target_session_attrs() == TargetSessionAttrs::Any {
+            config.target_session_attrs(TargetSessionAttrs::ReadWrite);
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(MULTI_HOST_CONNECT_TIMEOUT);
+        }
+    }
+    config
+}
+
+/// An [`Opener`] for `config` through `tls` (as [`for_writes`] adjusts it). Each
+/// connection's I/O runs in a task of its own on the runtime, as tokio-postgres
+/// requires.
 pub(crate) fn opener<T>(config: tokio_postgres::Config, tls: T) -> Opener
 where
     T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
@@ -91,6 +121,7 @@ where
     T::TlsConnect: Send,
     <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
 {
+    let config = for_writes(config);
     Arc::new(move || {
         let (config, tls) = (config.clone(), tls.clone());
         Box::pin(async move {
@@ -157,5 +188,48 @@ impl fmt::Debug for PooledClient {
         f.debug_struct("PooledClient")
             .field("closed", &self.is_closed())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio_postgres::Config;
+    use tokio_postgres::config::TargetSessionAttrs;
+
+    use super::{MULTI_HOST_CONNECT_TIMEOUT, for_writes};
+
+    fn adjusted(text: &str) -> (TargetSessionAttrs, Option<Duration>) {
+        let config = for_writes(text.parse::<Config>().unwrap());
+        (
+            config.get_target_session_attrs(),
+            config.get_connect_timeout().copied(),
+        )
+    }
+
+    macro_rules! adjusts {
+        ($($name:ident: $text:expr => $expected:expr,)*) => {$(
+            #[test]
+            fn $name() {
+                assert_eq!(adjusted($text), $expected);
+            }
+        )*};
+    }
+
+    adjusts! {
+        one_host_is_left_alone: "host=db user=app" => (TargetSessionAttrs::Any, None),
+        several_hosts_connect_to_the_primary: "host=a,b port=5432,5433 user=app" =>
+            (TargetSessionAttrs::ReadWrite, Some(MULTI_HOST_CONNECT_TIMEOUT)),
+        several_addresses_count_as_hosts: "hostaddr=10.0.0.1,10.0.0.2 user=app" =>
+            (TargetSessionAttrs::ReadWrite, Some(MULTI_HOST_CONNECT_TIMEOUT)),
+        read_write_is_kept: "host=a,b target_session_attrs=read-write" =>
+            (TargetSessionAttrs::ReadWrite, Some(MULTI_HOST_CONNECT_TIMEOUT)),
+        a_connect_timeout_given_is_kept: "host=a,b connect_timeout=1" =>
+            (TargetSessionAttrs::ReadWrite, Some(Duration::from_secs(1))),
+        a_url_with_several_hosts: "postgresql://app@a:5432,b:5433/jobs" =>
+            (TargetSessionAttrs::ReadWrite, Some(MULTI_HOST_CONNECT_TIMEOUT)),
+        read_only_is_the_callers_choice: "host=a,b target_session_attrs=read-only" =>
+            (TargetSessionAttrs::ReadOnly, Some(MULTI_HOST_CONNECT_TIMEOUT)),
     }
 }
