@@ -82,10 +82,12 @@ impl Lease {
         self.generation
     }
 
-    /// The recovery epoch the acquisition stamped on the row, when known (`None` for a
-    /// lease assembled with [`from_parts`](Lease::from_parts)). For diagnostics only:
-    /// the fence checks the row's epoch against the current one, which covers the
-    /// lease's (see [`fence_predicate`](crate::fence_predicate)).
+    /// The stamp the acquisition wrote on the row, when known (`None` for a lease
+    /// assembled with [`from_parts`](Lease::from_parts)): the recovery epoch, and on
+    /// PostgreSQL the server's timeline with it (`epoch * 1_000_000 + timeline`,
+    /// taken apart by [`dialect::split_stamp`](crate::dialect::split_stamp)). For
+    /// diagnostics only: the fence checks the row's stamp against the current one,
+    /// which covers the lease's (see [`fence_predicate`](crate::fence_predicate)).
     pub fn epoch(&self) -> Option<i64> {
         self.epoch
     }
@@ -179,9 +181,11 @@ pub struct LeaseState {
     pub now_ms: i64,
     /// The generation that last published (0: none).
     pub published_generation: i64,
-    /// The recovery epoch stamped on the row by its last acquisition.
+    /// The stamp the row's last acquisition wrote: the recovery epoch, and on
+    /// PostgreSQL the server's timeline with it (see [`Lease::epoch`]).
     pub epoch: i64,
-    /// The current recovery epoch; `None` when the epoch table has no row.
+    /// The stamp an acquisition would write now, which every fenced statement
+    /// requires; `None` when the epoch table has no row.
     pub current_epoch: Option<i64>,
 }
 
@@ -194,7 +198,8 @@ impl LeaseState {
     }
 
     /// Whether an acquisition now would be refused: an owner is set, the lease has not
-    /// expired by the database's clock, and it was acquired in the current epoch.
+    /// expired by the database's clock, and it was acquired in the current epoch (and,
+    /// on PostgreSQL, on the server's current timeline).
     pub fn is_held(&self) -> bool {
         self.holder.is_some()
             && self.remaining().is_some()

@@ -87,7 +87,11 @@
 //!   level.
 //! - [`operation`]: operation ids recorded atomically with a write, resolved after a
 //!   lost acknowledgement ([`Store::publish_op`], [`Store::resolve`]).
-//! - The recovery epoch: [`Store::advance_epoch`] after a restore or failover.
+//! - The recovery epoch: every lease carries it, and on PostgreSQL the server's
+//!   timeline with it, so that a promotion or a point-in-time restore ends every lease
+//!   acquired before it ([`FencedTable`](FencedTable#the-servers-timeline-postgresql));
+//!   [`Store::advance_epoch`] after what a timeline does not see (a logical restore, a
+//!   new cluster, SQL Server and SQLite).
 //! - [`MssqlProcedures`]: SQL Server stored procedures and a `GRANT EXECUTE` / `DENY`
 //!   script, and [`Store::through_procedures`] to run through them.
 

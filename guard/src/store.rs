@@ -53,6 +53,14 @@ pub const MAX_TTL: Duration = Duration::from_millis(i32::MAX as u64);
 /// from backup or an asynchronous failover, [`advance_epoch`](Store::advance_epoch)
 /// invalidates every lease issued before, even where a restored row matches one again.
 ///
+/// On PostgreSQL the stamp also carries the server's timeline (unless the table was
+/// built with [`stamp_timeline(false)`](crate::FencedTableBuilder::stamp_timeline)):
+/// a promotion of a standby and a point-in-time restore raise it, and so end every
+/// lease acquired before them with no call at all. What a timeline does not see still
+/// needs [`advance_epoch`](Store::advance_epoch): a logical restore (`pg_dump`), a
+/// restore onto a new cluster, a copy of the data directory started without archive
+/// recovery (a disk snapshot), and every restore and failover on SQL Server and SQLite.
+///
 /// After a refusal, the work done under that lease must be discarded: acquiring a new
 /// lease and publishing the old result under it would authorise old work under a new
 /// ownership generation. Build again under the new lease. Log a refusal as "refused",
@@ -874,7 +882,10 @@ impl<B: Executor> Store<B> {
     }
 
     /// The current recovery epoch, which every acquisition stamps on its row and every
-    /// fenced write requires.
+    /// fenced write requires: the epoch table's value, as
+    /// [`advance_epoch`](Store::advance_epoch) returns it. On PostgreSQL the row's
+    /// stamp also carries the server's timeline, which this value does not show
+    /// ([`dialect::split_stamp`](crate::dialect::split_stamp) takes a stamp apart).
     ///
     /// # Errors
     ///
@@ -891,6 +902,11 @@ impl<B: Executor> Store<B> {
     /// asynchronous failover: afterwards no lease issued before can renew or write, even
     /// where a restored row's generation and owner match it again, and every row is
     /// free to acquire. Returns the new epoch.
+    ///
+    /// On PostgreSQL a promotion and a point-in-time restore need no call: the server's
+    /// timeline, stamped with the epoch, does this by itself (see
+    /// [the recovery epoch](Store#recovery-epoch)). A logical restore, a restore onto a
+    /// new cluster or a disk snapshot started as is do need it.
     ///
     /// The new epoch is the greatest of the current epoch + 1 and the database's clock
     /// in milliseconds since the Unix epoch, so it exceeds every epoch issued before even
@@ -919,11 +935,18 @@ impl<B: Executor> Store<B> {
     /// # Errors
     ///
     /// As for [`advance_epoch`](Store::advance_epoch); [`Error::Config`] for a floor of
-    /// `i64::MAX`.
+    /// the greatest epoch or above: `i64::MAX`, or on PostgreSQL with the timeline
+    /// stamped 9,223,372,036,853 ([`dialect::max_epoch`](crate::dialect::max_epoch)),
+    /// so that the epoch and the timeline fit one `bigint`. Nothing is sent then.
     pub async fn advance_epoch_past(&self, floor: i64) -> Result<i64> {
-        let floor = floor
-            .checked_add(1)
-            .ok_or_else(|| Error::Config("the epoch floor must be below i64::MAX".into()))?;
+        let max = dialect::max_epoch(self.dialect(), &self.table);
+        let floor = floor.checked_add(1).filter(|f| *f <= max).ok_or_else(|| {
+            Error::Config(format!(
+                "the epoch floor must be below {max}, the greatest epoch table {} holds on {}",
+                self.table.name(),
+                self.dialect()
+            ))
+        })?;
         let epoch = self
             .backend
             .query_i64(&self.statements.advance_epoch, &[Value::I64(floor)])

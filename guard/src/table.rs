@@ -234,6 +234,21 @@ impl Column {
 /// bigint NOT NULL DEFAULT 0`); its rows are then free to acquire, and leases taken
 /// before cannot write.
 ///
+/// # The server's timeline (PostgreSQL)
+///
+/// On PostgreSQL the epoch a row is stamped with, and checked against, also carries the
+/// server's timeline, which PostgreSQL raises at every promotion of a standby and at the
+/// end of every archive recovery (a point-in-time restore): a lease acquired before
+/// either can no longer write, renew or lock, with no operator step, even where the
+/// promoted server lost the commits that superseded it. The stamp is `epoch ×
+/// 1,000,000 + timeline` ([`dialect::epoch_subquery`](crate::dialect::epoch_subquery)),
+/// read by every statement from the server itself. A failover therefore ends every
+/// lease, even where it lost nothing: each holder acquires again. [`FencedTableBuilder::stamp_timeline`] turns it off
+/// where the server cannot tell its timeline (Amazon Aurora and other servers that
+/// refuse `pg_current_wal_lsn()`) or where no failover can lose a commit (synchronous
+/// replication with `remote_apply`, shared storage), so that leases survive failovers.
+/// SQLite and SQL Server have no timeline: the recovery epoch alone serves there.
+///
 /// # Names each database takes for one
 ///
 /// A table does not know which database it will be used with, so it is checked for all
@@ -262,6 +277,7 @@ pub struct FencedTable {
     operations_table: QualifiedName,
     key_type: KeyType,
     columns: Vec<Column>,
+    stamp_timeline: bool,
 }
 
 impl Default for FencedTable {
@@ -327,6 +343,14 @@ impl FencedTable {
         &self.epoch_table
     }
 
+    /// Whether, on PostgreSQL, the lease-epoch column also carries the server's
+    /// timeline, so that a promotion or a point-in-time restore ends every lease
+    /// acquired before it (see [the timeline](FencedTable#the-servers-timeline-postgresql)).
+    /// Default `true`; no effect on SQLite and SQL Server.
+    pub fn stamps_timeline(&self) -> bool {
+        self.stamp_timeline
+    }
+
     /// The outcomes table: one row per applied operation id (`OperationId`, `Key`,
     /// `Generation`, `RecordedAt`), written in the same statement or transaction as the
     /// write and never changed afterwards. Default `FencedOperation`, in the fenced
@@ -376,6 +400,7 @@ pub struct FencedTableBuilder {
     operations_table: Option<String>,
     key_type: KeyType,
     columns: Vec<(String, ColumnType)>,
+    stamp_timeline: bool,
 }
 
 impl Default for FencedTableBuilder {
@@ -393,6 +418,7 @@ impl Default for FencedTableBuilder {
             operations_table: None,
             key_type: KeyType::Uuid,
             columns: Vec::new(),
+            stamp_timeline: true,
         }
     }
 }
@@ -468,6 +494,25 @@ impl FencedTableBuilder {
         self
     }
 
+    /// Whether, on PostgreSQL, acquisitions stamp the server's timeline into the lease
+    /// epoch and every fenced statement requires it, so that a promotion of a standby
+    /// or a point-in-time restore ends every lease acquired before it, with no operator
+    /// step. Default `true`.
+    ///
+    /// Turn it off only where the server cannot tell its timeline to an ordinary role
+    /// (Amazon Aurora refuses `pg_current_wal_lsn()`; every fenced statement would fail
+    /// there), or where no failover can lose a commit (synchronous replication with
+    /// `synchronous_commit = remote_apply`, or shared storage) and leases should survive
+    /// a failover. Without it, call [`Store::advance_epoch`](crate::Store::advance_epoch)
+    /// after every failover that may have lost commits and after every restore. Every
+    /// process using the table must declare it alike: a lease stamped one way is free
+    /// to acquire for the other (never writable by both). No effect on SQLite and SQL
+    /// Server, which have no timeline.
+    pub fn stamp_timeline(mut self, stamp: bool) -> Self {
+        self.stamp_timeline = stamp;
+        self
+    }
+
     /// Declares an application column for schema creation. Default: none.
     pub fn column(mut self, name: impl Into<String>, column_type: ColumnType) -> Self {
         self.columns.push((name.into(), column_type));
@@ -519,6 +564,7 @@ impl FencedTableBuilder {
                     })
                 })
                 .collect::<Result<_>>()?,
+            stamp_timeline: self.stamp_timeline,
         };
         let mut names: Vec<&Identifier> = vec![
             &table.key,

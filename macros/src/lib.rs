@@ -91,7 +91,7 @@ use proc_macro::TokenStream;
 ///
 /// ```text
 /// -- PostgreSQL
-/// UPDATE "ReportPublication" SET Payload = $1 WHERE (Draft = $2) AND "ReportId" = $3 AND "Generation" = $4 AND "LeaseOwner" = $5 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)
+/// UPDATE "ReportPublication" SET Payload = $1 WHERE (Draft = $2) AND "ReportId" = $3 AND "Generation" = $4 AND "LeaseOwner" = $5 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "FencedEpoch" WHERE "Id" = 1)
 /// -- SQLite
 /// UPDATE "ReportPublication" SET Payload = ?1 WHERE (Draft = ?2) AND "ReportId" = ?3 AND "Generation" = ?4 AND "LeaseOwner" = ?5 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)
 /// -- SQL Server

@@ -183,13 +183,61 @@ fn q(d: Dialect, id: &Identifier) -> String {
 /// The current recovery epoch, as a scalar subquery on the epoch table:
 /// `(SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)`. `NULL` when the epoch table has
 /// no row, which makes every fenced write and every acquisition fail or match nothing.
+///
+/// On PostgreSQL, for a table that [stamps the timeline](FencedTable::stamps_timeline)
+/// (the default), the value is the epoch and the server's timeline in one number,
+/// `"Epoch" * 1000000 + <timeline>`: the timeline is the first eight hexadecimal digits
+/// of the name of the WAL file the server writes now
+/// (`pg_walfile_name(pg_current_wal_lsn())`), which any role may read and which
+/// PostgreSQL raises at every promotion and at the end of every archive recovery. On a
+/// standby, where no write can run anyway, reading it is an error. Evaluated once per
+/// statement (an uncorrelated subquery), from server memory. See [`split_stamp`].
 pub fn epoch_subquery(dialect: Dialect, table: &FencedTable) -> String {
+    let epoch = epoch_value_column(dialect);
+    let value = if stamps_timeline(dialect, table) {
+        postgres::stamp(&epoch)
+    } else {
+        epoch
+    };
     format!(
-        "(SELECT {} FROM {} WHERE {} = 1)",
-        epoch_value_column(dialect),
+        "(SELECT {value} FROM {} WHERE {} = 1)",
         table.epoch_table().quoted(dialect),
         epoch_id_column(dialect)
     )
+}
+
+/// Whether `table`'s statements in `dialect` stamp the server's timeline with the
+/// epoch: on PostgreSQL, unless the table was built with
+/// [`stamp_timeline(false)`](crate::FencedTableBuilder::stamp_timeline).
+pub fn stamps_timeline(dialect: Dialect, table: &FencedTable) -> bool {
+    dialect == Dialect::Postgres && table.stamps_timeline()
+}
+
+/// The recovery epoch and, where [`stamps_timeline`], the server's timeline that a
+/// stamp holds: what [`Lease::epoch`](crate::Lease::epoch) and
+/// [`LeaseState::epoch`](crate::LeaseState::epoch) report is the stamp the row carries,
+/// `epoch * 1_000_000 + timeline` on PostgreSQL, the epoch alone elsewhere.
+pub fn split_stamp(dialect: Dialect, table: &FencedTable, stamp: i64) -> (i64, Option<i64>) {
+    if stamps_timeline(dialect, table) {
+        (
+            stamp.div_euclid(postgres::TIMELINES),
+            Some(stamp.rem_euclid(postgres::TIMELINES)),
+        )
+    } else {
+        (stamp, None)
+    }
+}
+
+/// The greatest recovery epoch `table` can hold in `dialect`: `i64::MAX` where the
+/// epoch is stamped alone; 9,223,372,036,853 where [`stamps_timeline`], so that
+/// `epoch * 1_000_000 + timeline` fits in a `bigint` (milliseconds since 1970 reach it
+/// in the year 2262).
+pub fn max_epoch(dialect: Dialect, table: &FencedTable) -> i64 {
+    if stamps_timeline(dialect, table) {
+        (i64::MAX - (postgres::TIMELINES - 1)) / postgres::TIMELINES
+    } else {
+        i64::MAX
+    }
 }
 
 fn epoch_value_column(dialect: Dialect) -> String {
@@ -212,7 +260,8 @@ fn operation_columns(dialect: Dialect) -> [String; 4] {
 /// The fence, to append with `AND` to a write's top-level `WHERE`:
 /// `key = p AND generation = p+1 AND owner = p+2 AND expiry > <clock> AND epoch =
 /// <current epoch>`, where `p` is `first` (1-based), the columns are the table's,
-/// quoted, and the current epoch is [`epoch_subquery`].
+/// quoted, and the current epoch is [`epoch_subquery`] (on PostgreSQL, with the
+/// server's timeline in it).
 ///
 /// Bind the lease's key, generation and owner at `first`, `first + 1` and `first + 2`.
 /// Parenthesise the caller's own `WHERE` before appending.

@@ -140,7 +140,11 @@ pub async fn a_claim_takes_free_candidates_as_ordinary_leases<P: Place>(place: A
     first_keys.windows(2).for_each(|w| assert!(w[0] < w[1]));
     for lease in &first {
         assert_eq!(lease.generation(), 1);
-        assert_eq!(lease.epoch(), Some(epoch));
+        let stamp = lease.epoch().expect("a claimed lease carries its stamp");
+        assert_eq!(
+            fenced_guard::dialect::split_stamp(store.dialect(), store.table(), stamp).0,
+            epoch
+        );
         assert_eq!(lease.ttl(), TTL);
         let row = inspect(&store, lease.key()).await;
         assert!(row.is_held() && row.is_of(lease), "{row:?}");
