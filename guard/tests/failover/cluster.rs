@@ -297,13 +297,22 @@ impl Cluster {
     /// Rebuilds the old primary, killed by [`fail_over`](Cluster::fail_over), as the
     /// new primary's standby: `pg_rewind` (which finishes the killed server's crash
     /// recovery first) rewinds it to where the timelines parted, and it starts
-    /// streaming from the new primary.
+    /// streaming from the new primary; returns once it has replayed all the new
+    /// primary has flushed.
     pub async fn rebuild(&mut self) {
         let old = 1 - self.primary;
         assert!(
             !self.servers[old].is_running(),
             "the old primary still runs"
         );
+        // `pg_rewind` reads the source's timeline from its control file, which a
+        // promotion updates only at its next checkpoint: before it, the rewind sees
+        // one timeline, finds nothing to do, and the old primary cannot follow.
+        Self::superuser(self.primary())
+            .await
+            .batch_execute("CHECKPOINT")
+            .await
+            .expect("checkpoint the new primary");
         let source = self.primary().admin_url();
         let target = self.servers[old].data().display().to_string();
         self.tools
@@ -321,6 +330,7 @@ impl Cluster {
             .await;
         self.servers[old].start().await;
         self.streaming().await;
+        self.replayed().await;
     }
 
     /// Takes a base backup of the primary into a new directory, and returns it.

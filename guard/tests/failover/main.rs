@@ -20,6 +20,8 @@
 #[cfg(feature = "postgres")]
 mod cluster;
 #[cfg(feature = "postgres")]
+mod pool;
+#[cfg(feature = "postgres")]
 mod server;
 #[cfg(feature = "postgres")]
 mod takeover;
@@ -31,8 +33,9 @@ mod support;
 
 #[cfg(feature = "postgres")]
 mod on_postgres {
-    use fenced_guard::Outcome;
+    use fenced_guard::{Outcome, Resolution};
 
+    use crate::pool;
     use crate::takeover::{self, Replication};
 
     /// The schedule with the stamp: A's write and renewal after the promotion
@@ -90,5 +93,40 @@ mod on_postgres {
             "B's lease still holds the row: {seen:?}"
         );
         assert_eq!(seen.row, (2, Some("B after".to_owned())), "{seen:?}");
+    }
+
+    /// The pool on both servers' connection string follows the primary: after the
+    /// failover every operation reaches the new primary without an error, the pool's
+    /// connections are all to it, and a new pool skips the old primary rebuilt as a
+    /// standby although it is listed first. The publication running when the primary
+    /// died fails as possibly committed, never as applied, and its operation id then
+    /// resolves as not applied, as the new primary's row shows.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_pool_follows_the_primary_and_reports_nothing_applied_that_was_not() {
+        let Some(seen) = pool::run().await else {
+            return;
+        };
+        assert!(seen.in_flight_failed_as_in_doubt, "{seen:?}");
+        assert_eq!(
+            seen.in_flight_resolution,
+            Resolution::NotApplied,
+            "{seen:?}"
+        );
+        assert_eq!(seen.in_flight_row_published, 0, "{seen:?}");
+        assert!(
+            seen.acquisitions.iter().all(|a| *a == Ok(Some(1))),
+            "every row free and acquired without an error: {seen:?}"
+        );
+        assert_eq!(
+            seen.acquisitions_present,
+            seen.acquisitions.len(),
+            "{seen:?}"
+        );
+        assert_eq!(
+            seen.pooled_ports,
+            vec![seen.new_primary; seen.pooled_ports.len()],
+            "{seen:?}"
+        );
+        assert_eq!(seen.fresh_pool_port, seen.new_primary, "{seen:?}");
     }
 }
