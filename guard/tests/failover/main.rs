@@ -22,6 +22,8 @@ mod cluster;
 #[cfg(feature = "postgres")]
 mod pool;
 #[cfg(feature = "postgres")]
+mod restore;
+#[cfg(feature = "postgres")]
 mod server;
 #[cfg(feature = "postgres")]
 mod takeover;
@@ -35,8 +37,8 @@ mod support;
 mod on_postgres {
     use fenced_guard::{Outcome, Resolution};
 
-    use crate::pool;
     use crate::takeover::{self, Replication};
+    use crate::{pool, restore};
 
     /// The schedule with the stamp: A's write and renewal after the promotion
     /// are refused although the promoted standby never saw B's takeover; B's own old
@@ -128,5 +130,39 @@ mod on_postgres {
             "{seen:?}"
         );
         assert_eq!(seen.fresh_pool_port, seen.new_primary, "{seen:?}");
+    }
+
+    /// A point-in-time restore raises the timeline: every lease issued before it is
+    /// refused, those whose rows the restore brought back live included (A, C), and the
+    /// row is free at once for a new lease.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_point_in_time_restore_refuses_every_lease_issued_before_it() {
+        let Some(seen) = restore::run(true).await else {
+            return;
+        };
+        assert_eq!(seen.timelines.1, seen.timelines.0 + 1, "{seen:?}");
+        assert_eq!(
+            (seen.a_write, seen.c_write, seen.b_write),
+            (Outcome::Refused, Outcome::Refused, Outcome::Refused),
+            "{seen:?}"
+        );
+        // The restored generation is 1: the new lease is its 2, on the new timeline.
+        assert_eq!(seen.again, Some((2, Outcome::Applied)), "{seen:?}");
+    }
+
+    /// The negative control: without the stamp the restored rows let A and C write
+    /// again, and A's row is not free.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn without_the_stamp_a_restore_brings_old_leases_back() {
+        let Some(seen) = restore::run(false).await else {
+            return;
+        };
+        assert_eq!(seen.timelines.1, seen.timelines.0 + 1, "{seen:?}");
+        assert_eq!(
+            (seen.a_write, seen.c_write, seen.b_write),
+            (Outcome::Applied, Outcome::Applied, Outcome::Refused),
+            "{seen:?}"
+        );
+        assert_eq!(seen.again, None, "{seen:?}");
     }
 }
