@@ -20,6 +20,8 @@
 #[cfg(feature = "postgres")]
 mod cluster;
 #[cfg(feature = "postgres")]
+mod failovers;
+#[cfg(feature = "postgres")]
 mod pool;
 #[cfg(feature = "postgres")]
 mod restore;
@@ -33,12 +35,46 @@ mod takeover;
 #[path = "../support/mod.rs"]
 mod support;
 
+// The fault tests' history workload, its checker and its report, used as they are.
+#[allow(dead_code)]
+#[path = "../faults/checker.rs"]
+mod checker;
+#[allow(dead_code)]
+#[path = "../faults/gate.rs"]
+mod gate;
+#[allow(dead_code)]
+#[path = "../faults/history.rs"]
+mod history;
+#[cfg(feature = "postgres")]
+#[allow(dead_code)]
+#[path = "../faults/postgres.rs"]
+mod postgres;
+#[allow(dead_code)]
+#[path = "../faults/proxy.rs"]
+mod proxy;
+#[allow(dead_code)]
+#[path = "../faults/report.rs"]
+mod report;
+#[allow(dead_code)]
+#[path = "../faults/scenario.rs"]
+mod scenario;
+
 #[cfg(feature = "postgres")]
 mod on_postgres {
     use fenced_guard::{Outcome, Resolution};
 
+    use crate::scenario::seed;
     use crate::takeover::{self, Replication};
-    use crate::{pool, restore};
+    use crate::{failovers, pool, restore};
+
+    /// How many promotions a history run goes through: `FENCED_FAILOVERS` (default 2).
+    fn promotions() -> usize {
+        std::env::var("FENCED_FAILOVERS").map_or(2, |n| {
+            n.parse().ok().filter(|n| *n >= 1).unwrap_or_else(|| {
+                panic!("FENCED_FAILOVERS must be a count of 1 or more, got {n:?}")
+            })
+        })
+    }
 
     /// The schedule with the stamp: A's write and renewal after the promotion
     /// are refused although the promoted standby never saw B's takeover; B's own old
@@ -164,5 +200,44 @@ mod on_postgres {
             "{seen:?}"
         );
         assert_eq!(seen.again, None, "{seen:?}");
+    }
+
+    /// The history workload across promotions passes the fault tests' checker: no
+    /// violation, no stale write accepted, although the held workers' leases were taken
+    /// over on primaries that then died with the takeovers, and their next writes are
+    /// stale (coverage: some were attempted, and refused).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_history_across_failovers_passes_the_checker() {
+        let promotions = promotions();
+        let Some(run) = failovers::run(true, promotions, seed()).await else {
+            return;
+        };
+        let counts = run.verdict.counts;
+        assert_eq!(run.failovers.len(), promotions);
+        assert!(
+            run.verdict.violations.is_empty(),
+            "violations: {:#?}",
+            run.verdict.violations
+        );
+        assert_eq!(counts.stale_accepted, 0, "{counts:?}");
+        assert!(run.held > 0, "no lost takeover: the run proves too little");
+        assert!(counts.stale_refused > 0 && counts.lost > 0, "{counts:?}");
+        assert!(counts.writes_applied > 0, "{counts:?}");
+        assert!(run.recorded.faults.pauses > 0, "no pause past the ttl");
+    }
+
+    /// The negative control: the same workload and failovers without the stamp; the
+    /// checker finds stale writes accepted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn without_the_stamp_the_history_across_failovers_accepts_stale_writes() {
+        let Some(run) = failovers::run(false, promotions(), seed()).await else {
+            return;
+        };
+        assert!(run.held > 0, "no lost takeover: the control proves nothing");
+        assert!(
+            run.verdict.counts.stale_accepted > 0,
+            "without the stamp a held worker writes over a lost takeover: {:?}",
+            run.verdict.counts
+        );
     }
 }

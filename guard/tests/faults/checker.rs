@@ -15,11 +15,51 @@
 //! Beside the verdict it counts stale writes: writes a worker started after it could
 //! have known (by the client's own record) that a later acquisition of its row had
 //! completed; how many were refused, accepted, or failed.
+//!
+//! # Across failovers
+//!
+//! A run may go through failovers of its database ([`Failover`]): replication to the
+//! standby cut, calls made on the primary alone, then the primary killed and the
+//! standby promoted, with no call in flight at either instant. What the calls in
+//! between did is lost with the old primary: their acquisitions, writes and
+//! resolutions are not held against properties 3 and 4, and a generation they took can
+//! be issued again on the new primary. "Later acquisition" then means later in the
+//! order of (failover era, generation): an acquisition on the new primary comes after
+//! every one on the old, whatever their generations, and a write is stale when an
+//! acquisition after its lease's completed before the write started, lost or not. The
+//! trace, the new primary's, holds what survived, in commit order.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use crate::history::{Call, Op, Seen, TraceEntry};
+
+/// A failover on the client's clock (microseconds since the run started): replication
+/// to the standby cut at `cut_us`, the primary killed at `kill_us` and the standby
+/// promoted before any call went on. No call was in flight at either instant, so every
+/// call is before the cut, between the two (on the primary alone: lost), or after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failover {
+    pub cut_us: u64,
+    pub kill_us: u64,
+}
+
+/// The run's failovers, as the checker reads calls against them.
+struct Failovers<'a>(&'a [Failover]);
+
+impl Failovers<'_> {
+    /// Whether `call` ran on a primary between a cut and its death: its effects are gone.
+    fn lost(&self, call: &Call) -> bool {
+        self.0
+            .iter()
+            .any(|f| call.start_us >= f.cut_us && call.end_us <= f.kill_us)
+    }
+
+    /// How many primaries had died before `at`.
+    fn era(&self, at: u64) -> usize {
+        self.0.iter().filter(|f| f.kill_us <= at).count()
+    }
+}
 
 /// One broken property.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,6 +202,8 @@ pub struct Counts {
     pub stale_refused: u64,
     pub stale_accepted: u64,
     pub stale_failed: u64,
+    /// Calls seen in effect (acquisitions, writes) whose effect a failover discarded.
+    pub lost: u64,
 }
 
 /// The checker's answer.
@@ -173,12 +215,18 @@ pub struct Verdict {
 
 /// Checks a run: the client's `calls` (any order) against the database's `trace`.
 pub fn check(calls: &[Call], trace: &[TraceEntry]) -> Verdict {
+    check_across(calls, trace, &[])
+}
+
+/// [`check`] for a run that went through `failovers`.
+pub fn check_across(calls: &[Call], trace: &[TraceEntry], failovers: &[Failover]) -> Verdict {
+    let failovers = Failovers(failovers);
     let mut violations = Vec::new();
     check_trace(trace, &mut violations);
-    check_acquisitions(calls, trace, &mut violations);
-    check_writes(calls, trace, &mut violations);
+    check_acquisitions(calls, trace, &failovers, &mut violations);
+    check_writes(calls, trace, &failovers, &mut violations);
     Verdict {
-        counts: count(calls),
+        counts: count(calls, &failovers),
         violations,
     }
 }
@@ -236,8 +284,13 @@ fn check_trace(trace: &[TraceEntry], violations: &mut Vec<Violation>) {
     }
 }
 
-/// The client's half of property 3.
-fn check_acquisitions(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec<Violation>) {
+/// The client's half of property 3, for the acquisitions no failover discarded.
+fn check_acquisitions(
+    calls: &[Call],
+    trace: &[TraceEntry],
+    failovers: &Failovers<'_>,
+    violations: &mut Vec<Violation>,
+) {
     let traced: HashSet<(i64, i64)> = trace
         .iter()
         .filter(|e| e.is_acquisition())
@@ -246,7 +299,7 @@ fn check_acquisitions(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec
     let mut seen = HashSet::new();
     let mut acquired: Vec<&Call> = calls
         .iter()
-        .filter(|c| c.op.is_acquisition() && c.seen == Seen::Applied)
+        .filter(|c| c.op.is_acquisition() && c.seen == Seen::Applied && !failovers.lost(c))
         .collect();
     acquired.sort_by_key(|c| (c.row, c.generation, c.start_us));
     for call in acquired {
@@ -266,8 +319,13 @@ fn check_acquisitions(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec
     }
 }
 
-/// Property 4.
-fn check_writes(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec<Violation>) {
+/// Property 4, for the calls no failover discarded.
+fn check_writes(
+    calls: &[Call],
+    trace: &[TraceEntry],
+    failovers: &Failovers<'_>,
+    violations: &mut Vec<Violation>,
+) {
     let traced: HashSet<(i64, i64, i64)> = trace
         .iter()
         .filter(|e| e.is_write())
@@ -284,9 +342,11 @@ fn check_writes(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec<Viola
     for (write_id, attempts) in writes {
         let row = attempts[0].row;
         let present = traced.contains(&(row, write_id, attempts[0].generation));
-        let seen_in_effect = attempts
-            .iter()
-            .any(|c| c.op.is_write() && matches!(c.seen, Seen::Applied | Seen::AlreadyApplied));
+        let seen_in_effect = attempts.iter().any(|c| {
+            c.op.is_write()
+                && matches!(c.seen, Seen::Applied | Seen::AlreadyApplied)
+                && !failovers.lost(c)
+        });
         let all_refused = attempts
             .iter()
             .filter(|c| c.op.is_write())
@@ -297,7 +357,10 @@ fn check_writes(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec<Viola
         if all_refused && present {
             violations.push(Violation::RefusedWriteApplied { row, write_id });
         }
-        for resolution in attempts.iter().filter(|c| c.op == Op::Resolve) {
+        for resolution in attempts
+            .iter()
+            .filter(|c| c.op == Op::Resolve && !failovers.lost(c))
+        {
             let applied = resolution.seen == Seen::Applied;
             if resolution.seen != Seen::Failed && applied != present {
                 violations.push(Violation::ResolutionWrong {
@@ -311,14 +374,23 @@ fn check_writes(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec<Viola
 }
 
 /// Counts, and stale writes by the client's own record: a write whose call started after
-/// an acquisition of the same row with a higher generation had returned.
-fn count(calls: &[Call]) -> Counts {
+/// an acquisition of the same row later than its lease's (a higher generation in a
+/// failover era no earlier) had returned.
+fn count(calls: &[Call], failovers: &Failovers<'_>) -> Counts {
     let mut counts = Counts {
         operations: calls.len() as u64,
         ..Counts::default()
     };
-    let mut acquired: HashMap<i64, Vec<(u64, i64)>> = HashMap::new();
+    let mut acquired: HashMap<i64, Vec<(u64, (usize, i64))>> = HashMap::new();
     for call in calls {
+        let in_effect = match call.seen {
+            Seen::Applied => call.op.is_acquisition() || call.op.is_write(),
+            Seen::AlreadyApplied => call.op.is_write(),
+            _ => false,
+        };
+        if in_effect && failovers.lost(call) {
+            counts.lost += 1;
+        }
         if call.op.is_acquisition() && call.seen == Seen::Applied {
             counts.acquisitions += 1;
             if call.op == Op::Claim {
@@ -327,7 +399,7 @@ fn count(calls: &[Call]) -> Counts {
             acquired
                 .entry(call.row)
                 .or_default()
-                .push((call.end_us, call.generation));
+                .push((call.end_us, (failovers.era(call.lease_us), call.generation)));
         }
     }
     for list in acquired.values_mut() {
@@ -341,10 +413,11 @@ fn count(calls: &[Call]) -> Counts {
             Seen::Refused => counts.writes_refused += 1,
             Seen::Failed => counts.writes_failed += 1,
         }
+        let lease = (failovers.era(call.lease_us), call.generation);
         let superseded = acquired.get(&call.row).is_some_and(|list| {
             list.iter()
                 .take_while(|(end, _)| *end <= call.start_us)
-                .any(|(_, generation)| *generation > call.generation)
+                .any(|(_, later)| *later > lease)
         });
         if superseded {
             counts.stale_attempted += 1;
@@ -414,6 +487,7 @@ mod tests {
             op,
             generation,
             write_id,
+            lease_us: at,
             start_us: at,
             end_us: at + 1,
             seen,
@@ -629,5 +703,136 @@ mod tests {
         let verdict = check(&calls, &trace);
         assert_eq!(verdict.violations, vec![]);
         assert_eq!(verdict.counts.writes_failed, 2);
+    }
+
+    // ---- Across failovers.
+
+    /// Replication cut at 10, the primary killed at 30.
+    const FAILOVER: [Failover; 1] = [Failover {
+        cut_us: 10,
+        kill_us: 30,
+    }];
+
+    /// A holds generation 1 of row 7; after the cut B takes generation 2 on the
+    /// primary alone (lost); after the failover A writes, and the new primary accepts it
+    /// (as it does without the timeline stamp). The trace is the new primary's.
+    fn lost_takeover() -> (Vec<Call>, Vec<TraceEntry>) {
+        let mut late = call(Op::Update, 7, 1, Some(1), 40, Seen::Applied);
+        late.lease_us = 0;
+        let calls = vec![
+            call(Op::Acquire, 7, 1, None, 0, Seen::Applied),
+            call(Op::Acquire, 7, 2, None, 15, Seen::Applied),
+            late,
+        ];
+        let trace = vec![
+            acquisition(1, 7, 0, 1, None),
+            written(2, 7, 1, (None, 1), 1, "update"),
+        ];
+        (calls, trace)
+    }
+
+    #[test]
+    fn a_write_after_a_lost_takeover_is_stale_accepted() {
+        let (calls, trace) = lost_takeover();
+        let verdict = check_across(&calls, &trace, &FAILOVER);
+        // Not in the trace's order, which never saw the takeover: by the client's record.
+        assert_eq!(verdict.violations, vec![]);
+        assert_eq!(
+            (
+                verdict.counts.stale_attempted,
+                verdict.counts.stale_accepted
+            ),
+            (1, 1)
+        );
+        assert_eq!(verdict.counts.lost, 1, "B's acquisition");
+        // Refused, as the stamp makes it: not accepted.
+        let (mut calls, mut trace) = lost_takeover();
+        calls[2].seen = Seen::Refused;
+        trace.pop();
+        let verdict = check_across(&calls, &trace, &FAILOVER);
+        assert_eq!(verdict.violations, vec![]);
+        assert_eq!(
+            (verdict.counts.stale_refused, verdict.counts.stale_accepted),
+            (1, 0)
+        );
+    }
+
+    #[test]
+    fn only_a_failover_excuses_an_acquisition_missing_from_the_trace() {
+        let (calls, trace) = lost_takeover();
+        assert_eq!(kinds(&check(&calls, &trace)), vec!["acquisition-missing"]);
+        // A call that ended after the kill ran on the new primary: not lost.
+        let (mut calls, trace) = lost_takeover();
+        calls[1].end_us = 31;
+        assert_eq!(
+            kinds(&check_across(&calls, &trace, &FAILOVER)),
+            vec!["acquisition-missing"]
+        );
+    }
+
+    #[test]
+    fn a_generation_lost_may_be_issued_again_and_comes_later() {
+        // After the failover, C takes row 7's generation 2 again on the new primary and
+        // writes: neither a generation issued twice nor a stale write, although B's lost
+        // generation 3 was acquired before.
+        let (mut calls, mut trace) = lost_takeover();
+        calls.pop();
+        calls.push(call(Op::Acquire, 7, 3, None, 20, Seen::Applied));
+        calls.push(call(Op::Acquire, 7, 2, None, 40, Seen::Applied));
+        let mut write = call(Op::Update, 7, 2, Some(2), 50, Seen::Applied);
+        write.lease_us = 40;
+        calls.push(write);
+        trace.pop();
+        trace.push(acquisition(3, 7, 1, 2, None));
+        trace.push(written(4, 7, 2, (None, 2), 2, "update"));
+        let verdict = check_across(&calls, &trace, &FAILOVER);
+        assert_eq!(verdict.violations, vec![]);
+        assert_eq!(verdict.counts.stale_attempted, 0);
+        // Without the failover the same record is a generation issued twice, and the
+        // write stale.
+        let verdict = check(&calls, &trace);
+        assert!(
+            kinds(&verdict).contains(&"generation-reissued"),
+            "{verdict:?}"
+        );
+        assert_eq!(verdict.counts.stale_accepted, 1);
+    }
+
+    #[test]
+    fn a_write_lost_with_the_old_primary_is_not_missing() {
+        let (mut calls, trace) = lost_takeover();
+        calls.pop();
+        let mut lost = call(Op::Update, 7, 1, Some(5), 12, Seen::Applied);
+        lost.lease_us = 0;
+        calls.push(lost.clone());
+        let verdict = check_across(&calls, &trace, &FAILOVER);
+        assert_eq!(verdict.violations, vec![]);
+        assert_eq!(verdict.counts.lost, 2);
+        // The same write before the cut was replicated: missing, it is a violation.
+        lost.start_us = 5;
+        lost.end_us = 6;
+        *calls.last_mut().unwrap() = lost;
+        assert_eq!(
+            kinds(&check_across(&calls, &trace, &FAILOVER)),
+            vec!["applied-write-missing"]
+        );
+    }
+
+    #[test]
+    fn a_resolution_on_the_lost_primary_is_not_held_against_the_new() {
+        // A publication, applied on the primary alone, resolved there as applied; the
+        // new primary has neither.
+        let (mut calls, trace) = lost_takeover();
+        calls.pop();
+        calls.push(call(Op::Publish, 7, 1, Some(6), 12, Seen::Failed));
+        calls.push(call(Op::Publish, 7, 1, Some(6), 14, Seen::AlreadyApplied));
+        calls.push(call(Op::Resolve, 7, 1, Some(6), 16, Seen::Applied));
+        assert_eq!(check_across(&calls, &trace, &FAILOVER).violations, vec![]);
+        // Resolved after the failover, it must agree with the new primary.
+        calls.push(call(Op::Resolve, 7, 1, Some(6), 40, Seen::Applied));
+        assert_eq!(
+            kinds(&check_across(&calls, &trace, &FAILOVER)),
+            vec!["resolution-wrong"]
+        );
     }
 }

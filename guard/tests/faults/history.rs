@@ -15,17 +15,25 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fenced_guard::{
-    Backend, Candidates, ColumnType, Dialect, FencedTable, Key, KeyType, Lease, OperationOutcome,
-    Outcome, Store, Value,
+    Backend, Candidates, ColumnType, Dialect, FencedTable, FencedTableBuilder, Key, KeyType, Lease,
+    OperationOutcome, Outcome, Store, Value,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use uuid::Uuid;
 
+use crate::gate::{AtWork, Gate};
 use crate::proxy::{Fault, Proxy};
 
 /// The fenced table of the workload, named `name`.
 pub fn job_table(name: &str) -> FencedTable {
+    job_table_builder(name)
+        .build()
+        .expect("valid workload table")
+}
+
+/// The builder of [`job_table`], for a run that declares more.
+pub fn job_table_builder(name: &str) -> FencedTableBuilder {
     FencedTable::builder()
         .table(name)
         .key_column("JobId")
@@ -34,8 +42,6 @@ pub fn job_table(name: &str) -> FencedTable {
         .column("WriterGeneration", ColumnType::BigInt)
         .column("WriteId", ColumnType::BigInt)
         .column("WriteKind", ColumnType::Text)
-        .build()
-        .expect("valid workload table")
 }
 
 /// What a worker's writes carry.
@@ -108,6 +114,9 @@ pub struct Call {
     /// The lease's generation (for an acquisition: the one it installed, or 0 when none).
     pub generation: i64,
     pub write_id: Option<i64>,
+    /// When the acquisition of the lease the call used (for an acquisition: the call
+    /// itself) started.
+    pub lease_us: u64,
     pub start_us: u64,
     pub end_us: u64,
     pub seen: Seen,
@@ -234,19 +243,35 @@ impl Recorder {
     fn micros(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
+
+    /// When `lease`'s acquisition started, on the run's clock.
+    fn lease_us(&self, lease: &Lease) -> u64 {
+        let since = lease.acquired_at().saturating_duration_since(self.start);
+        u64::try_from(since.as_micros()).unwrap_or(u64::MAX)
+    }
 }
 
 /// Provisions the rows, runs the workers until the duration has passed, and returns
 /// what they recorded. Each worker's choices come from its own RNG seeded with
 /// `seed + worker`; the interleaving is the scheduler's.
 pub async fn run<T: Bench>(bench: &T, settings: &Settings) -> Recorded {
+    run_gated(bench, settings, None).await
+}
+
+/// [`run`], each worker passing `gate` before every call; the run's clock is the
+/// gate's, and it ends early when the gate is [finished](Gate::finish).
+pub async fn run_gated<T: Bench>(
+    bench: &T,
+    settings: &Settings,
+    gate: Option<Arc<Gate>>,
+) -> Recorded {
     bench.prepare().await;
     let (setup, _proxy) = bench.worker().await;
     for row in 0..settings.rows {
         setup.provision(row).await.expect("provision a row");
     }
     let recorder = Arc::new(Recorder {
-        start: Instant::now(),
+        start: gate.as_ref().map_or_else(Instant::now, |g| g.origin()),
         calls: Mutex::new(Vec::new()),
         next_write: AtomicI64::new(1),
         pauses: AtomicU64::new(0),
@@ -265,11 +290,13 @@ pub async fn run<T: Bench>(bench: &T, settings: &Settings) -> Recorded {
     for (index, (store, proxy)) in workers.into_iter().enumerate() {
         let recorder = Arc::clone(&recorder);
         let settings = *settings;
+        let gate = gate.clone();
         tasks.push(tokio::spawn(async move {
             let mut worker = Worker {
                 index,
                 store,
                 proxy,
+                gate,
                 recorder,
                 settings,
                 rng: StdRng::seed_from_u64(settings.seed.wrapping_add(index as u64)),
@@ -300,6 +327,7 @@ struct Worker<B: Backend + Clone> {
     index: usize,
     store: Store<B>,
     proxy: Option<Proxy>,
+    gate: Option<Arc<Gate>>,
     recorder: Arc<Recorder>,
     settings: Settings,
     rng: StdRng,
@@ -317,11 +345,30 @@ enum Wire {
 }
 
 impl<B: Backend + Clone> Worker<B> {
+    /// Whether the run goes on: before the deadline, and the gate not finished.
+    fn goes_on(&self, deadline: Instant) -> bool {
+        Instant::now() < deadline && !self.gate.as_ref().is_some_and(|g| g.is_finished())
+    }
+
+    /// Tells the gate, if any, the lease this worker works under now.
+    fn at_work(&self, lease: Option<(i64, &Lease)>) {
+        if let Some(gate) = &self.gate {
+            gate.set_at_work(
+                self.index,
+                lease.map(|(row, lease)| AtWork {
+                    row,
+                    generation: lease.generation(),
+                    owner: lease.owner(),
+                }),
+            );
+        }
+    }
+
     async fn run(&mut self, deadline: Instant) {
         if self.index < self.settings.claimers {
             return self.claim_and_work(deadline).await;
         }
-        while Instant::now() < deadline {
+        while self.goes_on(deadline) {
             let row = self.rng.random_range(0..self.settings.rows);
             let Some(lease) = self.acquire(row).await else {
                 let idle = self.rng.random_range(2..15);
@@ -336,7 +383,7 @@ impl<B: Backend + Clone> Worker<B> {
     /// then works under each lease in turn: the later ones may expire meanwhile, and
     /// their writes must then be refused.
     async fn claim_and_work(&mut self, deadline: Instant) {
-        while Instant::now() < deadline {
+        while self.goes_on(deadline) {
             let leases = self.claim().await;
             if leases.is_empty() {
                 let idle = self.rng.random_range(2..15);
@@ -364,6 +411,8 @@ impl<B: Backend + Clone> Worker<B> {
             Candidates::keys(0..rows)
         };
         let wire = self.pick_wire();
+        let gate = self.gate.clone();
+        let _pass = pass(gate.as_deref(), self.index).await;
         let start_us = self.recorder.micros();
         let store = self.store.clone();
         let result = self
@@ -382,6 +431,7 @@ impl<B: Backend + Clone> Worker<B> {
                 op: Op::Claim,
                 generation: 0,
                 write_id: None,
+                lease_us: start_us,
                 start_us,
                 end_us,
                 seen,
@@ -397,6 +447,7 @@ impl<B: Backend + Clone> Worker<B> {
                 op: Op::Claim,
                 generation: lease.generation(),
                 write_id: None,
+                lease_us: start_us,
                 start_us,
                 end_us,
                 seen,
@@ -408,6 +459,7 @@ impl<B: Backend + Clone> Worker<B> {
     /// Some updates, maybe a renewal, a publication, a release; any refusal ends the
     /// work under this lease (its result is discarded, as the guard's docs say).
     async fn work(&mut self, row: i64, lease: &Lease) {
+        self.at_work(Some((row, lease)));
         let steps = self.rng.random_range(1..=3);
         for _ in 0..steps {
             self.maybe_pause().await;
@@ -425,6 +477,7 @@ impl<B: Backend + Clone> Worker<B> {
             let work = self.rng.random_range(1..10);
             tokio::time::sleep(Duration::from_millis(work)).await;
         }
+        self.at_work(None);
         self.maybe_pause().await;
         let op = if self.rng.random_bool(0.5) {
             Op::PublishAndRelease
@@ -476,6 +529,7 @@ impl<B: Backend + Clone> Worker<B> {
     }
 
     async fn release(&mut self, row: i64, lease: &Lease) {
+        self.at_work(None);
         let _ = self.call(row, Op::Release, lease, None).await;
     }
 
@@ -501,6 +555,8 @@ impl<B: Backend + Clone> Worker<B> {
 
     async fn acquire(&mut self, row: i64) -> Option<Lease> {
         let wire = self.pick_wire();
+        let gate = self.gate.clone();
+        let _pass = pass(gate.as_deref(), self.index).await;
         let start_us = self.recorder.micros();
         let store = self.store.clone();
         let result = self
@@ -518,6 +574,7 @@ impl<B: Backend + Clone> Worker<B> {
             op: Op::Acquire,
             generation: lease.as_ref().map_or(0, Lease::generation),
             write_id: None,
+            lease_us: start_us,
             start_us,
             end_us,
             seen,
@@ -555,6 +612,8 @@ impl<B: Backend + Clone> Worker<B> {
     /// One protocol call with the lease, recorded.
     async fn call(&mut self, row: i64, op: Op, lease: &Lease, write_id: Option<i64>) -> Seen {
         let wire = self.pick_wire();
+        let gate = self.gate.clone();
+        let _pass = pass(gate.as_deref(), self.index).await;
         let start_us = self.recorder.micros();
         // A second handle on the same pool, so the call can borrow it while the wire
         // fault is managed.
@@ -605,6 +664,7 @@ impl<B: Backend + Clone> Worker<B> {
             op,
             generation: lease.generation(),
             write_id,
+            lease_us: self.recorder.lease_us(lease),
             start_us,
             end_us,
             seen,
@@ -614,6 +674,14 @@ impl<B: Backend + Clone> Worker<B> {
 
     fn record(&self, call: Call) {
         self.recorder.calls.lock().unwrap().push(call);
+    }
+}
+
+/// Waits at `gate`, if any, before a call of `worker`; the guard is kept for the call.
+async fn pass(gate: Option<&Gate>, worker: usize) -> Option<tokio::sync::RwLockReadGuard<'_, ()>> {
+    match gate {
+        Some(gate) => Some(gate.pass(worker).await),
+        None => None,
     }
 }
 

@@ -100,36 +100,10 @@ impl Bench for PgBench {
             .create_schema()
             .await
             .expect("create the fenced table");
-        let d = Dialect::Postgres;
-        let table = store.table();
-        let trace = self.qualified("JobTrace");
-        let function = self.qualified("JobTraceRow");
-        let q = |name: &str| fenced_guard::QualifiedName::parse(name).unwrap().quoted(d);
-        let c = |name: &str| fenced_guard::Identifier::new(name).unwrap().quoted(d);
-        let generation = table.generation_column().quoted(d);
-        let sql = format!(
-            "CREATE TABLE {trace} (\"Seq\" bigserial PRIMARY KEY, \"JobId\" bigint NOT NULL, \
-             \"OldGeneration\" bigint NOT NULL, \"Generation\" bigint NOT NULL, \
-             \"OldWriteId\" bigint NULL, \"WriteId\" bigint NULL, \
-             \"WriterGeneration\" bigint NULL, \"WriteKind\" text NULL);
-             CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $body$
-             BEGIN
-               INSERT INTO {trace} (\"JobId\", \"OldGeneration\", \"Generation\", \
-                 \"OldWriteId\", \"WriteId\", \"WriterGeneration\", \"WriteKind\")
-               VALUES (NEW.{key}, OLD.{generation}, NEW.{generation}, OLD.{write_id}, \
-                 NEW.{write_id}, NEW.{writer}, NEW.{kind});
-               RETURN NULL;
-             END
-             $body$;
-             CREATE TRIGGER \"JobTraceRow\" AFTER UPDATE ON {table} FOR EACH ROW \
-             EXECUTE FUNCTION {function}();",
-            trace = q(&trace),
-            function = q(&function),
-            key = table.key_column().quoted(d),
-            write_id = c("WriteId"),
-            writer = c("WriterGeneration"),
-            kind = c("WriteKind"),
-            table = table.name().quoted(d),
+        let sql = trace_ddl(
+            store.table(),
+            &self.qualified("JobTrace"),
+            &self.qualified("JobTraceRow"),
         );
         self.admin()
             .execute_batch(&sql)
@@ -144,32 +118,70 @@ impl Bench for PgBench {
 
     async fn trace(&self) -> Vec<TraceEntry> {
         let client = self.admin().client().await.expect("a connection");
-        let sql = format!(
-            "SELECT \"Seq\", \"JobId\", \"OldGeneration\", \"Generation\", \"OldWriteId\", \
-             \"WriteId\", \"WriterGeneration\", \"WriteKind\" FROM {} ORDER BY \"Seq\"",
-            fenced_guard::QualifiedName::parse(&self.qualified("JobTrace"))
-                .unwrap()
-                .quoted(Dialect::Postgres)
-        );
-        client
-            .query(&sql, &[])
-            .await
-            .expect("read the trace")
-            .iter()
-            .map(|row| TraceEntry {
-                seq: row.get(0),
-                row: row.get(1),
-                old_generation: row.get(2),
-                generation: row.get(3),
-                old_write_id: row.get(4),
-                write_id: row.get(5),
-                writer_generation: row.get(6),
-                kind: row.get(7),
-            })
-            .collect()
+        read_trace(&client, &self.qualified("JobTrace")).await
     }
 
     async fn teardown(&self) {
         PgBench::teardown(self).await;
     }
+}
+
+/// The trace table `trace` and the trigger (its function `function`) that copies every
+/// changed row image of the workload's `table` into it, in the same statement.
+pub fn trace_ddl(table: &FencedTable, trace: &str, function: &str) -> String {
+    let d = Dialect::Postgres;
+    let q = |name: &str| fenced_guard::QualifiedName::parse(name).unwrap().quoted(d);
+    let c = |name: &str| fenced_guard::Identifier::new(name).unwrap().quoted(d);
+    let generation = table.generation_column().quoted(d);
+    format!(
+        "CREATE TABLE {trace} (\"Seq\" bigserial PRIMARY KEY, \"JobId\" bigint NOT NULL, \
+             \"OldGeneration\" bigint NOT NULL, \"Generation\" bigint NOT NULL, \
+             \"OldWriteId\" bigint NULL, \"WriteId\" bigint NULL, \
+             \"WriterGeneration\" bigint NULL, \"WriteKind\" text NULL);
+             CREATE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS $body$
+             BEGIN
+               INSERT INTO {trace} (\"JobId\", \"OldGeneration\", \"Generation\", \
+                 \"OldWriteId\", \"WriteId\", \"WriterGeneration\", \"WriteKind\")
+               VALUES (NEW.{key}, OLD.{generation}, NEW.{generation}, OLD.{write_id}, \
+                 NEW.{write_id}, NEW.{writer}, NEW.{kind});
+               RETURN NULL;
+             END
+             $body$;
+             CREATE TRIGGER \"JobTraceRow\" AFTER UPDATE ON {table} FOR EACH ROW \
+             EXECUTE FUNCTION {function}();",
+        trace = q(trace),
+        function = q(function),
+        key = table.key_column().quoted(d),
+        write_id = c("WriteId"),
+        writer = c("WriterGeneration"),
+        kind = c("WriteKind"),
+        table = table.name().quoted(d),
+    )
+}
+
+/// The trace table `trace`, ordered by sequence number.
+pub async fn read_trace(client: &tokio_postgres::Client, trace: &str) -> Vec<TraceEntry> {
+    let sql = format!(
+        "SELECT \"Seq\", \"JobId\", \"OldGeneration\", \"Generation\", \"OldWriteId\", \
+             \"WriteId\", \"WriterGeneration\", \"WriteKind\" FROM {} ORDER BY \"Seq\"",
+        fenced_guard::QualifiedName::parse(trace)
+            .unwrap()
+            .quoted(Dialect::Postgres)
+    );
+    client
+        .query(&sql, &[])
+        .await
+        .expect("read the trace")
+        .iter()
+        .map(|row| TraceEntry {
+            seq: row.get(0),
+            row: row.get(1),
+            old_generation: row.get(2),
+            generation: row.get(3),
+            old_write_id: row.get(4),
+            write_id: row.get(5),
+            writer_generation: row.get(6),
+            kind: row.get(7),
+        })
+        .collect()
 }

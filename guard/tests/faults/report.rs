@@ -20,6 +20,8 @@ pub struct Report<'a> {
     pub workers: usize,
     pub rows: i64,
     pub faults: Faults,
+    /// Promotions of a standby the run went through.
+    pub failovers: usize,
     pub verdict: &'a Verdict,
 }
 
@@ -32,7 +34,8 @@ impl Report<'_> {
         write!(
             out,
             "{{\"backend\":{},\"mode\":{},\"seed\":{},\"seconds\":{:.3},\"workers\":{},\
-             \"rows\":{},\"operations\":{},\"acquisitions\":{},\"claimed\":{},\
+             \"rows\":{},\"failovers\":{},\"operations\":{},\"acquisitions\":{},\
+             \"claimed\":{},\"lost_in_failovers\":{},\
              \"writes\":{{\"applied\":{},\"already_applied\":{},\"refused\":{},\"failed\":{}}},\
              \"resolutions\":{},\
              \"faults\":{{\"total\":{},\"pauses\":{},\"cuts_before_execute\":{},\
@@ -45,9 +48,11 @@ impl Report<'_> {
             self.duration.as_secs_f64(),
             self.workers,
             self.rows,
+            self.failovers,
             c.operations,
             c.acquisitions,
             c.claimed,
+            c.lost,
             c.writes_applied,
             c.writes_already_applied,
             c.writes_refused,
@@ -107,6 +112,12 @@ impl Report<'_> {
             c.writes_failed,
             c.resolutions
         );
+        if self.failovers > 0 {
+            println!(
+                "  failovers {} (calls in effect lost with an old primary {})",
+                self.failovers, c.lost
+            );
+        }
         println!(
             "  faults injected {} (pauses past ttl {}, cuts before execute {}, cuts after \
              commit {}, delayed past ttl {})",

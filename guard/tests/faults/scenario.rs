@@ -91,6 +91,7 @@ fn report<'a, T: Bench>(
         workers: settings.workers,
         rows: settings.rows,
         faults: recorded.faults,
+        failovers: 0,
         verdict,
     }
 }
