@@ -19,7 +19,9 @@
 //! `fenced-bench scale` measures leases at scale on PostgreSQL instead: batched renewal
 //! against a statement per lease, the batch keeper under stolen leases, a 1,000,000-row
 //! table against a small one, and claiming against a loop of `try_acquire` (see
-//! `scale.rs` and `fenced-bench scale --help`).
+//! `scale.rs` and `fenced-bench scale --help`). `fenced-bench stamp` measures the
+//! fenced write on PostgreSQL with the server's timeline in its fence and without
+//! (`stamp.rs`, `fenced-bench stamp --help`).
 
 mod chart;
 mod check;
@@ -29,6 +31,7 @@ mod postgres;
 mod report;
 mod scale;
 mod sqlite;
+mod stamp;
 mod suite;
 mod workload;
 
@@ -120,6 +123,76 @@ enum Command {
     /// the batch keeper under stolen leases, a 1,000,000-row table against a small one,
     /// and claiming against a loop of `try_acquire`. Prints ratios.
     Scale(ScaleArgs),
+    /// The fenced write on PostgreSQL with the server's timeline stamped in its fence
+    /// against the same write without it, alternated. Prints the ratio.
+    Stamp(StampArgs),
+}
+
+/// The stamp benchmark's options.
+#[derive(Debug, clap::Args)]
+struct StampArgs {
+    /// Short windows (0.3 s, 0.2 s of warm-up, one repeat), to try the harness.
+    #[arg(long)]
+    quick: bool,
+    /// Length of each measured window, in seconds.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Warm-up before each window, in seconds.
+    #[arg(long, default_value_t = 0.5)]
+    warmup: f64,
+    /// Runs of each side; medians are reported.
+    #[arg(long, default_value_t = 9)]
+    repeats: usize,
+    /// Worker counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,8")]
+    workers: Vec<usize>,
+    /// A control run: both sides without the stamp, to show the machine's noise.
+    #[arg(long)]
+    control: bool,
+    /// Let every commit wait for the disk (`synchronous_commit` on).
+    #[arg(long)]
+    durable: bool,
+    /// Where to write the table (Markdown), besides standard output.
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+}
+
+impl StampArgs {
+    fn settings(&self) -> Result<stamp::Settings, Error> {
+        let secs = |v: f64, what: &str, zero: bool| {
+            if v.is_finite() && (v > 0.0 || (zero && v == 0.0)) && v <= 3600.0 {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(Error::Usage(format!(
+                    "--{what} must be {} and at most 3600 seconds, not {v}",
+                    if zero { "0 or more" } else { "more than 0" }
+                )))
+            }
+        };
+        if self.repeats == 0 {
+            return Err(Error::Usage("--repeats must be at least 1".into()));
+        }
+        if self.workers.is_empty() || self.workers.iter().any(|&w| w == 0 || w > 1024) {
+            return Err(Error::Usage(
+                "--workers must list worker counts between 1 and 1024".into(),
+            ));
+        }
+        let mut workers = self.workers.clone();
+        workers.sort_unstable();
+        workers.dedup();
+        let quick = self.quick;
+        Ok(stamp::Settings {
+            postgres: std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned()),
+            durable: self.durable,
+            workers,
+            timing: measure::Timing {
+                warmup: secs(if quick { 0.2 } else { self.warmup }, "warmup", true)?,
+                measured: secs(if quick { 0.3 } else { self.seconds }, "seconds", false)?,
+            },
+            repeats: if quick { 1 } else { self.repeats },
+            control: self.control,
+        })
+    }
 }
 
 /// The scale benchmark's options. The defaults fit a 2-core machine (about 4 minutes).
@@ -351,9 +424,24 @@ async fn run_scale(args: &ScaleArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn run_stamp(args: &StampArgs) -> anyhow::Result<()> {
+    let settings = args.settings()?;
+    let results = stamp::run(&settings, &mut |line| eprintln!("{line}")).await?;
+    let table = stamp::markdown(&settings, &results);
+    if let Some(path) = &args.markdown {
+        write_file(path, &table)?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(table.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
 async fn run(args: Args) -> anyhow::Result<()> {
-    if let Some(Command::Scale(scale)) = &args.command {
-        return run_scale(scale).await;
+    match &args.command {
+        Some(Command::Scale(scale)) => return run_scale(scale).await,
+        Some(Command::Stamp(stamp)) => return run_stamp(stamp).await,
+        None => {}
     }
     let settings = args.settings()?;
     let results = suite::run(&settings, &mut |line| eprintln!("{line}")).await?;
@@ -445,7 +533,7 @@ mod tests {
         .expect("parses");
         match args.command {
             Some(Command::Scale(scale)) => scale.settings(),
-            None => panic!("no scale subcommand"),
+            _ => panic!("no scale subcommand"),
         }
     }
 
@@ -477,6 +565,38 @@ mod tests {
         ] {
             assert!(
                 matches!(scale(bad), Err(Error::Usage(_))),
+                "accepted {bad:?}"
+            );
+        }
+    }
+
+    fn stamp(args: &[&str]) -> Result<stamp::Settings, Error> {
+        let args = Args::try_parse_from(
+            ["fenced-bench", "stamp"]
+                .into_iter()
+                .chain(args.iter().copied()),
+        )
+        .expect("parses");
+        match args.command {
+            Some(Command::Stamp(stamp)) => stamp.settings(),
+            _ => panic!("no stamp subcommand"),
+        }
+    }
+
+    #[test]
+    fn the_stamp_benchmark_takes_its_workers_and_refuses_nonsense() {
+        let settings = stamp(&["--workers", "8,1,8"]).unwrap();
+        assert_eq!(settings.workers, [1, 8]);
+        assert_eq!(settings.repeats, 9);
+        assert_eq!(stamp(&["--quick"]).unwrap().repeats, 1);
+        for bad in [
+            &["--repeats", "0"][..],
+            &["--workers", "0"],
+            &["--seconds", "0"],
+            &["--warmup=-1"],
+        ] {
+            assert!(
+                matches!(stamp(bad), Err(Error::Usage(_))),
                 "accepted {bad:?}"
             );
         }

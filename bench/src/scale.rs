@@ -154,12 +154,12 @@ impl Executor for Counted {
 /// The PostgreSQL server's CPU time, in nanoseconds, of the backends serving the
 /// connections named `application_name`: the sum of their `/proc/<pid>/schedstat`
 /// (the server runs on this machine).
-struct ServerCpu {
+pub(crate) struct ServerCpu {
     pids: Vec<i32>,
 }
 
 impl ServerCpu {
-    async fn of(monitor: &Client, application_name: &str) -> Result<ServerCpu> {
+    pub(crate) async fn of(monitor: &Client, application_name: &str) -> Result<ServerCpu> {
         let rows = monitor
             .query(
                 "SELECT pid FROM pg_stat_activity WHERE application_name = $1",
@@ -175,7 +175,7 @@ impl ServerCpu {
 
     /// Nanoseconds on a CPU so far, all the backends together; `None` when `/proc`
     /// cannot tell (another machine, or no backend).
-    fn now(&self) -> Option<u64> {
+    pub(crate) fn now(&self) -> Option<u64> {
         if self.pids.is_empty() {
             return None;
         }

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use fenced_guard::{
-    Backend, ColumnType, FencedTable, Identifier, KeyType, Outcome, Store, Value, dialect,
+    Backend, ColumnType, FencedTable, FencedTableBuilder, Identifier, KeyType, Outcome, Store,
+    Value, dialect,
 };
 
 use crate::error::{Error, Result};
@@ -60,11 +61,15 @@ pub(crate) enum Shape {
 /// The benchmark's fenced table, `name` (optionally schema-qualified), bigint keys, one
 /// text column.
 pub(crate) fn table(name: &str) -> Result<FencedTable> {
-    Ok(FencedTable::builder()
+    Ok(table_builder(name).build()?)
+}
+
+/// The builder of [`table`], for a benchmark that declares more.
+pub(crate) fn table_builder(name: &str) -> FencedTableBuilder {
+    FencedTable::builder()
         .table(name)
         .key_type(KeyType::BigInt)
         .column(PAYLOAD_COLUMN, ColumnType::Text)
-        .build()?)
 }
 
 /// The statement texts of a cycle, exactly as the guard renders them.

@@ -326,3 +326,63 @@ fn bad_arguments_are_a_usage_error() {
         }
     }
 }
+
+#[test]
+fn a_quick_stamp_run_prints_a_row_per_worker_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let markdown = dir.path().join("stamp.md");
+    let output = run(
+        &[
+            "stamp",
+            "--quick",
+            "--workers",
+            "1,2",
+            "--markdown",
+            markdown.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&markdown).unwrap(), stdout);
+    assert!(
+        stdout.contains("| workers | stamped writes/s | unstamped writes/s | stamped/unstamped |"),
+        "{stdout}"
+    );
+    for workers in [1, 2] {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {workers} | ")))
+            .unwrap_or_else(|| panic!("no row for {workers} workers:\n{stdout}"));
+        // Ten cells, every figure a number.
+        let cells: Vec<&str> = row
+            .split('|')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(cells.len(), 10, "{row}");
+        for cell in [cells[1], cells[2], cells[3]] {
+            assert!(cell.parse::<f64>().is_ok_and(f64::is_finite), "{row}");
+        }
+    }
+    assert!(
+        stdout.contains("| stamped µs/evaluation | unstamped µs/evaluation | difference µs |"),
+        "{stdout}"
+    );
+    let control = run(
+        &["stamp", "--quick", "--control", "--workers", "1"],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&control.stdout);
+    assert!(control.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("| workers | unstamped writes/s | unstamped again writes/s |"),
+        "{stdout}"
+    );
+    let bad = run(&["stamp", "--repeats", "0"], dir.path());
+    assert_eq!(bad.status.code(), Some(2));
+}
