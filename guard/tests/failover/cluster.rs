@@ -127,10 +127,21 @@ impl Cluster {
     /// The application's connection string naming every server, first `node0`, with
     /// no `target_session_attrs`: the guard's pool asks for the one that takes writes.
     pub fn app_url(&self) -> String {
+        self.every_host("app")
+    }
+
+    /// The superuser's connection string to the database `app` of whichever server
+    /// takes writes.
+    pub fn superuser_url(&self) -> String {
+        self.every_host("postgres") + " target_session_attrs=read-write"
+    }
+
+    /// A connection string to the database `app`, as `user`, naming every server.
+    fn every_host(&self, user: &str) -> String {
         let ports: Vec<String> = self.servers.iter().map(|s| s.port().to_string()).collect();
         let hosts = vec!["127.0.0.1"; self.servers.len()].join(",");
         format!(
-            "host={hosts} port={} user=app dbname=app connect_timeout=5",
+            "host={hosts} port={} user={user} dbname=app connect_timeout=5",
             ports.join(",")
         )
     }

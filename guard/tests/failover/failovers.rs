@@ -25,7 +25,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fenced_guard::{FencedTable, Postgres, Store};
+use fenced_guard::{Executor, FencedTable, Postgres, Store, Value};
 use tokio::sync::Mutex;
 
 use crate::checker::{Failover, Verdict, check_across};
@@ -47,14 +47,11 @@ const BETWEEN: Duration = Duration::from_millis(600);
 
 /// The workload's database: the cluster's servers through one connection string.
 pub struct FailoverBench {
+    /// The application's, naming every server.
     url: String,
+    /// The superuser's, to the primary whichever it is, for the trace.
+    trace_url: String,
     stamp: bool,
-}
-
-impl FailoverBench {
-    fn superuser_url(&self) -> String {
-        self.url.replace("user=app", "user=postgres")
-    }
 }
 
 impl Bench for FailoverBench {
@@ -86,7 +83,6 @@ impl Bench for FailoverBench {
             .create_schema()
             .await
             .expect("create the fenced table");
-        use fenced_guard::Executor;
         store
             .backend()
             .execute_batch(&trace_ddl(store.table(), "JobTrace", "JobTraceRow"))
@@ -102,11 +98,7 @@ impl Bench for FailoverBench {
     }
 
     async fn trace(&self) -> Vec<TraceEntry> {
-        let client = crate::cluster::connect(&format!(
-            "{} target_session_attrs=read-write",
-            self.superuser_url()
-        ))
-        .await;
+        let client = crate::cluster::connect(&self.trace_url).await;
         read_trace(&client, "JobTrace").await
     }
 
@@ -132,6 +124,7 @@ pub async fn run(stamp: bool, failovers: usize, seed: u64) -> Option<Run> {
     .await?;
     let bench = FailoverBench {
         url: cluster.app_url(),
+        trace_url: cluster.superuser_url(),
         stamp,
     };
     let settings = Settings {
@@ -276,7 +269,6 @@ async fn drive(
 /// into the past, where the row still holds `lease` (and, for a renewal, is unexpired,
 /// as the protocol's renewal requires). Returns whether it did.
 async fn move_expiry(store: &Store<Postgres>, lease: &AtWork, ttl: Duration, renew: bool) -> bool {
-    use fenced_guard::{Executor, Value};
     let expiry = if renew {
         format!(
             "clock_timestamp() + interval '{} milliseconds'",
