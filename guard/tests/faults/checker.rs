@@ -44,6 +44,10 @@ pub struct Failover {
     pub kill_us: u64,
 }
 
+/// Where a lease stands in the order of a row's leases: its failover era, then its
+/// generation.
+type Order = (usize, i64);
+
 /// The run's failovers, as the checker reads calls against them.
 struct Failovers<'a>(&'a [Failover]);
 
@@ -381,7 +385,8 @@ fn count(calls: &[Call], failovers: &Failovers<'_>) -> Counts {
         operations: calls.len() as u64,
         ..Counts::default()
     };
-    let mut acquired: HashMap<i64, Vec<(u64, (usize, i64))>> = HashMap::new();
+    // Per row: when each acquisition returned, and the lease's place in the order.
+    let mut acquired: HashMap<i64, Vec<(u64, Order)>> = HashMap::new();
     for call in calls {
         let in_effect = match call.seen {
             Seen::Applied => call.op.is_acquisition() || call.op.is_write(),
