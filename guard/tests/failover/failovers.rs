@@ -110,7 +110,8 @@ pub struct Run {
     pub recorded: Recorded,
     pub failovers: Vec<Failover>,
     pub verdict: Verdict,
-    /// Workers held across a failover with a lease whose row the driver took over.
+    /// Workers held across a failover (at least one each) with a lease whose row the
+    /// driver took over.
     pub held: usize,
 }
 
@@ -134,7 +135,7 @@ pub async fn run(stamp: bool, failovers: usize, seed: u64) -> Option<Run> {
         rows: 6,
         ttl: Duration::from_millis(600),
         // An upper bound: the driver ends the run after its last failover.
-        duration: Duration::from_secs(600),
+        duration: Duration::from_secs(300),
         seed,
         pause: 0.1,
         wire: 0.0,
@@ -147,10 +148,10 @@ pub async fn run(stamp: bool, failovers: usize, seed: u64) -> Option<Run> {
         let table = bench.table();
         let thief = settings.workers;
         tokio::spawn(async move {
+            // The run ends with the driver, also when the driver fails.
+            let _finish = Finish(Arc::clone(&gate));
             let mut cluster = cluster.lock().await;
-            let outcome = drive(&mut cluster, &gate, &table, thief, failovers).await;
-            gate.finish();
-            outcome
+            drive(&mut cluster, &gate, &table, thief, failovers).await
         })
     };
     let mut recorded = run_gated(&bench, &settings, Some(Arc::clone(&gate))).await;
@@ -179,6 +180,15 @@ pub async fn run(stamp: bool, failovers: usize, seed: u64) -> Option<Run> {
     })
 }
 
+/// Finishes the gate's run when dropped.
+struct Finish(Arc<Gate>);
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
 /// The driver: `count` failovers, as the module says. Returns them, the driver's own
 /// acquisitions (recorded as calls of worker `thief`), and how many held workers' rows
 /// it took over.
@@ -200,18 +210,26 @@ async fn drive(
                 .expect("connect to the primary"),
             table.clone(),
         );
-        // 1. Held workers, their leases renewed; replication cut.
-        let quiet = gate.quiesce().await;
-        let mut held = Vec::new();
-        for (worker, lease) in gate.at_work() {
-            if held.len() == HELD {
-                break;
+        // 1. Held workers, their leases renewed; replication cut. Until a worker is
+        // at work under a live lease, the workload goes on a little longer.
+        let (quiet, held) = loop {
+            let quiet = gate.quiesce().await;
+            let mut held = Vec::new();
+            for (worker, lease) in gate.at_work() {
+                if held.len() == HELD {
+                    break;
+                }
+                if move_expiry(&on_primary, &lease, HELD_TTL, true).await {
+                    gate.hold(worker);
+                    held.push(lease);
+                }
             }
-            if move_expiry(&on_primary, &lease, HELD_TTL, true).await {
-                gate.hold(worker);
-                held.push(lease);
+            if !held.is_empty() {
+                break (quiet, held);
             }
-        }
+            drop(quiet);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
         cluster.replayed().await;
         cluster.cut().await;
         let cut_us = gate.micros();
