@@ -120,6 +120,20 @@ pub enum Error {
         /// The timeout it was begun with.
         timeout: std::time::Duration,
     },
+    /// [`Store::fence`](crate::Store::fence) was given a connection with no transaction
+    /// open, or a statement of a [`Fenced`](crate::Fenced) found that its transaction
+    /// had ended. Outside a transaction the lock on the lease's row ends with each
+    /// statement and fences nothing, so nothing was executed.
+    #[error("{0}; nothing was executed")]
+    NotInTransaction(&'static str),
+    /// A statement given to a [`Fenced`](crate::Fenced) was refused before it was
+    /// sent: it would end the fenced transaction, or write a table that only the guard's
+    /// own statements write. Nothing was executed.
+    #[error("statement refused inside a fenced transaction: {reason}; nothing was executed")]
+    StatementRefused {
+        /// Which construct, and what to write instead.
+        reason: String,
+    },
     /// A network error while connecting to SQL Server.
     #[cfg(feature = "mssql")]
     #[error("sql server connection failed")]
@@ -164,6 +178,8 @@ impl Error {
             | Error::NotExecuted(_)
             | Error::PoolTimedOut { .. }
             | Error::TransactionTimedOut { .. }
+            | Error::NotInTransaction(_)
+            | Error::StatementRefused { .. }
             | Error::OperationReused { .. }
             | Error::NotProvisioned { .. } => false,
             Error::UnexpectedResult(_) | Error::Task(_) | Error::PublicationUnsettled { .. } => {

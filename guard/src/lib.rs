@@ -119,7 +119,7 @@ mod value;
 mod wait;
 pub mod work;
 
-pub use backend::{Backend, Executor};
+pub use backend::{Backend, Executor, InTransaction};
 #[cfg(feature = "mssql")]
 pub use backend::{Mssql, MssqlOptions};
 #[cfg(feature = "postgres")]

@@ -44,7 +44,7 @@
 use std::ops::Deref;
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, Executor};
+use crate::backend::{Backend, Executor, InTransaction};
 use crate::dialect;
 use crate::error::{Error, Result};
 use crate::lease::{AsLease, Lease};
@@ -90,27 +90,92 @@ impl<'l, E: Executor> Fenced<'l, E> {
         }
     }
 
-    /// Runs any statement, on any table, inside the transaction, with `params` bound;
-    /// returns the number of rows it changed.
+    /// Runs a statement, on any table but those only the guard writes, inside the
+    /// transaction, with `params` bound; returns the number of rows it changed.
+    ///
+    /// Refused before it is sent ([`Error::StatementRefused`]): a statement that
+    /// controls the transaction (`COMMIT`, `ROLLBACK`, `BEGIN`, `END`, savepoints),
+    /// whose lock fences every statement in it, and one that names the lease's table,
+    /// its epoch table or its operations table and can write (write the lease's table
+    /// through [`store`](Fenced::store)). Where the driver tells whether the transaction
+    /// is still open (rusqlite), that is checked first; on SQL Server the statement's
+    /// own batch checks it, and that the lease's row still carries the lease.
     ///
     /// # Errors
     ///
-    /// [`Error::TransactionTimedOut`] past the timeout of [`Store::transaction`] (nothing
-    /// is sent); any database error. The transaction is then in the state the database
-    /// leaves it in: on PostgreSQL, aborted until rolled back.
+    /// [`Error::StatementRefused`]; [`Error::NotInTransaction`] when the transaction
+    /// has ended; [`Error::TransactionTimedOut`] past the timeout of
+    /// [`Store::transaction`] (nothing is sent); any database error. The transaction is
+    /// then in the state the database leaves it in: on PostgreSQL, aborted until
+    /// rolled back.
     pub async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        self.in_time()?;
-        self.store.backend().execute(sql, params).await
+        let checked = self.checked(sql, params)?;
+        let (sql, params) = checked.as_ref().map_or((sql, params), |(s, p)| (s, p));
+        self.store
+            .backend()
+            .execute(sql, params)
+            .await
+            .map_err(ended)
     }
 
     /// Runs a statement inside the transaction and returns its first row.
     ///
     /// # Errors
     ///
-    /// As for [`execute`](Fenced::execute).
+    /// As for [`execute`](Fenced::execute), whose refusals it shares.
     pub async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        let checked = self.checked(sql, params)?;
+        let (sql, params) = checked.as_ref().map_or((sql, params), |(s, p)| (s, p));
+        self.store
+            .backend()
+            .query_row(sql, params)
+            .await
+            .map_err(ended)
+    }
+
+    /// The checks every caller statement passes before it is sent; on SQL Server, the
+    /// statement with its in-batch check before it and the lease's parameters after
+    /// the caller's.
+    #[allow(clippy::type_complexity)]
+    fn checked(&self, sql: &str, params: &[Value]) -> Result<Option<(String, Vec<Value>)>> {
         self.in_time()?;
-        self.store.backend().query_row(sql, params).await
+        let dialect = self.store.dialect();
+        let table = self.store.table();
+        let protected = [table.name(), table.epoch_table(), table.operations_table()];
+        if let Some(reason) = dialect::screen::refusal(dialect, sql, &protected) {
+            return Err(Error::StatementRefused { reason });
+        }
+        if self.store.backend().transaction_open() == Some(false) {
+            return Err(Error::NotInTransaction(
+                "the fenced transaction has ended: its statements would run unfenced",
+            ));
+        }
+        if dialect != dialect::Dialect::Mssql {
+            return Ok(None);
+        }
+        let checked = format!("{}{sql}", dialect::still_fenced(table, params.len() + 1));
+        let mut all = Vec::with_capacity(params.len() + 3);
+        all.extend_from_slice(params);
+        all.extend([
+            Value::from(self.lease.key()),
+            Value::I64(self.lease.generation()),
+            Value::Uuid(self.lease.owner()),
+        ]);
+        Ok(Some((checked, all)))
+    }
+}
+
+/// A SQL Server statement's own check that its fenced transaction is still open, and
+/// its lease's row still locked by it, as the error it means.
+fn ended(error: Error) -> Error {
+    match error.database_code().as_deref() {
+        Some("51000") => Error::NotInTransaction(
+            "the fenced transaction has ended: its statements would run unfenced",
+        ),
+        Some("51001") => Error::NotInTransaction(
+            "the lease's row no longer carries the lease: the fenced transaction ended",
+        ),
+        _ => error,
     }
 }
 
@@ -120,7 +185,7 @@ impl<'l, E: Executor> Fenced<'l, E> {
 /// rollback, a cancelled statement) is closed: the server rolls its transaction back.
 pub trait Lend: Backend {
     /// One connection of the pool, held for a transaction.
-    type Lent: Executor + Send + Sync;
+    type Lent: InTransaction + Send + Sync;
 
     /// Takes a connection from the pool.
     fn lend(&self) -> impl Future<Output = Result<Self::Lent>> + Send;
@@ -193,26 +258,47 @@ impl<B: Lend> FencedTransaction<'_, B> {
     }
 }
 
-impl<B: Executor> Store<B> {
+impl<B: InTransaction> Store<B> {
     /// Checks that `lease` holds (as a fenced write does: key, generation, owner,
     /// unexpired by the database's clock, current epoch) and locks its row until the
     /// enclosing transaction ends; see [`crate::transaction`].
     ///
     /// Call it first in a transaction the caller opened on their own connection, on the
-    /// store [`Store::on`] made for it (which it takes); every statement of the transaction is then fenced by it, on
-    /// any table. `None` means the lease no longer holds: roll the transaction back.
-    /// Outside a transaction the lock ends with the statement and fences nothing.
+    /// store [`Store::on`] made for it (which it takes); every statement of the
+    /// transaction is then fenced by it, on any table. `None` means the lease no longer
+    /// holds: roll the transaction back.
+    ///
+    /// It takes only a transaction ([`InTransaction`]): a tokio-postgres or sqlx
+    /// `Transaction`, a rusqlite connection with a transaction open, a tiberius client
+    /// after `BEGIN TRANSACTION`. Outside a transaction the lock would end with the
+    /// statement and fence nothing, so a pool does not compile and a connection with
+    /// no transaction open is refused.
     ///
     /// # Errors
     ///
-    /// [`Error::KeyType`]; any database error.
+    /// [`Error::NotInTransaction`] on a connection with no transaction open (nothing is
+    /// sent where the driver tells; on SQL Server the statement checks `@@TRANCOUNT`
+    /// itself); [`Error::KeyType`]; any database error.
     pub async fn fence<'l>(
         self,
         lease: &'l (impl AsLease + ?Sized),
     ) -> Result<Option<Fenced<'l, B>>> {
         let lease = lease.as_lease();
+        if self.backend().transaction_open() == Some(false) {
+            return Err(Error::NotInTransaction(
+                "a fence needs a transaction open on the connection",
+            ));
+        }
         let span = trace::step("fence", self.table(), lease.key(), Some(lease.generation()));
-        let locked = trace::traced(span, self.lock_row(lease)).await?;
+        let locked =
+            trace::traced(span, self.lock_row(lease))
+                .await
+                .map_err(|error| match error.database_code().as_deref() {
+                    Some("51000") => Error::NotInTransaction(
+                        "a fence needs a transaction open on the connection",
+                    ),
+                    _ => error,
+                })?;
         Ok(match locked {
             Outcome::Applied => Some(Fenced {
                 store: self,
@@ -222,7 +308,9 @@ impl<B: Executor> Store<B> {
             Outcome::Refused => None,
         })
     }
+}
 
+impl<B: Executor> Store<B> {
     /// Begins a transaction on a connection of the guard's pool, checks `lease` and
     /// locks its row ([`Store::fence`]); see [`crate::transaction`]. `None` means the
     /// lease no longer holds: the transaction was rolled back and the connection given

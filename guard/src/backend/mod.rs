@@ -75,6 +75,14 @@ pub trait Executor {
         ))))
     }
 
+    /// Whether a transaction is open on the connection, where the driver tells it
+    /// without a round trip; `None` where it does not (a pool, a type that proves one,
+    /// a database that checks it in the statement). A [`Fenced`](crate::Fenced) sends
+    /// nothing once this says `false`.
+    fn transaction_open(&self) -> Option<bool> {
+        None
+    }
+
     /// Runs one or more statements without parameters, such as schema DDL.
     fn execute_batch(&self, sql: &str) -> impl Future<Output = Result<()>> + Send;
 
@@ -121,6 +129,18 @@ pub trait Executor {
         }
     }
 }
+
+/// An [`Executor`] whose statements all run inside one transaction that stays open
+/// while it is borrowed: what [`Store::fence`](crate::Store::fence) takes and a
+/// [`Fenced`](crate::Fenced) runs on.
+///
+/// Implemented where the type proves it (tokio-postgres's and sqlx's `Transaction`, the
+/// connections the guard's pools lend for [`Store::transaction`](crate::Store::transaction)),
+/// and where the guard checks it: a rusqlite connection before every statement
+/// ([`Executor::transaction_open`]), a tiberius client inside every statement
+/// (`@@TRANCOUNT`). Never for a pool, whose every statement is a transaction of its
+/// own.
+pub trait InTransaction: Executor {}
 
 /// An [`Executor`] that tasks can share and keep: what a [`Store`](crate::Store) needs
 /// for a [`Keeper`](crate::Keeper) or a spawned task. Every `Send + Sync + 'static`

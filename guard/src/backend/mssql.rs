@@ -9,8 +9,8 @@ use tiberius::{Client, ColumnData, Config};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
-use crate::backend::Executor;
 use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
+use crate::backend::{Executor, InTransaction};
 use crate::connection::mssql as client;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
@@ -372,6 +372,8 @@ impl Lend for Mssql {
         lent.0.into_inner().give_back();
     }
 }
+
+impl InTransaction for LentMssql {}
 
 impl Executor for LentMssql {
     fn dialect(&self) -> Dialect {

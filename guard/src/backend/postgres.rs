@@ -15,8 +15,8 @@ use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Row, RowStream, Socket};
 
-use crate::backend::Executor;
 use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
+use crate::backend::{Executor, InTransaction};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::transaction::Lend;
@@ -529,6 +529,8 @@ impl Lend for Postgres {
         lent.0.into_inner().give_back();
     }
 }
+
+impl InTransaction for LentPostgres {}
 
 impl Executor for LentPostgres {
     fn dialect(&self) -> Dialect {

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::backend::Executor;
 use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
+use crate::backend::{Executor, InTransaction};
 use crate::connection::sqlite as caller;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
@@ -570,7 +570,17 @@ impl Lend for Sqlite {
     }
 }
 
+impl InTransaction for LentSqlite {}
+
 impl Executor for LentSqlite {
+    fn transaction_open(&self) -> Option<bool> {
+        let mut checkout = self
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Some(!checkout.conn().conn().is_autocommit())
+    }
+
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
     }

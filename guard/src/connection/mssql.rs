@@ -3,8 +3,8 @@
 use tiberius::Client;
 use tokio::sync::Mutex;
 
-use crate::backend::Executor;
 use crate::backend::mssql::{decode, refs, with_row_count};
+use crate::backend::{Executor, InTransaction};
 use crate::connection::IntoExecutor;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
@@ -111,6 +111,14 @@ where
 {
     client.simple_query(sql).await?.into_results().await?;
     Ok(())
+}
+
+/// tiberius has no transaction type: the caller begins one with `BEGIN TRANSACTION`.
+/// Every statement of a [`Fenced`](crate::Fenced) on SQL Server checks `@@TRANCOUNT`
+/// itself, in its own batch.
+impl<S> InTransaction for TiberiusClient<'_, S> where
+    S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin + Send
+{
 }
 
 impl<S> Executor for TiberiusClient<'_, S>

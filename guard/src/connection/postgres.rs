@@ -2,8 +2,8 @@
 
 use tokio_postgres::{Client, GenericClient, Transaction};
 
-use crate::backend::Executor;
 use crate::backend::postgres::{all_rows, decode, first_row, unsent};
+use crate::backend::{Executor, InTransaction};
 use crate::connection::IntoExecutor;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
@@ -33,6 +33,10 @@ impl<'a, 't> IntoExecutor for &'a Transaction<'t> {
         PostgresClient(self)
     }
 }
+
+/// A tokio-postgres `Transaction` is open for as long as it is borrowed: committing it
+/// takes it by value.
+impl InTransaction for PostgresClient<'_, Transaction<'_>> {}
 
 impl<C: GenericClient + Sync> Executor for PostgresClient<'_, C> {
     fn dialect(&self) -> Dialect {

@@ -4,8 +4,8 @@ use std::future::ready;
 
 use rusqlite::{Connection, Transaction, params_from_iter};
 
-use crate::backend::Executor;
 use crate::backend::sqlite::{bound, decode};
+use crate::backend::{Executor, InTransaction};
 use crate::connection::IntoExecutor;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
@@ -119,7 +119,15 @@ pub(crate) fn execute_then_record(
     }
 }
 
+/// rusqlite's `Transaction` derefs to its `Connection`, and a caller may have begun one
+/// by hand: the connection itself says whether a transaction is open.
+impl InTransaction for RusqliteConnection<'_> {}
+
 impl Executor for RusqliteConnection<'_> {
+    fn transaction_open(&self) -> Option<bool> {
+        Some(!self.0.is_autocommit())
+    }
+
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
     }

@@ -8,7 +8,7 @@
 use sqlx::{AssertSqlSafe, Column as _, Row as _, TypeInfo as _};
 use tokio::sync::Mutex;
 
-use crate::backend::Executor;
+use crate::backend::{Executor, InTransaction};
 use crate::connection::IntoExecutor;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
@@ -222,7 +222,15 @@ mod pg {
     /// any transaction open on it.
     #[cfg(feature = "sqlx-postgres")]
     #[derive(Debug)]
-    pub struct SqlxPgConnection<'a>(Mutex<&'a mut PgConnection>);
+    pub struct SqlxPgConnection<'a> {
+        conn: Mutex<&'a mut PgConnection>,
+        /// Made from a `sqlx::Transaction`, which stays open while it is borrowed.
+        transaction: bool,
+    }
+
+    /// Only one made from sqlx's `Transaction` fences: a bare connection may have a
+    /// transaction begun by hand, or none, and the driver does not say which.
+    impl InTransaction for SqlxPgConnection<'_> {}
 
     impl From<PgPool> for SqlxPgPool {
         /// The pool as a store's backend: `Store::new(SqlxPgPool::from(pool), table)`.
@@ -243,7 +251,10 @@ mod pg {
         type Executor = SqlxPgConnection<'a>;
 
         fn into_executor(self) -> SqlxPgConnection<'a> {
-            SqlxPgConnection(Mutex::new(self))
+            SqlxPgConnection {
+                conn: Mutex::new(self),
+                transaction: false,
+            }
         }
     }
 
@@ -251,7 +262,10 @@ mod pg {
         type Executor = SqlxPgConnection<'a>;
 
         fn into_executor(self) -> SqlxPgConnection<'a> {
-            SqlxPgConnection(Mutex::new(&mut **self))
+            SqlxPgConnection {
+                conn: Mutex::new(&mut **self),
+                transaction: true,
+            }
         }
     }
 
@@ -276,7 +290,10 @@ mod pg {
         Dialect::Postgres,
         bind,
         decode,
-        |this| &mut **this.0.lock().await
+        |this| &mut **this.conn.lock().await,
+        fn transaction_open(&self) -> Option<bool> {
+            Some(self.transaction)
+        }
     );
 }
 
@@ -301,7 +318,15 @@ mod lite {
     /// [`Executor`]: statements run on it in turn, inside any transaction open on it.
     #[cfg(feature = "sqlx-sqlite")]
     #[derive(Debug)]
-    pub struct SqlxSqliteConnection<'a>(Mutex<&'a mut SqliteConnection>);
+    pub struct SqlxSqliteConnection<'a> {
+        conn: Mutex<&'a mut SqliteConnection>,
+        /// Made from a `sqlx::Transaction`, which stays open while it is borrowed.
+        transaction: bool,
+    }
+
+    /// Only one made from sqlx's `Transaction` fences: a bare connection may have a
+    /// transaction begun by hand, or none, and the driver does not say which.
+    impl InTransaction for SqlxSqliteConnection<'_> {}
 
     impl From<SqlitePool> for SqlxSqlitePool {
         /// The pool as a store's backend: `Store::new(SqlxSqlitePool::from(pool), table)`.
@@ -322,7 +347,10 @@ mod lite {
         type Executor = SqlxSqliteConnection<'a>;
 
         fn into_executor(self) -> SqlxSqliteConnection<'a> {
-            SqlxSqliteConnection(Mutex::new(self))
+            SqlxSqliteConnection {
+                conn: Mutex::new(self),
+                transaction: false,
+            }
         }
     }
 
@@ -330,7 +358,10 @@ mod lite {
         type Executor = SqlxSqliteConnection<'a>;
 
         fn into_executor(self) -> SqlxSqliteConnection<'a> {
-            SqlxSqliteConnection(Mutex::new(&mut **self))
+            SqlxSqliteConnection {
+                conn: Mutex::new(&mut **self),
+                transaction: true,
+            }
         }
     }
 
@@ -392,7 +423,10 @@ mod lite {
         Dialect::Sqlite,
         bind,
         decode,
-        |this| &mut **this.0.lock().await,
+        |this| &mut **this.conn.lock().await,
+        fn transaction_open(&self) -> Option<bool> {
+            Some(self.transaction)
+        },
         async fn execute_then_record(
             &self,
             write: &str,
@@ -400,7 +434,7 @@ mod lite {
             record: &str,
             record_params: &[Value],
         ) -> Result<u64> {
-            let mut conn = self.0.lock().await;
+            let mut conn = self.conn.lock().await;
             execute_then_record(&mut conn, (write, write_params), (record, record_params)).await
         }
     );

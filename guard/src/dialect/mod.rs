@@ -46,6 +46,7 @@ pub mod lex;
 mod mssql;
 mod postgres;
 pub mod procedures;
+pub(crate) mod screen;
 mod sqlite;
 
 use std::fmt;
@@ -271,6 +272,11 @@ fn operation_columns(dialect: Dialect) -> [String; 4] {
 /// lease carries the lease's epoch (a restored image of that row carries it too).
 /// Requiring the row's epoch to be the current one therefore requires the lease's.
 pub fn fence_predicate(dialect: Dialect, table: &FencedTable, first: usize) -> String {
+    fence_predicate_on(dialect, table, first, &epoch_subquery(dialect, table))
+}
+
+/// [`fence_predicate`] with `epoch` as the current epoch's subquery.
+fn fence_predicate_on(dialect: Dialect, table: &FencedTable, first: usize, epoch: &str) -> String {
     let p = |i| dialect.placeholder(first + i);
     format!(
         "{} = {} AND {} = {} AND {} = {} AND {} > {} AND {} = {}",
@@ -283,7 +289,7 @@ pub fn fence_predicate(dialect: Dialect, table: &FencedTable, first: usize) -> S
         q(dialect, table.expiry_column()),
         dialect.clock(),
         q(dialect, table.epoch_column()),
-        epoch_subquery(dialect, table)
+        epoch
     )
 }
 
@@ -638,16 +644,62 @@ pub fn release(dialect: Dialect, table: &FencedTable) -> String {
 /// a foreign key to it. SQL Server and SQLite lock by updating the generation to
 /// itself: a table hint is ignored by Babelfish, and a SQLite transaction begun
 /// `DEFERRED` takes the write lock only with a write.
+///
+/// The epoch's row is locked too, shared, until the transaction ends: an
+/// [`advance_epoch`] waits for every open fenced transaction, and a transaction whose
+/// snapshot is older than the last advance cannot pass (PostgreSQL raises a
+/// serialization failure for a row locked after its snapshot; SQL Server's `HOLDLOCK`
+/// reads the row as committed). SQLite's `UPDATE` already holds the database's write
+/// lock, which an advance needs. On SQL Server the statement refuses to run outside a
+/// transaction (error 51000): a lock that ends with its statement fences nothing.
 pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
     let name = table.name().quoted(dialect);
-    let fence = fence_predicate(dialect, table, 1);
+    let epoch = epoch_subquery(dialect, table);
+    let shared = match dialect {
+        Dialect::Postgres => format!("{} FOR SHARE)", &epoch[..epoch.len() - 1]),
+        Dialect::Mssql => epoch.replacen(" WHERE ", " WITH (HOLDLOCK) WHERE ", 1),
+        Dialect::Sqlite => epoch,
+    };
+    let fence = fence_predicate_on(dialect, table, 1, &shared);
     match dialect {
         Dialect::Postgres => format!("SELECT 1 FROM {name} WHERE {fence} FOR NO KEY UPDATE"),
-        Dialect::Sqlite | Dialect::Mssql => {
+        Dialect::Sqlite => {
             let generation = q(dialect, table.generation_column());
             format!("UPDATE {name} SET {generation} = {generation} WHERE {fence}")
         }
+        Dialect::Mssql => {
+            let generation = q(dialect, table.generation_column());
+            format!(
+                "{} UPDATE {name} SET {generation} = {generation} WHERE {fence}",
+                mssql::OUTSIDE_A_TRANSACTION
+            )
+        }
     }
+}
+
+/// SQL Server: the check put before each statement of a fenced transaction, in its
+/// batch, with the lease's key, generation and owner at `first`, `first + 1` and
+/// `first + 2`. It raises error 51000 outside a transaction and 51001 when the lease's
+/// row no longer carries the lease (its transaction ended, and another began), so that
+/// a statement sent after the fenced transaction ended never runs unfenced.
+pub fn still_fenced(table: &FencedTable, first: usize) -> String {
+    let d = Dialect::Mssql;
+    let p = |i| d.placeholder(first + i);
+    format!(
+        "{} IF NOT EXISTS (SELECT 1 FROM {} WHERE {} = {} AND {} = {} AND {} = {} AND {} = {}) \
+         THROW 51001, N'fenced: the lease''s row no longer carries the lease of this \
+         fenced transaction', 1; ",
+        mssql::OUTSIDE_A_TRANSACTION,
+        table.name().quoted(d),
+        q(d, table.key_column()),
+        p(0),
+        q(d, table.generation_column()),
+        p(1),
+        q(d, table.owner_column()),
+        p(2),
+        q(d, table.epoch_column()),
+        epoch_subquery(d, table),
+    )
 }
 
 /// The statement that begins a transaction. SQLite's is `BEGIN IMMEDIATE`: it takes the

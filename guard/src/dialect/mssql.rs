@@ -3,6 +3,11 @@
 
 use crate::table::ColumnType;
 
+/// Raises error 51000 unless a transaction is open: the first statement of a fenced
+/// transaction's batches.
+pub(super) const OUTSIDE_A_TRANSACTION: &str = "IF @@TRANCOUNT = 0 THROW 51000, \
+     N'fenced: a fenced transaction''s statement needs its transaction open', 1;";
+
 /// The database's clock, in UTC.
 pub(super) const CLOCK: &str = "SYSUTCDATETIME()";
 
@@ -79,7 +84,9 @@ mod tests {
             "UPDATE [dbo].[ReportPublication] SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P4 AS int), SYSUTCDATETIME()) WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         lock: dialect::lock(D, &table()) =>
             // fenced-lint: allow(generation-rewind) the check-and-lock statement writes the generation unchanged to lock the row
-            "UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
+            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WITH (HOLDLOCK) WHERE [Id] = 1)",
+        still_fenced: dialect::still_fenced(&table(), 3) =>
+            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; IF NOT EXISTS (SELECT 1 FROM [dbo].[ReportPublication] WHERE [ReportId] = @P3 AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)) THROW 51001, N'fenced: the lease''s row no longer carries the lease of this fenced transaction', 1; ",
         release: dialect::release(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3",
         update: dialect::update(D, &table(), &[&payload()]) =>

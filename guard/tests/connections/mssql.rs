@@ -1,13 +1,16 @@
 //! tiberius: a caller's `Client`, with and without a transaction open on it.
 
-use fenced_guard::{Key, Store};
+use fenced_guard::{Executor, Key, Store};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 use uuid::Uuid;
 
-use crate::protocol::{fenced_lines, lines, protocol, reports, stale_is_refused};
+use crate::protocol::{
+    TTL, fenced_lines, lines, not_in_transaction, protocol, reports, stale_is_refused, superseded,
+};
 use crate::support::Place;
 use crate::support::lines::create_lines_table;
+use crate::support::lines::insert_line;
 use crate::support::mssql::TestSchema;
 
 async fn client(url: &str) -> tiberius::Client<Compat<TcpStream>> {
@@ -61,6 +64,85 @@ async fn the_protocol_on_a_client_and_its_transactions() {
     assert!(!fenced_lines(&schema, own.on(&mut client).unwrap(), &lease, "line 2").await);
     batch(&mut client, "COMMIT TRANSACTION").await;
     assert_eq!(lines(&schema, &own, &key).await, 1);
+    drop(client);
+    schema.teardown().await;
+}
+
+/// tiberius has no transaction type: the check-and-lock statement refuses to run without
+/// `BEGIN TRANSACTION` (`@@TRANCOUNT` 0), and every statement of A's `Fenced` checks in
+/// its own batch that the transaction is open and the lease's row still A's. The caller
+/// commits around the `Fenced`, B acquires, and A's lines are refused, in autocommit
+/// and in a transaction A begins again. Negative control: the same line sent raw lands.
+#[tokio::test]
+async fn a_fence_outside_a_transaction_is_refused_and_ends_with_it() {
+    let Some(schema) = TestSchema::create("fenced_outside_", 1).await else {
+        return;
+    };
+    let own = Store::new(schema.connect().await, reports(&schema));
+    own.create_schema().await.unwrap();
+    create_lines_table(&schema, &own).await;
+    let mut client = client(schema.url()).await;
+    let key = Key::from(Uuid::new_v4());
+    own.provision(key.clone()).await.unwrap();
+    let a = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
+    let insert = insert_line(&schema, &own);
+
+    let outside = own.on(&mut client).unwrap().fence(&a).await;
+    assert!(
+        not_in_transaction(&outside),
+        "{:?}",
+        outside.map(|f| f.is_some())
+    );
+
+    batch(&mut client, "BEGIN TRANSACTION").await;
+    {
+        let fenced = own
+            .on(&mut client)
+            .unwrap()
+            .fence(&a)
+            .await
+            .unwrap()
+            .unwrap();
+        let commit = fenced.execute("COMMIT TRANSACTION", &[]).await;
+        assert!(
+            matches!(commit, Err(fenced_guard::Error::StatementRefused { .. })),
+            "{commit:?}"
+        );
+        fenced
+            .store()
+            .backend()
+            .execute_batch("COMMIT TRANSACTION")
+            .await
+            .unwrap();
+        superseded(&own, &key, &a).await;
+        let line = || [a.key().into(), fenced_guard::Value::from("A's stale line")];
+        let autocommitted = fenced.execute(&insert, &line()).await;
+        assert!(not_in_transaction(&autocommitted), "{autocommitted:?}");
+        fenced
+            .store()
+            .backend()
+            .execute_batch("BEGIN TRANSACTION")
+            .await
+            .unwrap();
+        let begun_again = fenced.execute(&insert, &line()).await;
+        assert!(not_in_transaction(&begun_again), "{begun_again:?}");
+        fenced
+            .store()
+            .backend()
+            .execute_batch("COMMIT TRANSACTION")
+            .await
+            .unwrap();
+        assert_eq!(lines(&schema, &own, &key).await, 0);
+
+        // Negative control: the same statement sent raw lands.
+        fenced
+            .store()
+            .backend()
+            .execute(&insert, &line())
+            .await
+            .unwrap();
+        assert_eq!(lines(&schema, &own, &key).await, 1);
+    }
     drop(client);
     schema.teardown().await;
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use fenced_guard::{Executor, Key, Lease, OperationOutcome, Outcome, Store};
+use fenced_guard::{Executor, InTransaction, Key, Lease, OperationOutcome, Outcome, Store};
 use uuid::Uuid;
 
 use crate::support::Place;
@@ -93,7 +93,7 @@ pub async fn stale_is_refused<E: Executor>(store: &Store<E>, key: &Key, lease: &
 /// Inside the caller's transaction, on `store` (made by [`Store::on`] for it): checks
 /// and locks `lease`'s row, writes line `line`, and publishes. `false` when the fence
 /// refused, and nothing was written.
-pub async fn fenced_lines<E: Executor>(
+pub async fn fenced_lines<E: InTransaction>(
     place: &impl Place,
     store: Store<E>,
     lease: &Lease,
@@ -117,6 +117,24 @@ pub async fn fenced_lines<E: Executor>(
         Outcome::Applied
     );
     true
+}
+
+/// A's lease expires and B acquires, on `other`: what every "then A writes" schedule
+/// starts from. Returns B's lease.
+pub async fn superseded<E: Executor>(other: &Store<E>, key: &Key, a: &Lease) -> Lease {
+    expire(other, key).await;
+    let b = other
+        .try_acquire(key.clone(), TTL)
+        .await
+        .expect("acquire")
+        .expect("the expired row is free");
+    assert_eq!(b.generation(), a.generation() + 1);
+    b
+}
+
+/// Whether `result` is the refusal of a fence or statement outside its transaction.
+pub fn not_in_transaction<T: std::fmt::Debug>(result: &fenced_guard::Result<T>) -> bool {
+    matches!(result, Err(fenced_guard::Error::NotInTransaction(_)))
 }
 
 /// How many lines `key` has, read through `store`.

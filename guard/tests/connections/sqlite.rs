@@ -1,11 +1,14 @@
 //! rusqlite: a caller's `Connection` and `Transaction`.
 
-use fenced_guard::{Key, Sqlite, Store};
+use fenced_guard::{Executor, Key, Sqlite, Store};
 use uuid::Uuid;
 
-use crate::protocol::{fenced_lines, lines, protocol, reports, stale_is_refused};
+use crate::protocol::{
+    TTL, fenced_lines, lines, not_in_transaction, protocol, reports, stale_is_refused, superseded,
+};
 use crate::support::Place;
 use crate::support::lines::create_lines_table;
+use crate::support::lines::insert_line;
 use crate::support::sqlite::TempDatabase;
 
 #[tokio::test]
@@ -33,6 +36,55 @@ async fn the_protocol_on_a_connection_and_its_transactions() {
     let tx = conn.transaction().unwrap();
     assert!(!fenced_lines(&place, own.on(&tx).unwrap(), &lease, "line 2").await);
     tx.commit().unwrap();
+    assert_eq!(lines(&place, &own, &key).await, 1);
+}
+
+/// A's fence on a connection in autocommit is refused, and so is every statement of A's
+/// `Fenced` once the caller's own handle has committed its transaction: A's lock ended,
+/// B acquired, and A's line must not land. Negative control: the same line sent on the
+/// connection lands.
+#[tokio::test]
+async fn a_fence_outside_a_transaction_is_refused_and_ends_with_it() {
+    let place = TempDatabase::new("outside.db");
+    let own = Store::new(place.connect().await, reports(&place));
+    own.create_schema().await.unwrap();
+    create_lines_table(&place, &own).await;
+    let conn = rusqlite::Connection::open(place.path()).unwrap();
+    let key = Key::from(Uuid::new_v4());
+    own.provision(key.clone()).await.unwrap();
+    let a = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
+
+    let outside = own.on(&conn).unwrap().fence(&a).await;
+    assert!(
+        not_in_transaction(&outside),
+        "{:?}",
+        outside.map(|f| f.is_some())
+    );
+
+    conn.execute_batch("BEGIN").unwrap();
+    let fenced = own.on(&conn).unwrap().fence(&a).await.unwrap().unwrap();
+    let insert = insert_line(&place, &own);
+    let commit = fenced.execute("COMMIT", &[]).await;
+    assert!(
+        matches!(commit, Err(fenced_guard::Error::StatementRefused { .. })),
+        "{commit:?}"
+    );
+    // The caller's own handle commits around the `Fenced`.
+    conn.execute_batch("COMMIT").unwrap();
+    superseded(&own, &key, &a).await;
+    let late = fenced
+        .execute(&insert, &[a.key().into(), "A's stale line".into()])
+        .await;
+    assert!(not_in_transaction(&late), "{late:?}");
+    assert_eq!(lines(&place, &own, &key).await, 0);
+
+    // Negative control: the same statement on the connection itself lands.
+    fenced
+        .store()
+        .backend()
+        .execute(&insert, &[a.key().into(), "A's stale line".into()])
+        .await
+        .unwrap();
     assert_eq!(lines(&place, &own, &key).await, 1);
 }
 

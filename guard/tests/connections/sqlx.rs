@@ -4,7 +4,9 @@
 use fenced_guard::{Key, Store};
 use uuid::Uuid;
 
-use crate::protocol::{fenced_lines, lines, protocol, reports, stale_is_refused};
+use crate::protocol::{
+    fenced_lines, lines, not_in_transaction, protocol, reports, stale_is_refused,
+};
 use crate::support::Place;
 use crate::support::lines::create_lines_table;
 
@@ -51,7 +53,10 @@ async fn the_protocol_on_a_postgres_pool_connection_and_transaction() {
     assert_eq!(lines(&schema, &own, &key).await, 1);
 
     let mut tx = pool.begin().await.unwrap();
-    assert!(fenced_lines(&schema, own.on(&mut *tx).unwrap(), &lease, "line 1").await);
+    // A bare connection proves no transaction, though this one has one open.
+    let bare = own.on(&mut *tx).unwrap().fence(&lease).await;
+    assert!(not_in_transaction(&bare), "{bare:?}");
+    assert!(fenced_lines(&schema, own.on(&mut tx).unwrap(), &lease, "line 1").await);
     tx.rollback().await.unwrap();
     assert_eq!(lines(&schema, &own, &key).await, 1);
 
@@ -93,7 +98,9 @@ async fn the_protocol_on_a_sqlite_pool_connection_and_transaction() {
     assert_eq!(lines(&place, &own, &key).await, 1);
 
     let mut tx = pool.begin().await.unwrap();
-    assert!(fenced_lines(&place, own.on(&mut *tx).unwrap(), &lease, "line 1").await);
+    let bare = own.on(&mut *tx).unwrap().fence(&lease).await;
+    assert!(not_in_transaction(&bare), "{bare:?}");
+    assert!(fenced_lines(&place, own.on(&mut tx).unwrap(), &lease, "line 1").await);
     tx.rollback().await.unwrap();
     assert_eq!(lines(&place, &own, &key).await, 1);
 
