@@ -272,7 +272,23 @@ impl<B: InTransaction> Store<B> {
     /// `Transaction`, a rusqlite connection with a transaction open, a tiberius client
     /// after `BEGIN TRANSACTION`. Outside a transaction the lock would end with the
     /// statement and fence nothing, so a pool does not compile and a connection with
-    /// no transaction open is refused.
+    /// no transaction open is refused:
+    ///
+    /// ```compile_fail
+    /// # #[cfg(not(feature = "postgres"))] compile_error!("needs the postgres feature");
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn run(store: fenced_guard::Store<fenced_guard::Postgres>, lease: &fenced_guard::Lease) {
+    /// let on_the_pool = store.fence(lease).await; // a pool is no transaction
+    /// # }
+    /// ```
+    ///
+    /// ```compile_fail
+    /// # #[cfg(not(feature = "postgres"))] compile_error!("needs the postgres feature");
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn run(store: &fenced_guard::Store<fenced_guard::Postgres>, client: &fenced_guard::tokio_postgres::Client, lease: &fenced_guard::Lease) -> fenced_guard::Result<()> {
+    /// let on_the_client = store.on(client)?.fence(lease).await?; // take `client.transaction()`
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
     ///

@@ -1,10 +1,10 @@
 //! tokio-postgres: a caller's `Client` and `Transaction`.
 
-use fenced_guard::{Key, Store};
+use fenced_guard::{Executor, Key, Store, Value};
 use tokio_postgres::NoTls;
 use uuid::Uuid;
 
-use crate::protocol::{fenced_lines, lines, protocol, reports, stale_is_refused};
+use crate::protocol::{TTL, fenced_lines, lines, protocol, reports, stale_is_refused};
 use crate::support::Place;
 use crate::support::lines::create_lines_table;
 use crate::support::postgres::{TestSchema, url};
@@ -69,4 +69,67 @@ async fn a_connection_of_another_database_is_refused() {
         .expect_err("a postgres client on a sqlite store");
     assert!(matches!(error, fenced_guard::Error::Config(_)), "{error}");
     assert!(error.to_string().contains("sqlite"), "{error}");
+}
+
+/// A caller's transaction at REPEATABLE READ (and so SERIALIZABLE) whose snapshot was
+/// taken before an epoch advance cannot fence a lease issued before it: the
+/// check-and-lock statement locks the epoch's row, which changed after the snapshot, and
+/// PostgreSQL refuses with a serialization failure. Negative control: the old statement,
+/// which read the epoch from the snapshot, passes in the same schedule.
+#[tokio::test]
+async fn a_snapshot_older_than_an_epoch_advance_cannot_fence() {
+    let schema = TestSchema::create("fenced_snapshot_", 1).await;
+    let own = store(&schema).await;
+    let key = Key::from(Uuid::new_v4());
+    own.provision(key.clone()).await.unwrap();
+    let mut client = client().await;
+    let lock = fenced_guard::dialect::lock(own.dialect(), own.table());
+    let old_lock = lock.replace(" FOR SHARE)", ")");
+    assert_ne!(
+        lock, old_lock,
+        "the check-and-lock statement no longer locks the epoch"
+    );
+
+    for (statement, control) in [(None, false), (Some(old_lock), true)] {
+        let a = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .start()
+            .await
+            .unwrap();
+        // The snapshot is taken by the transaction's first statement.
+        tx.query_one("SELECT 1", &[]).await.unwrap();
+        own.advance_epoch().await.unwrap();
+        let passed = match statement {
+            None => match own.on(&tx).unwrap().fence(&a).await {
+                Ok(fenced) => fenced.is_some(),
+                Err(error) => {
+                    assert_eq!(error.database_code().as_deref(), Some("40001"), "{error}");
+                    false
+                }
+            },
+            Some(sql) => own
+                .on(&tx)
+                .unwrap()
+                .backend()
+                .query_row(
+                    &sql,
+                    &[
+                        Value::from(&key),
+                        Value::I64(a.generation()),
+                        Value::Uuid(a.owner()),
+                    ],
+                )
+                .await
+                .unwrap()
+                .is_some(),
+        };
+        tx.rollback().await.unwrap();
+        assert_eq!(
+            passed, control,
+            "a lease from before the advance was fenced: {passed} (negative control: {control})"
+        );
+    }
+    schema.teardown().await;
 }

@@ -41,4 +41,4 @@ impl Fixture for TestSchema {
     }
 }
 
-crate::transactions!(setup);
+crate::transactions!(with_epoch_lock setup);

@@ -37,4 +37,4 @@ impl Fixture for TempDatabase {
     }
 }
 
-crate::transactions!(setup);
+crate::transactions!(with_epoch_lock setup);

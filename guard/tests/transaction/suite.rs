@@ -293,6 +293,146 @@ where
     );
 }
 
+/// Nothing a fenced transaction's statements say ends it or writes a table only the
+/// guard writes: `COMMIT`, a delete of an applied operation's record, an update of the
+/// epoch or of the lease's row are refused before they are sent, and the operation
+/// still resolves as applied. Negative control: the same delete sent on a plain
+/// connection removes the record, and the operation no longer resolves.
+pub async fn a_fenced_statement_cannot_end_it_or_write_the_guards_tables<F: Fixture>(place: Arc<F>)
+where
+    F::Backend: Lend,
+{
+    let (store, key) = setup(&*place).await;
+    let lease = acquire(&store, &key).await;
+    let op = Uuid::new_v4();
+    store
+        .update_op(&lease, op, &payload("recorded"))
+        .await
+        .unwrap();
+    let epoch = store.current_epoch().await.unwrap();
+    let d = store.dialect();
+    let table = store.table();
+    let ops = table.operations_table().quoted(d);
+    let delete_op = format!("DELETE FROM {ops}");
+    let statements = [
+        fenced_guard::dialect::commit(d).to_owned(),
+        fenced_guard::dialect::rollback(d).to_owned(),
+        delete_op.clone(),
+        // Bare and in another case: every database but PostgreSQL folds it to the table.
+        format!(
+            "delete from {}",
+            table.operations_table().name().as_str().to_lowercase()
+        ),
+        format!(
+            "UPDATE {} SET {} = 1",
+            table.epoch_table().quoted(d),
+            fenced_guard::Identifier::new("Epoch").unwrap().quoted(d)
+        ),
+        format!(
+            "UPDATE {} SET {} = 0",
+            table.name().quoted(d),
+            table.generation_column().quoted(d)
+        ),
+    ];
+    let tx = store.transaction(&lease, TIMEOUT).await.unwrap().unwrap();
+    for sql in &statements {
+        let refused = tx.execute(sql, &[]).await;
+        assert!(
+            matches!(refused, Err(fenced_guard::Error::StatementRefused { .. })),
+            "{sql}: {refused:?}"
+        );
+    }
+    tx.execute(
+        &insert_line(&*place, &store),
+        &[Value::from(&key), Value::from("line 0")],
+    )
+    .await
+    .expect("a line is no protected table");
+    tx.commit().await.unwrap();
+    assert_eq!(line_count(&*place, &store, &key).await, 1);
+    assert_eq!(store.current_epoch().await.unwrap(), epoch);
+    assert!(store.inspect(key.clone()).await.unwrap().is_of(&lease));
+    assert_eq!(
+        store.resolve(op).await.unwrap(),
+        fenced_guard::Resolution::Applied {
+            generation: lease.generation()
+        }
+    );
+
+    // Negative control: sent on a plain connection, the delete removes the record.
+    store.backend().execute(&delete_op, &[]).await.unwrap();
+    assert_eq!(
+        store.resolve(op).await.unwrap(),
+        fenced_guard::Resolution::NotApplied
+    );
+}
+
+/// An epoch advance waits for an open fenced transaction (the check-and-lock statement
+/// holds the epoch's row shared), and the lease it checked, issued before the advance,
+/// is refused once the advance is through. Negative control: after the old
+/// check-and-lock statement, which reads the epoch without locking it, an advance goes
+/// through while the transaction is open.
+pub async fn an_epoch_advance_waits_for_open_fenced_transactions<F: Fixture>(place: Arc<F>)
+where
+    F::Backend: Lend,
+{
+    let (store, key) = setup(&*place).await;
+    let lease = acquire(&store, &key).await;
+    let tx = store.transaction(&lease, TIMEOUT).await.unwrap().unwrap();
+    tx.execute(
+        &insert_line(&*place, &store),
+        &[Value::from(&key), Value::from("line 0")],
+    )
+    .await
+    .unwrap();
+
+    let waiter = place.connect().await;
+    let marker = place.marker(&waiter).await;
+    let advancer = Store::new(waiter, reports(&*place));
+    let advance = tokio::spawn(async move { advancer.advance_epoch().await });
+    place.until_blocked(&marker).await;
+    assert!(
+        !advance.is_finished(),
+        "the epoch advanced while a fenced transaction was open"
+    );
+    tx.commit().await.unwrap();
+    advance
+        .await
+        .unwrap()
+        .expect("the advance, once the transaction ended");
+    assert!(store.transaction(&lease, TIMEOUT).await.unwrap().is_none());
+    assert_eq!(line_count(&*place, &store, &key).await, 1);
+
+    // Negative control, where the old statement took no lock on the epoch (PostgreSQL).
+    if store.dialect() != fenced_guard::Dialect::Postgres {
+        return;
+    }
+    let lease = acquire(&store, &key).await;
+    let plain = store.backend().lend().await.unwrap();
+    plain.execute_batch("BEGIN").await.unwrap();
+    let old_lock =
+        fenced_guard::dialect::lock(store.dialect(), store.table()).replace(" FOR SHARE)", ")");
+    let row = plain
+        .query_row(
+            &old_lock,
+            &[
+                Value::from(&key),
+                Value::I64(lease.generation()),
+                Value::Uuid(lease.owner()),
+            ],
+        )
+        .await
+        .unwrap();
+    assert!(row.is_some(), "the old check-and-lock refused a held lease");
+    let advanced = tokio::time::timeout(Duration::from_secs(10), store.advance_epoch()).await;
+    assert!(
+        matches!(advanced, Ok(Ok(_))),
+        "the negative control's advance did not go through: the test could not tell"
+    );
+    plain.execute_batch("ROLLBACK").await.unwrap();
+    F::Backend::give_back(plain);
+}
+
 /// Generates the tests for one backend; `$setup` returns `Option<Fixture>` (`None`: the
 /// backend does not run here).
 #[macro_export]
@@ -304,6 +444,15 @@ macro_rules! transactions {
             an_expired_lease_is_refused,
             a_dropped_transaction_leaves_nothing,
             the_stale_worker_writes_no_lines,
+            a_fenced_statement_cannot_end_it_or_write_the_guards_tables,
+        );
+    };
+    // The schedules whose database holds the epoch's row for a fenced transaction:
+    // Babelfish ignores SQL Server's `HOLDLOCK`.
+    (with_epoch_lock $setup:path) => {
+        $crate::transactions!($setup);
+        $crate::transactions!(@ $setup;
+            an_epoch_advance_waits_for_open_fenced_transactions,
         );
     };
     (@ $setup:path; $($name:ident,)*) => {$(
