@@ -262,6 +262,10 @@ impl<E: Executor> Store<E> {
             let params = claim_params(limit, owner, ttl_ms, &values, &[]);
             return self.run_claim(&sql, &params, owner, ttl).await;
         };
+        // Once: a key repeated in a later chunk would be claimed again there, superseding
+        // the lease an earlier chunk returned (a short ttl has expired by then).
+        let mut seen = std::collections::HashSet::with_capacity(keys.len());
+        let keys: Vec<Key> = keys.iter().filter(|k| seen.insert(*k)).cloned().collect();
         let mut leases = Vec::new();
         for chunk in keys.chunks(MAX_KEYS_PER_STATEMENT) {
             let left = limit - leases.len();

@@ -29,6 +29,7 @@ macro_rules! scale {
         scale!(@ $setup;
             a_claim_takes_free_candidates_as_ordinary_leases,
             a_claim_checks_its_candidates_before_sending,
+            a_key_repeated_across_statements_is_claimed_once,
             thirty_two_claimers_take_each_row_once_per_generation,
             negative_control_a_read_then_write_claim_is_caught,
             a_batch_renewal_refuses_exactly_the_stolen_lease,

@@ -627,6 +627,40 @@ fn keeper_ttl(d: Dialect) -> Duration {
     }
 }
 
+/// A key list longer than one statement that repeats a key claims it once: the later
+/// statements would find its 1 ms lease expired and claim it again, superseding the
+/// lease the claim returns. Negative control: two claims of the key, the second after
+/// the first's lease expired, return two leases of the row, the first superseded.
+pub async fn a_key_repeated_across_statements_is_claimed_once<P: Place>(place: Arc<P>) {
+    let store = fresh(&*place, 2).await;
+    let short = Duration::from_millis(1);
+    let mut list = vec![1_i64; 5_000];
+    list.push(2);
+    let leases = store
+        .claim(&Candidates::keys(list), 10, short)
+        .await
+        .unwrap();
+    assert_eq!(keys(&leases), [1, 2], "{leases:?}");
+    // Every lease returned is the row's latest generation.
+    for lease in &leases {
+        let state = inspect(&store, lease.key()).await;
+        assert_eq!(state.generation, lease.generation(), "{lease:?}");
+    }
+
+    let key = Key::from(1_i64);
+    let first = store
+        .claim(&Candidates::keys([1_i64]), 1, short)
+        .await
+        .unwrap();
+    until_db_clock(&store, &key, inspect(&store, &key).await.now_ms + 5).await;
+    let second = store
+        .claim(&Candidates::keys([1_i64]), 1, short)
+        .await
+        .unwrap();
+    assert_eq!((first.len(), second.len()), (1, 1));
+    assert_eq!(second[0].generation(), first[0].generation() + 1);
+}
+
 /// Claims `n` rows of a fresh table with `ttl`, and renews them once, so that the
 /// statements of both shapes are prepared (and, on the TDS server, parsed) before the
 /// keeper starts.
