@@ -11,12 +11,20 @@ pub(super) const OUTSIDE_A_TRANSACTION: &str = "IF @@TRANCOUNT = 0 THROW 51000, 
 /// The database's clock, in UTC.
 pub(super) const CLOCK: &str = "SYSUTCDATETIME()";
 
-/// T-SQL running `body` in a transaction of its own: committed at its end, rolled back
-/// and the error raised again (`THROW`, the original number) if any statement fails.
+/// T-SQL running `body` atomically: in a transaction of its own, committed at its end,
+/// or, inside a transaction the caller holds open, in a savepoint of it. On any error
+/// the body's work is undone (the transaction rolled back, or the caller's rolled back
+/// to the savepoint, never further) and the error raised again (`THROW`, the original
+/// number). A caller's transaction that the error left uncommittable (`XACT_STATE()`
+/// -1, as `XACT_ABORT ON` makes every error) stays as SQL Server leaves it for a plain
+/// statement: the caller can only roll it back.
 pub(super) fn in_transaction(body: &str) -> String {
     format!(
-        "BEGIN TRY BEGIN TRANSACTION; {body} COMMIT TRANSACTION; END TRY \
-         BEGIN CATCH IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END CATCH;"
+        "DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY \
+         IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; \
+         {body} IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY \
+         BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION END \
+         ELSE IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; THROW; END CATCH;"
     )
 }
 
@@ -79,7 +87,7 @@ mod tests {
         provision: dialect::provision(D, &table()) =>
             "INSERT INTO [dbo].[ReportPublication] ([ReportId], [Generation], [PublishedGeneration]) SELECT @P1, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM [dbo].[ReportPublication] WITH (UPDLOCK, HOLDLOCK) WHERE [ReportId] = @P1)",
         acquire: dialect::acquire(D, &table()) =>
-            "DECLARE @fenced_rows int, @fenced_generation bigint, @fenced_epoch bigint; BEGIN TRY BEGIN TRANSACTION; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()), [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) WHERE [ReportId] = @P1 AND ([LeaseUntilUtc] IS NULL OR [LeaseUntilUtc] <= SYSUTCDATETIME() OR [LeaseEpoch] <> (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 SELECT @fenced_generation = [Generation], @fenced_epoch = [LeaseEpoch] FROM [dbo].[ReportPublication] WHERE [ReportId] = @P1; COMMIT TRANSACTION; END TRY BEGIN CATCH IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END CATCH; SELECT @fenced_generation, @fenced_epoch WHERE @fenced_rows > 0",
+            "DECLARE @fenced_rows int, @fenced_generation bigint, @fenced_epoch bigint; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()), [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) WHERE [ReportId] = @P1 AND ([LeaseUntilUtc] IS NULL OR [LeaseUntilUtc] <= SYSUTCDATETIME() OR [LeaseEpoch] <> (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 SELECT @fenced_generation = [Generation], @fenced_epoch = [LeaseEpoch] FROM [dbo].[ReportPublication] WHERE [ReportId] = @P1; IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION END ELSE IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; THROW; END CATCH; SELECT @fenced_generation, @fenced_epoch WHERE @fenced_rows > 0",
         renew: dialect::renew(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P4 AS int), SYSUTCDATETIME()) WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         lock: dialect::lock(D, &table()) =>
@@ -108,7 +116,7 @@ mod tests {
         create_operations_table: dialect::create_operations_table(D, &table()) =>
             r#"IF OBJECT_ID(N'[dbo].[FencedOperation]', N'U') IS NULL CREATE TABLE [dbo].[FencedOperation] ([OperationId] uniqueidentifier NOT NULL PRIMARY KEY, [Key] uniqueidentifier NOT NULL, [Generation] bigint NOT NULL, [RecordedAt] datetime2(7) NOT NULL)"#,
         advance_epoch: dialect::advance_epoch(D, &table()) =>
-            r#"DECLARE @fenced_rows int, @fenced_epoch bigint; BEGIN TRY BEGIN TRANSACTION; UPDATE [dbo].[FencedEpoch] SET [Epoch] = (SELECT MAX(v) FROM (VALUES ([Epoch] + 1), (DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())), (CAST(@P1 AS bigint))) AS c(v)) WHERE [Id] = 1; SET @fenced_rows = @@ROWCOUNT; SELECT @fenced_epoch = [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1; COMMIT TRANSACTION; END TRY BEGIN CATCH IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END CATCH; SELECT @fenced_epoch WHERE @fenced_rows > 0"#,
+            r#"DECLARE @fenced_rows int, @fenced_epoch bigint; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[FencedEpoch] SET [Epoch] = (SELECT MAX(v) FROM (VALUES ([Epoch] + 1), (DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())), (CAST(@P1 AS bigint))) AS c(v)) WHERE [Id] = 1; SET @fenced_rows = @@ROWCOUNT; SELECT @fenced_epoch = [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1; IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION END ELSE IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; THROW; END CATCH; SELECT @fenced_epoch WHERE @fenced_rows > 0"#,
         current_epoch: dialect::current_epoch(D, &table()) =>
             r#"SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1"#,
         resolve_operation: dialect::resolve_operation(D, &table()) =>
@@ -116,8 +124,8 @@ mod tests {
         record_operation: dialect::record_operation(D, &table()) =>
             r#"INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (@P1, @P2, @P3, SYSUTCDATETIME())"#,
         update_recorded: dialect::update_recorded(D, &table(), &[&payload()]) =>
-            r#"DECLARE @fenced_rows int; BEGIN TRY BEGIN TRANSACTION; UPDATE [dbo].[ReportPublication] SET [Payload] = @P1 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND NOT EXISTS (SELECT 1 FROM [dbo].[FencedOperation] WHERE [OperationId] = @P5); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (CAST(@P5 AS uniqueidentifier), @P2, @P3, SYSUTCDATETIME()); COMMIT TRANSACTION; END TRY BEGIN CATCH IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END CATCH; SELECT CAST(@fenced_rows AS bigint) AS [RowsAffected]"#,
+            r#"DECLARE @fenced_rows int; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[ReportPublication] SET [Payload] = @P1 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND NOT EXISTS (SELECT 1 FROM [dbo].[FencedOperation] WHERE [OperationId] = @P5); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (CAST(@P5 AS uniqueidentifier), @P2, @P3, SYSUTCDATETIME()); IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION END ELSE IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; THROW; END CATCH; SELECT CAST(@fenced_rows AS bigint) AS [RowsAffected]"#,
         publish_recorded_and_release: dialect::publish_recorded(D, &table(), &[&payload()], true) =>
-            r#"DECLARE @fenced_rows int; BEGIN TRY BEGIN TRANSACTION; UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND [PublishedGeneration] < @P3 AND NOT EXISTS (SELECT 1 FROM [dbo].[FencedOperation] WHERE [OperationId] = @P5); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (CAST(@P5 AS uniqueidentifier), @P2, @P3, SYSUTCDATETIME()); COMMIT TRANSACTION; END TRY BEGIN CATCH IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END CATCH; SELECT CAST(@fenced_rows AS bigint) AS [RowsAffected]"#,
+            r#"DECLARE @fenced_rows int; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND [PublishedGeneration] < @P3 AND NOT EXISTS (SELECT 1 FROM [dbo].[FencedOperation] WHERE [OperationId] = @P5); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (CAST(@P5 AS uniqueidentifier), @P2, @P3, SYSUTCDATETIME()); IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION END ELSE IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; THROW; END CATCH; SELECT CAST(@fenced_rows AS bigint) AS [RowsAffected]"#,
     }
 }

@@ -146,3 +146,79 @@ async fn a_fence_outside_a_transaction_is_refused_and_ends_with_it() {
     drop(client);
     schema.teardown().await;
 }
+
+/// A guard statement that fails inside the caller's transaction (here `publish_op`
+/// against a CHECK constraint) rolls back only its own work, to a savepoint: the caller's
+/// transaction stays open, with the line it wrote before and the lease's row still
+/// locked. Negative control: the same failure inside the old wrapper, which began and
+/// rolled back a transaction of its own, ends the caller's transaction and its line.
+#[tokio::test]
+async fn a_failing_guard_statement_leaves_the_callers_transaction_open() {
+    let Some(schema) = TestSchema::create("fenced_savepoint_", 1).await else {
+        return;
+    };
+    let own = Store::new(schema.connect().await, reports(&schema));
+    own.create_schema().await.unwrap();
+    create_lines_table(&schema, &own).await;
+    let table = own.table().name().quoted(own.dialect());
+    own.backend()
+        .execute_batch(&format!(
+            "ALTER TABLE {table} ADD CONSTRAINT [NoBadPayload] CHECK ([Payload] <> N'bad')"
+        ))
+        .await
+        .unwrap();
+    let mut client = client(schema.url()).await;
+    let key = Key::from(Uuid::new_v4());
+    own.provision(key.clone()).await.unwrap();
+    let a = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
+    let insert = insert_line(&schema, &own);
+    let old_wrapper = format!(
+        "BEGIN TRY BEGIN TRANSACTION; UPDATE {table} SET [Payload] = N'bad' WHERE [ReportId] = @P1; \
+         COMMIT TRANSACTION; END TRY BEGIN CATCH IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; \
+         END CATCH;"
+    );
+
+    for control in [false, true] {
+        batch(&mut client, "BEGIN TRANSACTION").await;
+        let open = {
+            let fenced = own.on(&mut client).unwrap().fence(&a).await.unwrap().unwrap();
+            fenced
+                .execute(&insert, &[a.key().into(), "line".into()])
+                .await
+                .unwrap();
+            let failed = if control {
+                fenced
+                    .store()
+                    .backend()
+                    .execute(&old_wrapper, &[a.key().into()])
+                    .await
+                    .map(|_| ())
+            } else {
+                fenced
+                    .store()
+                    .publish_op(&a, Uuid::new_v4(), &crate::support::row::payload("bad"))
+                    .await
+                    .map(|_| ())
+            };
+            assert!(failed.is_err(), "the CHECK constraint did not fail");
+            let count = fenced
+                .store()
+                .backend()
+                .query_i64("SELECT CAST(@@TRANCOUNT AS bigint)", &[])
+                .await
+                .unwrap();
+            count == Some(1)
+        };
+        batch(&mut client, "IF @@TRANCOUNT > 0 COMMIT TRANSACTION").await;
+        let kept = lines(&schema, &own, &key).await;
+        if control {
+            assert!(!open, "the negative control left the transaction open");
+            assert_eq!(kept, 1, "the negative control's line survived");
+        } else {
+            assert!(open, "the guard's failed statement ended the caller's transaction");
+            assert_eq!(kept, 1, "the line written before the failure is gone");
+        }
+    }
+    drop(client);
+    schema.teardown().await;
+}
