@@ -429,8 +429,8 @@ async fn batched_round(
             let slice =
                 &leases[(part * per).min(leases.len())..((part + 1) * per).min(leases.len())];
             let outcomes = store.renew_many(slice).await?;
-            if outcomes.iter().any(|o| o.is_refused()) {
-                return Err(Error::Protocol("a batched renewal was refused".into()));
+            if !outcomes.iter().all(|o| o.is_applied()) {
+                return Err(Error::Protocol("a batched renewal was not applied".into()));
             }
             Ok(())
         }));

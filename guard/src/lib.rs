@@ -135,7 +135,7 @@ pub use error::{Error, Result};
 pub use keeper::{Keeper, KeeperBuilder, Loss};
 pub use lease::{AsLease, Lease, LeaseState};
 pub use operation::{OperationOutcome, Resolution};
-pub use outcome::Outcome;
+pub use outcome::{Outcome, Renewal};
 pub use renewal::{BatchKeeper, BatchKeeperBuilder, KeptLease};
 pub use store::{MAX_TTL, Store};
 pub use table::{

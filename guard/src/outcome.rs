@@ -37,3 +37,27 @@ impl Outcome {
         }
     }
 }
+
+/// What a batched renewal ([`Store::renew_many`](crate::Store::renew_many)) did with one
+/// lease.
+#[must_use = "a lease that was not renewed expires at its old deadline"]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Renewal {
+    /// Renewed: its expiry moved to its ttl from the database's now.
+    Applied,
+    /// Refused, with the causes listed for [`Store::renew`](crate::Store::renew), or
+    /// revoked locally and not sent.
+    Refused,
+    /// Neither renewed nor refused: another transaction holds its row locked, most
+    /// likely the lease's own [fenced transaction](crate::transaction), whose lock
+    /// fences it while it is open. Skipped so that the other leases of the statement
+    /// need not wait for it (PostgreSQL; SQL Server and SQLite wait); renew it again.
+    Locked,
+}
+
+impl Renewal {
+    /// `true` for [`Renewal::Applied`].
+    pub fn is_applied(self) -> bool {
+        self == Renewal::Applied
+    }
+}

@@ -62,7 +62,7 @@ use crate::dialect::{Dialect, batch};
 use crate::error::{Error, Result};
 use crate::keeper::{KeeperBuilder, Loss};
 use crate::lease::{AsLease, Lease};
-use crate::outcome::Outcome;
+use crate::outcome::Renewal;
 use crate::store::{Store, ttl_millis};
 use crate::value::{Key, Value};
 use crate::wait::saturating_add;
@@ -102,7 +102,7 @@ impl<E: Executor> Store<E> {
     /// [`Error::Config`] for a store in procedure mode (there is no batch procedure);
     /// any database error. After an error the leases of that statement and of those not
     /// sent yet are in doubt; the leases of the statements before it were renewed.
-    pub async fn renew_many<L: AsLease>(&self, leases: &[L]) -> Result<Vec<Outcome>> {
+    pub async fn renew_many<L: AsLease>(&self, leases: &[L]) -> Result<Vec<Renewal>> {
         let span = tracing::debug_span!(
             "fenced",
             step = "renew_many",
@@ -120,7 +120,7 @@ impl<E: Executor> Store<E> {
         outcomes
     }
 
-    async fn renew_many_inner<L: AsLease>(&self, leases: &[L]) -> Result<Vec<Outcome>> {
+    async fn renew_many_inner<L: AsLease>(&self, leases: &[L]) -> Result<Vec<Renewal>> {
         self.no_batch()?;
         let mut sent = Vec::with_capacity(leases.len());
         for (i, lease) in leases.iter().enumerate() {
@@ -131,7 +131,7 @@ impl<E: Executor> Store<E> {
                 sent.push((i, lease));
             }
         }
-        let mut outcomes = vec![Outcome::Refused; leases.len()];
+        let mut outcomes = vec![Renewal::Refused; leases.len()];
         let max = DEFAULT_BATCH_SIZE.min(max_batch_size(self.dialect()));
         for chunk in sent.chunks(max) {
             let size = padded(chunk.len(), max);
@@ -139,11 +139,11 @@ impl<E: Executor> Store<E> {
             let chunk_leases: Vec<&Lease> = chunk.iter().map(|(_, lease)| *lease).collect();
             let sent_at = Instant::now();
             let renewed = self.renew_batch(&sql, size, &chunk_leases).await?;
-            for (&(i, lease), renewed) in chunk.iter().zip(renewed) {
-                if renewed {
+            for (&(i, lease), renewal) in chunk.iter().zip(renewed) {
+                if renewal.is_applied() {
                     lease.extend_local_deadline(saturating_add(sent_at, lease.ttl()));
-                    outcomes[i] = Outcome::Applied;
                 }
+                outcomes[i] = renewal;
             }
         }
         Ok(outcomes)
@@ -156,8 +156,9 @@ impl<E: Executor> Store<E> {
 
     /// Runs `sql`, [`batch::renew_batch`] written for `size` leases, for `leases` (at
     /// most `size`, at least one; the rows past them repeat the first), and says for
-    /// each lease whether its row was renewed. Checks nothing locally.
-    async fn renew_batch(&self, sql: &str, size: usize, leases: &[&Lease]) -> Result<Vec<bool>> {
+    /// each lease whether its row was renewed, refused or skipped as locked. Checks
+    /// nothing locally.
+    async fn renew_batch(&self, sql: &str, size: usize, leases: &[&Lease]) -> Result<Vec<Renewal>> {
         let mut params = Vec::with_capacity(4 * size);
         for i in 0..size {
             let lease = leases.get(i).or(leases.first()).ok_or_else(|| {
@@ -171,6 +172,7 @@ impl<E: Executor> Store<E> {
         let rows = self.backend().query_rows(sql, &params).await?;
         let key_type = self.table().key_type();
         let mut renewed: HashSet<(Key, i64, Uuid)> = HashSet::with_capacity(rows.len());
+        let mut locked: HashSet<(Key, i64, Uuid)> = HashSet::new();
         for row in rows {
             let (Some(key), Some(generation), Some(owner)) = (
                 row.first().and_then(|v| key_from(key_type, v)),
@@ -181,11 +183,25 @@ impl<E: Executor> Store<E> {
                     "a batched renewal returned {row:?}, expected a key, generation and owner"
                 )));
             };
-            renewed.insert((key, generation, owner));
+            // PostgreSQL's statement says 0 for a row it skipped as locked.
+            if row.get(3).and_then(Value::as_i64) == Some(0) {
+                locked.insert((key, generation, owner));
+            } else {
+                renewed.insert((key, generation, owner));
+            }
         }
         Ok(leases
             .iter()
-            .map(|l| renewed.contains(&(l.key().clone(), l.generation(), l.owner())))
+            .map(|l| {
+                let lease = (l.key().clone(), l.generation(), l.owner());
+                if renewed.contains(&lease) {
+                    Renewal::Applied
+                } else if locked.contains(&lease) {
+                    Renewal::Locked
+                } else {
+                    Renewal::Refused
+                }
+            })
             .collect())
     }
 }
@@ -510,7 +526,7 @@ struct Round<B> {
 }
 
 /// A statement's answer: when it was sent, and which of its leases it renewed.
-type Answer = (Instant, Result<Vec<bool>>);
+type Answer = (Instant, Result<Vec<Renewal>>);
 
 impl<B> Round<B>
 where
@@ -679,11 +695,16 @@ where
         let now = Instant::now();
         match result {
             Ok((sent_at, renewed)) => {
-                for (id, renewed) in ids.into_iter().zip(renewed) {
+                for (id, renewal) in ids.into_iter().zip(renewed) {
                     let Some(entry) = self.entries.get_mut(&id) else {
                         continue; // lost at its deadline meanwhile
                     };
-                    if renewed {
+                    if renewal == Renewal::Locked {
+                        // Its row is held (by its own fenced transaction, most likely):
+                        // no error, and no refusal; the deadline decides, as ever.
+                        let due = saturating_add(now, entry.retry);
+                        self.reschedule(id, due);
+                    } else if renewal.is_applied() {
                         let ttl = entry.lease.ttl();
                         entry
                             .lease

@@ -93,7 +93,9 @@ fn batch_values(dialect: Dialect, table: &FencedTable, rows: usize) -> String {
 /// `now + its ttl` where its row still matches it as [`renew`](super::renew) requires
 /// (key, generation, owner, `expiry > now`, current epoch), so a late renewal never
 /// revives. Returns key, generation and owner of each row renewed; a lease without a
-/// row in the answer was refused.
+/// row in the answer was refused. On PostgreSQL each row also carries 1, and the leases
+/// whose rows other transactions hold locked come back too, with 0: skipped, not
+/// refused (SQL Server's and SQLite's statements wait for such a row).
 ///
 /// A lease given twice is renewed once and returned once.
 pub fn renew_batch(dialect: Dialect, table: &FencedTable, rows: usize) -> String {
@@ -107,12 +109,28 @@ pub fn renew_batch(dialect: Dialect, table: &FencedTable, rows: usize) -> String
         table.owner_column(),
     ];
     match dialect {
-        Dialect::Postgres => format!(
-            "UPDATE {name} AS {ROW} SET {expiry} = {} + {BATCH}.ttl * interval '1 millisecond' \
-             FROM ({values}) AS {BATCH} (k, g, o, ttl) WHERE {lease} AND {live} RETURNING {}",
-            dialect.clock(),
-            returned.map(|c| at(dialect, ROW, c)).join(", ")
-        ),
+        // Rows another transaction holds locked (a fenced transaction's own lease among
+        // them) are skipped, not waited for, and returned with a 0: the renewal of the
+        // others does not wait on them.
+        Dialect::Postgres => {
+            let key = q(dialect, table.key_column());
+            format!(
+                "WITH {BATCH} (k, g, o, ttl) AS ({values}), \
+                 fenced_unlocked AS (SELECT {ROW}.{key} AS k FROM {name} AS {ROW} \
+                 WHERE {ROW}.{key} IN (SELECT k FROM {BATCH}) FOR NO KEY UPDATE SKIP LOCKED), \
+                 fenced_renewed AS (UPDATE {name} AS {ROW} \
+                 SET {expiry} = {} + {BATCH}.ttl * interval '1 millisecond' FROM {BATCH} \
+                 WHERE {lease} AND {live} AND {ROW}.{key} IN (SELECT k FROM fenced_unlocked) \
+                 RETURNING {}) \
+                 SELECT *, 1 FROM fenced_renewed UNION ALL \
+                 SELECT {BATCH}.k, {BATCH}.g, {BATCH}.o, 0 FROM {BATCH} \
+                 WHERE {BATCH}.k NOT IN (SELECT k FROM fenced_unlocked) \
+                 AND EXISTS (SELECT 1 FROM {name} AS fenced_locked \
+                 WHERE fenced_locked.{key} = {BATCH}.k)",
+                dialect.clock(),
+                returned.map(|c| at(dialect, ROW, c)).join(", ")
+            )
+        }
         // SQLite's RETURNING may name only the updated table's columns, unqualified.
         Dialect::Sqlite => format!(
             "WITH {BATCH} (k, g, o, ttl) AS ({values}) \
@@ -278,7 +296,7 @@ mod tests {
 
     renders! {
         postgres_renew_batch: renew_batch(Dialect::Postgres, &table(), 2) =>
-            r#"UPDATE "app"."Job" AS fenced_row SET "LeaseUntilUtc" = clock_timestamp() + fenced_batch.ttl * interval '1 millisecond' FROM (VALUES ($1::bigint, $2::bigint, $3::uuid, $4::bigint), ($5::bigint, $6::bigint, $7::uuid, $8::bigint)) AS fenced_batch (k, g, o, ttl) WHERE fenced_row."ReportId" = fenced_batch.k AND fenced_row."Generation" = fenced_batch.g AND fenced_row."LeaseOwner" = fenced_batch.o AND fenced_row."LeaseUntilUtc" > clock_timestamp() AND fenced_row."LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseOwner""#,
+            r#"WITH fenced_batch (k, g, o, ttl) AS (VALUES ($1::bigint, $2::bigint, $3::uuid, $4::bigint), ($5::bigint, $6::bigint, $7::uuid, $8::bigint)), fenced_unlocked AS (SELECT fenced_row."ReportId" AS k FROM "app"."Job" AS fenced_row WHERE fenced_row."ReportId" IN (SELECT k FROM fenced_batch) FOR NO KEY UPDATE SKIP LOCKED), fenced_renewed AS (UPDATE "app"."Job" AS fenced_row SET "LeaseUntilUtc" = clock_timestamp() + fenced_batch.ttl * interval '1 millisecond' FROM fenced_batch WHERE fenced_row."ReportId" = fenced_batch.k AND fenced_row."Generation" = fenced_batch.g AND fenced_row."LeaseOwner" = fenced_batch.o AND fenced_row."LeaseUntilUtc" > clock_timestamp() AND fenced_row."LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AND fenced_row."ReportId" IN (SELECT k FROM fenced_unlocked) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseOwner") SELECT *, 1 FROM fenced_renewed UNION ALL SELECT fenced_batch.k, fenced_batch.g, fenced_batch.o, 0 FROM fenced_batch WHERE fenced_batch.k NOT IN (SELECT k FROM fenced_unlocked) AND EXISTS (SELECT 1 FROM "app"."Job" AS fenced_locked WHERE fenced_locked."ReportId" = fenced_batch.k)"#,
         sqlite_renew_batch: renew_batch(Dialect::Sqlite, &table(), 2) =>
             r#"WITH fenced_batch (k, g, o, ttl) AS (VALUES (?1, ?2, ?3, ?4), (?5, ?6, ?7, ?8)) UPDATE "app"."Job" AS fenced_row SET "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + fenced_batch.ttl FROM fenced_batch WHERE fenced_row."ReportId" = fenced_batch.k AND fenced_row."Generation" = fenced_batch.g AND fenced_row."LeaseOwner" = fenced_batch.o AND fenced_row."LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND fenced_row."LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) RETURNING "ReportId", "Generation", "LeaseOwner""#,
         mssql_renew_batch: renew_batch(Dialect::Mssql, &table(), 2) =>

@@ -181,7 +181,13 @@ async fn a_failing_guard_statement_leaves_the_callers_transaction_open() {
     for control in [false, true] {
         batch(&mut client, "BEGIN TRANSACTION").await;
         let open = {
-            let fenced = own.on(&mut client).unwrap().fence(&a).await.unwrap().unwrap();
+            let fenced = own
+                .on(&mut client)
+                .unwrap()
+                .fence(&a)
+                .await
+                .unwrap()
+                .unwrap();
             fenced
                 .execute(&insert, &[a.key().into(), "line".into()])
                 .await
@@ -215,7 +221,10 @@ async fn a_failing_guard_statement_leaves_the_callers_transaction_open() {
             assert!(!open, "the negative control left the transaction open");
             assert_eq!(kept, 1, "the negative control's line survived");
         } else {
-            assert!(open, "the guard's failed statement ended the caller's transaction");
+            assert!(
+                open,
+                "the guard's failed statement ended the caller's transaction"
+            );
             assert_eq!(kept, 1, "the line written before the failure is gone");
         }
     }

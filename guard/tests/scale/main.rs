@@ -77,6 +77,82 @@ mod postgres {
 
     scale!(setup);
 
+    /// A batched renewal skips a row another transaction holds (here the fenced
+    /// transaction of its own lease) and renews the others at once, so a batch keeper
+    /// of fifty leases loses none of the other forty-nine to one transaction held for
+    /// twice the ttl. Negative control: a statement that does not skip the row waits for
+    /// it while the transaction is open.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_batched_renewal_skips_a_row_a_fenced_transaction_holds() {
+        use std::time::Duration;
+
+        use fenced_guard::{BatchKeeper, Candidates, Executor, Renewal, Store, Value};
+
+        use crate::suite::{jobs, provision_range};
+        use crate::support::Place;
+
+        let place = TestSchema::create("fenced_scale_", 4).await;
+        let store = Store::new(place.connect().await, jobs(&place));
+        store.create_schema().await.unwrap();
+        provision_range(&store, 1, 50).await;
+        let ttl = Duration::from_secs(2);
+        let leases = store.claim(&Candidates::any(), 50, ttl).await.unwrap();
+        assert_eq!(leases.len(), 50);
+        let held = &leases[7];
+        let tx = store
+            .transaction(held, Duration::from_secs(60))
+            .await
+            .unwrap()
+            .expect("the lease holds");
+
+        let renewed = tokio::time::timeout(Duration::from_secs(10), store.renew_many(&leases))
+            .await
+            .expect("the batched renewal waited for the locked row")
+            .unwrap();
+        for (i, renewal) in renewed.iter().enumerate() {
+            let expected = if i == 7 {
+                Renewal::Locked
+            } else {
+                Renewal::Applied
+            };
+            assert_eq!(*renewal, expected, "lease {i}");
+        }
+
+        let keeper = BatchKeeper::start(&store).unwrap();
+        let kept: Vec<_> = leases.iter().map(|l| keeper.keep(l).unwrap()).collect();
+        tokio::time::sleep(2 * ttl).await;
+        for (i, (lease, kept)) in leases.iter().zip(&kept).enumerate() {
+            if i == 7 {
+                continue;
+            }
+            assert!(kept.loss().is_none(), "lease {i}: {:?}", kept.loss());
+            let row = store.inspect(lease.key().clone()).await.unwrap();
+            assert!(row.is_of(lease) && row.is_held(), "lease {i}: {row:?}");
+        }
+
+        // Negative control: an UPDATE of the held row that does not skip it waits.
+        let d = store.dialect();
+        let waits = format!(
+            "UPDATE {} SET {expiry} = {expiry} WHERE {} = $1",
+            store.table().name().quoted(d),
+            store.table().key_column().quoted(d),
+            expiry = store.table().expiry_column().quoted(d),
+        );
+        let other = place.connect().await;
+        let waited = tokio::time::timeout(
+            Duration::from_secs(2),
+            other.execute(&waits, &[Value::from(held.key())]),
+        )
+        .await;
+        assert!(
+            waited.is_err(),
+            "the negative control did not wait: {waited:?}"
+        );
+        tx.commit().await.unwrap();
+        keeper.stop().await;
+        place.teardown().await;
+    }
+
     /// A claim inside a caller's own transaction keeps its rows locked until that
     /// transaction ends: a claim from another connection meanwhile skips them and takes
     /// others. A batched renewal runs on the caller's connection too.

@@ -577,7 +577,7 @@ pub async fn a_batch_renewal_refuses_exactly_the_stolen_lease<P: Place>(place: A
 
     let outcomes = a.renew_many(&leases).await.unwrap();
     let refused: Vec<usize> = (0..leases.len())
-        .filter(|i| outcomes[*i] == Outcome::Refused)
+        .filter(|i| outcomes[*i] == fenced_guard::Renewal::Refused)
         .collect();
     assert_eq!(refused, [4], "{outcomes:?}");
     let thief_after = inspect(&b, stolen.key()).await;
@@ -592,7 +592,13 @@ pub async fn a_batch_renewal_refuses_exactly_the_stolen_lease<P: Place>(place: A
     // A lease revoked locally is refused without being sent; the others still go.
     leases[0].revoke();
     let outcomes = a.renew_many(&leases[..2]).await.unwrap();
-    assert_eq!(outcomes, [Outcome::Refused, Outcome::Applied]);
+    assert_eq!(
+        outcomes,
+        [
+            fenced_guard::Renewal::Refused,
+            fenced_guard::Renewal::Applied
+        ]
+    );
     assert_eq!(
         inspect(&a, leases[0].key()).await.expires_at_ms,
         after.expires_at_ms
