@@ -240,7 +240,7 @@ fn dynamic_sql_is_checked() {
     let text = "EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id', N'@p nvarchar(max), @id uniqueidentifier', @p, @id;
 DECLARE @sql nvarchar(max) = N'UPDATE dbo.ReportPublication SET Payload = NULL WHERE ' + @filter; EXEC (@sql);
 EXEC (N'SELECT ''not a write on ReportPublication''');
-EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME()';";
+EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME() AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1)';";
     assert_eq!(
         found("dynamic.sql", text.as_bytes()),
         [(Rule::UnfencedWrite, 1, 22), (Rule::UnanalysedWrite, 2, 32)]
@@ -587,7 +587,8 @@ fn a_concat_is_checked_as_one_statement() {
     };
     let head = "UPDATE dbo.ReportPublication SET Payload = @p ";
     let fenced = "WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o \
-                  AND LeaseUntilUtc > SYSUTCDATETIME()";
+                  AND LeaseUntilUtc > SYSUTCDATETIME() \
+                  AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1)";
     assert_eq!(found("src/repo.rs", split(head, fenced).as_bytes()), []);
     // Negative control: the same pieces as two separate strings. The first alone is an
     // UPDATE without a fence.
