@@ -430,6 +430,41 @@ mod tests {
         assert_eq!(names.len(), Rule::ALL.len());
     }
 
+    /// The SQL block under `heading` in a rule's documentation.
+    fn doc_sql(rule: Rule, heading: &str) -> &'static str {
+        let doc = rule.documentation();
+        let after = &doc[doc.find(heading).expect(heading)..];
+        let start = after.find("```sql\n").expect("a SQL block") + "```sql\n".len();
+        let end = after[start..].find("```").expect("the block's end");
+        &after[start..start + end]
+    }
+
+    /// Each statement rule's example raises it, and what the documentation says to use
+    /// instead raises nothing: advice that another rule flags is no advice.
+    #[test]
+    fn documented_examples_are_flagged_and_their_fixes_are_silent() {
+        let statement_rules = [
+            Rule::UnfencedWrite,
+            Rule::FenceInDisjunction,
+            Rule::ClientClockExpiry,
+            Rule::UncheckedAcquire,
+            Rule::GenerationRewind,
+            Rule::RevivingRenewal,
+            Rule::FencedRowDelete,
+            Rule::FencedTableGrant,
+            Rule::EpochlessWrite,
+        ];
+        for rule in statement_rules {
+            let example = doc_sql(rule, "## Example");
+            assert!(
+                test_support::rules(example).contains(&rule),
+                "{rule}: {example}"
+            );
+            let instead = doc_sql(rule, "## Use instead");
+            assert_eq!(test_support::rules(instead), [], "{rule}: {instead}");
+        }
+    }
+
     #[test]
     fn parses_names_and_codes() {
         assert_eq!("unfenced-write".parse::<Rule>(), Ok(Rule::UnfencedWrite));
