@@ -66,7 +66,7 @@ use crate::sql::Statement;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::diagnostic::Severity;
+use crate::severity::Severity;
 
 macro_rules! rules {
     ($( $variant:ident => $code:literal, $name:literal, $severity:ident, $summary:literal; )*) => {
