@@ -2,8 +2,8 @@
 //! clock calls they contain.
 
 use super::super::expr::{ColumnRef, Operand};
-use super::super::lexer::{Token, TokenKind, ident_text};
-use super::super::words::{WordSet, is_any_word, is_word, words};
+use super::super::lexer::{Token, TokenKind, ident_text, is_any_word, is_word};
+use super::super::words::{WordSet, words};
 use super::{MAX_NESTING, Parser, STOP_WORDS, is_name, tables_in};
 
 /// Words that never begin a value: they end an operand even before it has started.
