@@ -589,7 +589,8 @@ fn sql_per_dialect() {
     // Written out once, as a reader would check it.
     assert!(save(Dialect::Mssql).starts_with(
         "UPDATE [ReportPublication] SET payload = @P1 WHERE (draft = @P2) AND [ReportId] = @P3 \
-         AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseUntilUtc] > SYSUTCDATETIME()"
+         AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseUntilUtc] > SYSUTCDATETIME() \
+         AND [LeaseEpoch] = (SELECT [Epoch] FROM [FencedEpoch] WHERE [Id] = 1)"
     ));
 
     // The caller's `OR` stays inside its parentheses.

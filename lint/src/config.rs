@@ -7,12 +7,21 @@
 //! generation = "Generation"        # default
 //! owner = "LeaseOwner"             # default
 //! expiry = "LeaseUntilUtc"         # default
+//! epoch = "LeaseEpoch"             # default; `false`: the table has no epoch column
+//! epoch_table = "FencedEpoch"      # default; optionally schema-qualified
 //!
 //! # optional: paths the walk skips, gitignore-style globs relative to this file
 //! exclude = ["tests/fixtures/**"]
 //! ```
 //!
 //! (`exclude` is a top-level key: write it before the first `[[table]]`.)
+//!
+//! `epoch` names the recovery-epoch column the guard stamps at each acquisition and
+//! every fenced write compares with the epoch table (`LeaseEpoch = (SELECT Epoch FROM
+//! FencedEpoch WHERE Id = 1)`), checked by `epochless-write`. Write `epoch = false` for
+//! a table created before the epoch existed, which has no such column: its writes are
+//! then not required to check one. A table discovered from a `CREATE TABLE` has the
+//! epoch only when that statement declares the column.
 
 use std::path::{Path, PathBuf};
 
@@ -56,6 +65,16 @@ pub struct TableSpec {
     pub owner: String,
     /// The lease expiry column, compared with the database clock. Default `LeaseUntilUtc`.
     pub expiry: String,
+    /// The recovery-epoch column, which every fenced write requires to equal the epoch
+    /// table's current epoch. Default `LeaseEpoch` (the guard's); `None` for a table
+    /// without one (`epoch = false`).
+    pub epoch: Option<String>,
+    /// The schema of the epoch table, when the configured name is qualified. An
+    /// unqualified epoch table matches a reference in any schema.
+    pub epoch_table_schema: Option<String>,
+    /// The epoch table: one row holding the current recovery epoch. Default
+    /// `FencedEpoch` (the guard's).
+    pub epoch_table: String,
 }
 
 /// The default key column name.
@@ -66,10 +85,15 @@ pub const DEFAULT_GENERATION: &str = "Generation";
 pub const DEFAULT_OWNER: &str = "LeaseOwner";
 /// The default expiry column name (the article's).
 pub const DEFAULT_EXPIRY: &str = "LeaseUntilUtc";
+/// The default recovery-epoch column name (the guard's).
+pub const DEFAULT_EPOCH: &str = "LeaseEpoch";
+/// The default epoch table name (the guard's).
+pub const DEFAULT_EPOCH_TABLE: &str = "FencedEpoch";
 
 impl TableSpec {
-    /// A table with the article's column names and the given key column. `name` may be
-    /// schema-qualified and may carry brackets or quotes.
+    /// A table with the article's column names, the guard's epoch column and epoch
+    /// table, and the given key column. `name` may be schema-qualified and may carry
+    /// brackets or quotes.
     pub fn new(name: &str, key: &str) -> TableSpec {
         let (schema, name) = split_qualified(name);
         TableSpec {
@@ -79,6 +103,9 @@ impl TableSpec {
             generation: DEFAULT_GENERATION.to_owned(),
             owner: DEFAULT_OWNER.to_owned(),
             expiry: DEFAULT_EXPIRY.to_owned(),
+            epoch: Some(DEFAULT_EPOCH.to_owned()),
+            epoch_table_schema: None,
+            epoch_table: DEFAULT_EPOCH_TABLE.to_owned(),
         }
     }
 
@@ -90,18 +117,42 @@ impl TableSpec {
         }
     }
 
+    /// The epoch table's name as shown in findings: `schema.name` or `name`.
+    pub fn epoch_table_display_name(&self) -> String {
+        match &self.epoch_table_schema {
+            Some(schema) => format!("{schema}.{}", self.epoch_table),
+            None => self.epoch_table.clone(),
+        }
+    }
+
     /// Whether a table reference written in code (`schema` optional) denotes this table.
     ///
     /// An unqualified reference matches by name in any schema; a qualified one matches
     /// only this schema, or an unqualified configuration entry.
     pub fn matches(&self, schema: Option<&str>, name: &str) -> bool {
-        if !self.name.eq_ignore_ascii_case(name) {
-            return false;
-        }
-        match (&self.schema, schema) {
-            (Some(mine), Some(theirs)) => mine.eq_ignore_ascii_case(theirs),
-            _ => true,
-        }
+        names_match(self.schema.as_deref(), &self.name, schema, name)
+    }
+
+    /// Whether a table reference written in code denotes this table's epoch table, by
+    /// the rule of [`matches`](TableSpec::matches).
+    pub fn matches_epoch_table(&self, schema: Option<&str>, name: &str) -> bool {
+        names_match(
+            self.epoch_table_schema.as_deref(),
+            &self.epoch_table,
+            schema,
+            name,
+        )
+    }
+}
+
+/// Whether the reference `schema.name` denotes the configured `mine_schema.mine`.
+fn names_match(mine_schema: Option<&str>, mine: &str, schema: Option<&str>, name: &str) -> bool {
+    if !mine.eq_ignore_ascii_case(name) {
+        return false;
+    }
+    match (mine_schema, schema) {
+        (Some(mine), Some(theirs)) => mine.eq_ignore_ascii_case(theirs),
+        _ => true,
     }
 }
 
@@ -122,11 +173,22 @@ struct RawTable {
     generation: Option<String>,
     owner: Option<String>,
     expiry: Option<String>,
+    epoch: Option<RawEpoch>,
+    epoch_table: Option<String>,
+}
+
+/// `epoch = "Column"` or `epoch = false`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawEpoch {
+    Column(String),
+    Enabled(bool),
 }
 
 impl Config {
     /// Parses the TOML text of a configuration: `[[table]]` entries with `name`
-    /// (required, optionally schema-qualified), `key`, `generation`, `owner`, `expiry`.
+    /// (required, optionally schema-qualified), `key`, `generation`, `owner`, `expiry`,
+    /// `epoch` (a column, or `false`) and `epoch_table` (optionally schema-qualified).
     pub fn from_toml(text: &str) -> Result<Config, Error> {
         Self::from_toml_at(text, None)
     }
@@ -158,11 +220,38 @@ impl Config {
                     entry.name
                 )));
             }
+            let epoch = match entry.epoch {
+                None => Some(DEFAULT_EPOCH.to_owned()),
+                Some(RawEpoch::Column(value)) => Some(column(Some(value), DEFAULT_EPOCH, "epoch")?),
+                Some(RawEpoch::Enabled(false)) => None,
+                Some(RawEpoch::Enabled(true)) => {
+                    return Err(Error::InvalidConfig(format!(
+                        "table `{}`: `epoch` is the epoch column's name, or `false` for a table without one",
+                        entry.name
+                    )));
+                }
+            };
+            let epoch_table = entry.epoch_table.as_deref().unwrap_or(DEFAULT_EPOCH_TABLE);
+            let (epoch_table_schema, epoch_table) = split_qualified(epoch_table);
+            if !valid_identifier(&epoch_table)
+                || epoch_table_schema
+                    .as_deref()
+                    .is_some_and(|s| !valid_identifier(s))
+            {
+                return Err(Error::InvalidConfig(format!(
+                    "table `{}`: `epoch_table` `{}` is not an identifier or schema.identifier",
+                    entry.name,
+                    entry.epoch_table.unwrap_or_default()
+                )));
+            }
             let spec = TableSpec {
                 key: column(entry.key, DEFAULT_KEY, "key")?,
                 generation: column(entry.generation, DEFAULT_GENERATION, "generation")?,
                 owner: column(entry.owner, DEFAULT_OWNER, "owner")?,
                 expiry: column(entry.expiry, DEFAULT_EXPIRY, "expiry")?,
+                epoch,
+                epoch_table_schema,
+                epoch_table,
                 schema,
                 name,
             };
@@ -283,6 +372,42 @@ mod tests {
             Config::from_toml("exclude = [\"tests/corpus/**\"]\n[[table]]\nname = \"T\"\n")
                 .unwrap();
         assert_eq!(config.exclude, ["tests/corpus/**"]);
+    }
+
+    #[test]
+    fn parses_the_epoch() {
+        let table = |extra: &str| {
+            Config::from_toml(&format!("[[table]]\nname = \"T\"\n{extra}"))
+                .map(|c| c.tables[0].clone())
+        };
+        let default = table("").unwrap();
+        assert_eq!(default.epoch.as_deref(), Some(DEFAULT_EPOCH));
+        assert_eq!(default.epoch_table_display_name(), DEFAULT_EPOCH_TABLE);
+        assert_eq!(default, TableSpec::new("T", DEFAULT_KEY));
+        assert_eq!(table("epoch = false\n").unwrap().epoch, None);
+        let custom =
+            table("epoch = \"[Recovery]\"\nepoch_table = \"ops.\\\"Epochs\\\"\"\n").unwrap();
+        assert_eq!(custom.epoch.as_deref(), Some("Recovery"));
+        assert_eq!(custom.epoch_table_display_name(), "ops.Epochs");
+        assert!(custom.matches_epoch_table(Some("OPS"), "epochs"));
+        assert!(custom.matches_epoch_table(None, "Epochs"));
+        assert!(!custom.matches_epoch_table(Some("audit"), "Epochs"));
+        assert!(!custom.matches_epoch_table(Some("ops"), "FencedEpoch"));
+        for bad in [
+            "epoch = true",
+            "epoch = \"\"",
+            "epoch = \"a;b\"",
+            "epoch_table = \"x;y\"",
+        ] {
+            assert!(
+                matches!(table(&format!("{bad}\n")), Err(Error::InvalidConfig(_))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            table("epoch = 1\n"),
+            Err(Error::ParseConfig { .. })
+        ));
     }
 
     #[test]

@@ -5,25 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::rules::Rule;
-
-/// How much a finding matters: an error fails the build (exit code 1), a warning does not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Reported, but the run still exits 0.
-    Warning,
-    /// Fails the run (exit code 1).
-    Error,
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        })
-    }
-}
+pub use crate::severity::Severity;
 
 /// A position in a file: 1-based line, 1-based column counted in characters (not bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

@@ -29,6 +29,7 @@ mod prefilter;
 #[cfg(feature = "cli")]
 pub mod report;
 pub mod rules;
+mod severity;
 pub mod source;
 pub mod sql;
 pub mod suppress;

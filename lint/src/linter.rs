@@ -272,6 +272,12 @@ impl Linter {
             config::DEFAULT_EXPIRY,
         ));
         column_sets.push(("generation", "lease_owner", "lease_until"));
+        let mut epoch_columns: Vec<&str> = self
+            .tables
+            .iter()
+            .filter_map(|t| t.epoch.as_deref())
+            .collect();
+        epoch_columns.extend([config::DEFAULT_EPOCH, "lease_epoch"]);
         for i in 0..tokens.len() {
             if !(sql::parse::is_word(text, &tokens[i], "CREATE")) {
                 continue;
@@ -411,6 +417,12 @@ impl Linter {
                 let Some(key) = primary.or_else(|| columns.first().cloned()) else {
                     continue;
                 };
+                // A table created before the recovery epoch has no epoch column, and its
+                // writes cannot check one.
+                let epoch = epoch_columns
+                    .iter()
+                    .find(|e| has(e))
+                    .map(|e| (*e).to_owned());
                 out.push(TableSpec {
                     schema,
                     name,
@@ -418,6 +430,9 @@ impl Linter {
                     generation: (*generation).to_owned(),
                     owner: (*owner).to_owned(),
                     expiry: (*expiry).to_owned(),
+                    epoch,
+                    epoch_table_schema: None,
+                    epoch_table: config::DEFAULT_EPOCH_TABLE.to_owned(),
                 });
             }
         }

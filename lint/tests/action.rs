@@ -38,7 +38,8 @@ SET Payload = @payload
 WHERE ReportId = @reportId
   AND Generation = @generation
   AND LeaseOwner = @owner
-  AND LeaseUntilUtc > SYSUTCDATETIME();
+  AND LeaseUntilUtc > SYSUTCDATETIME()
+  AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1);
 ";
 
 /// The lint step as `action.yml` had it before its scripts moved to `lint/action/`:

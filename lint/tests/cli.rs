@@ -36,6 +36,7 @@ WHERE ReportId = @reportId
   AND Generation = @generation
   AND LeaseOwner = @owner
   AND LeaseUntilUtc > SYSUTCDATETIME()
+  AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1)
   AND PublishedGeneration < @generation;
 
 UPDATE dbo.{T}
@@ -43,7 +44,8 @@ SET LeaseUntilUtc = DATEADD(second, @leaseSeconds, SYSUTCDATETIME())
 WHERE ReportId = @reportId
   AND Generation = @generation
   AND LeaseOwner = @owner
-  AND LeaseUntilUtc > SYSUTCDATETIME();
+  AND LeaseUntilUtc > SYSUTCDATETIME()
+  AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1);
 
 UPDATE dbo.{T}
 SET LeaseOwner = NULL,

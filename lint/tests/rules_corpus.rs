@@ -61,8 +61,9 @@ fn tsql_procedures() {
             (Rule::ClientClockExpiry, 66, 1),
             // Renewal through an SSMS template without the unexpired check.
             (Rule::RevivingRenewal, 76, 5),
-            // Generation set from a parameter.
+            // Generation set from a parameter; and, fenced otherwise, it lacks the epoch.
             (Rule::GenerationRewind, 83, 1),
+            (Rule::EpochlessWrite, 83, 1),
             (Rule::FencedTableGrant, 85, 1),
         ]
     );

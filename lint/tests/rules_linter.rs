@@ -240,7 +240,7 @@ fn dynamic_sql_is_checked() {
     let text = "EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id', N'@p nvarchar(max), @id uniqueidentifier', @p, @id;
 DECLARE @sql nvarchar(max) = N'UPDATE dbo.ReportPublication SET Payload = NULL WHERE ' + @filter; EXEC (@sql);
 EXEC (N'SELECT ''not a write on ReportPublication''');
-EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME()';";
+EXEC sp_executesql N'UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME() AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1)';";
     assert_eq!(
         found("dynamic.sql", text.as_bytes()),
         [(Rule::UnfencedWrite, 1, 22), (Rule::UnanalysedWrite, 2, 32)]
@@ -260,7 +260,11 @@ fn tables_are_discovered_from_create_table() {
             key: "JobId".into(),
             generation: "Generation".into(),
             owner: "LeaseOwner".into(),
-            expiry: "LeaseUntilUtc".into()
+            expiry: "LeaseUntilUtc".into(),
+            // Created without the epoch column: its writes need not check one.
+            epoch: None,
+            epoch_table_schema: None,
+            epoch_table: "FencedEpoch".into(),
         }]
     );
     let postgres = "pub const SCHEMA: &str = \"CREATE TABLE IF NOT EXISTS leases (id text, generation bigint NOT NULL DEFAULT 0, lease_owner uuid, lease_until timestamptz, PRIMARY KEY (id))\";";
@@ -362,9 +366,14 @@ fn the_articles_table_is_discovered() {
 );";
     let discovered = Linter::new(&Config::default())
         .discover_tables(Path::new("schema.sql"), article.as_bytes());
+    // The article's table has no epoch column (the guard adds `LeaseEpoch`): its writes
+    // cannot check one.
     assert_eq!(
         discovered,
-        [TableSpec::new("dbo.ReportPublication", "ReportId")]
+        [TableSpec {
+            epoch: None,
+            ..TableSpec::new("dbo.ReportPublication", "ReportId")
+        }]
     );
 }
 
@@ -578,7 +587,8 @@ fn a_concat_is_checked_as_one_statement() {
     };
     let head = "UPDATE dbo.ReportPublication SET Payload = @p ";
     let fenced = "WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o \
-                  AND LeaseUntilUtc > SYSUTCDATETIME()";
+                  AND LeaseUntilUtc > SYSUTCDATETIME() \
+                  AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1)";
     assert_eq!(found("src/repo.rs", split(head, fenced).as_bytes()), []);
     // Negative control: the same pieces as two separate strings. The first alone is an
     // UPDATE without a fence.

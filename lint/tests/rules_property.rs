@@ -27,6 +27,7 @@ struct Names {
     generation: &'static str,
     owner: &'static str,
     expiry: &'static str,
+    epoch: &'static str,
     payload: &'static str,
 }
 
@@ -39,6 +40,7 @@ impl Dialect {
                 generation: "Generation",
                 owner: "LeaseOwner",
                 expiry: "LeaseUntilUtc",
+                epoch: "LeaseEpoch",
                 payload: "Payload",
             },
             Dialect::Postgres | Dialect::Sqlite => Names {
@@ -47,6 +49,7 @@ impl Dialect {
                 generation: "generation",
                 owner: "lease_owner",
                 expiry: "lease_until",
+                epoch: "lease_epoch",
                 payload: "payload",
             },
         }
@@ -57,6 +60,18 @@ impl Dialect {
             Dialect::SqlServer => "SYSUTCDATETIME()",
             Dialect::Postgres => "clock_timestamp()",
             Dialect::Sqlite => "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+        }
+    }
+
+    /// The current recovery epoch, as the guard reads it (`guard/src/dialect`): on
+    /// PostgreSQL stamped with the server's timeline.
+    fn current_epoch(self) -> &'static str {
+        match self {
+            Dialect::SqlServer => "(SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
+            Dialect::Postgres => {
+                "(SELECT \"Epoch\" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM \"FencedEpoch\" WHERE \"Id\" = 1)"
+            }
+            Dialect::Sqlite => "(SELECT \"Epoch\" FROM \"FencedEpoch\" WHERE \"Id\" = 1)",
         }
     }
 
@@ -143,14 +158,15 @@ fn correct_update(dialect: Dialect, operation: Operation, caller: bool) -> State
     let generation = Slot::Fence(format!("{} = {}", n.generation, p("generation", 2)));
     let owner = Slot::Fence(format!("{} = {}", n.owner, p("owner", 3)));
     let unexpired = Slot::Expiry(format!("{} > {}", n.expiry, dialect.clock()));
+    let epoch = Slot::Fence(format!("{} = {}", n.epoch, dialect.current_epoch()));
     let (set, mut slots) = match operation {
         Operation::Publish => (
             vec![format!("{} = {}", n.payload, p("payload", 4))],
-            vec![key, generation, owner, unexpired],
+            vec![key, generation, owner, unexpired, epoch],
         ),
         Operation::Renew => (
             vec![format!("{} = {}", n.expiry, dialect.ttl())],
-            vec![key, generation, owner, unexpired],
+            vec![key, generation, owner, unexpired, epoch],
         ),
         Operation::Release => (
             vec![
@@ -307,7 +323,7 @@ fn linter() -> &'static Linter {
 fn build_linter() -> Linter {
     Linter::new(
         &Config::from_toml(
-            "[[table]]\nname = \"dbo.ReportPublication\"\nkey = \"ReportId\"\n\n[[table]]\nname = \"report_publication\"\nkey = \"report_id\"\ngeneration = \"generation\"\nowner = \"lease_owner\"\nexpiry = \"lease_until\"\n",
+            "[[table]]\nname = \"dbo.ReportPublication\"\nkey = \"ReportId\"\n\n[[table]]\nname = \"report_publication\"\nkey = \"report_id\"\ngeneration = \"generation\"\nowner = \"lease_owner\"\nexpiry = \"lease_until\"\nepoch = \"lease_epoch\"\n",
         )
         .unwrap(),
     )

@@ -206,6 +206,13 @@ pub(crate) fn table_problem(name: &str) -> Option<String> {
         .find_map(|p| identifier_problem(p).map(|reason| format!("`{p}`: {reason}")))
 }
 
+/// The crate the expansion names: `krate = ...`, else `::fenced`.
+pub(crate) fn krate(args: &Args) -> Path {
+    args.krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::fenced))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,14 +1,19 @@
-//! The expansion: the method's body, its `…_sql` companion, and the fallback on error.
+//! The expansion of a write to the lease's own table: the method's body and its `…_sql`
+//! companion's. A statement on another table is `transaction`'s; what both emit around
+//! their bodies is in `companion` (the companion, the fallback on error) and `literal`
+//! (errors inside the SQL).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::LitStr;
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{LitStr, Path};
 
 use crate::args::{self, Args, Name};
+use crate::companion::{companion, fallback};
+use crate::literal::sql_error;
 use crate::signature::{self, Method};
-use crate::statement::{self, Declared, Problem};
+use crate::statement::{self, Declared};
 use crate::transaction;
 
 /// Expands `#[fenced_write(args)] method`.
@@ -137,7 +142,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
         (Some(_), None) => {}
     }
 
-    let krate = krate(&args);
+    let krate = args::krate(&args);
     let sig = signature::stripped(&method.sig);
     let attrs = &method.attrs;
     let vis = &method.vis;
@@ -242,81 +247,6 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
     }
 }
 
-/// The crate the expansion names: `krate = ...`, else `::fenced`.
-pub(crate) fn krate(args: &Args) -> Path {
-    args.krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::fenced))
-}
-
-/// The `<method>_sql` companion of `method`, documented with `doc`, with `body`; none in
-/// a trait's `impl`, which may hold only the trait's items.
-pub(crate) fn companion(
-    args: &Args,
-    method: &Method,
-    krate: &Path,
-    doc: &str,
-    body: TokenStream,
-) -> Option<TokenStream> {
-    let vis = &method.vis;
-    let sql_fn = format_ident!("{}_sql", method.sig.ident);
-    (!args.trait_impl).then(|| {
-        quote! {
-            #[allow(dead_code)]
-            #[doc = #doc]
-            #vis fn #sql_fn(
-                table: &#krate::FencedTable,
-                dialect: #krate::Dialect,
-            ) -> #krate::Result<&'static str> {
-                #body
-            }
-        }
-    })
-}
-
-/// `errors`, then the method as written with a stub body (a method without one would
-/// be an error of its own; `probe` first in it) and a stub companion, so that one
-/// mistake does not cascade.
-pub(crate) fn fallback(
-    errors: Vec<syn::Error>,
-    args: &Args,
-    method: &Method,
-    krate: &Path,
-    doc: &str,
-    probe: Option<TokenStream>,
-) -> TokenStream {
-    let errors = errors
-        .into_iter()
-        .reduce(|mut all, e| {
-            all.combine(e);
-            all
-        })
-        .map(|e| e.to_compile_error());
-    let companion = companion(
-        args,
-        method,
-        krate,
-        doc,
-        quote! {
-            let _ = (table, dialect);
-            ::core::unimplemented!()
-        },
-    );
-    let attrs = &method.attrs;
-    let vis = &method.vis;
-    let sig = signature::stripped(&method.sig);
-    quote! {
-        #errors
-        #(#attrs)*
-        #[allow(unused_variables)]
-        #vis #sig {
-            #probe
-            ::core::unimplemented!()
-        }
-        #companion
-    }
-}
-
 /// In a method that takes `self`, a reference to its `<method>_sql` companion that, in
 /// a trait's `impl` (where the companion is refused: ``method `save_sql` is not a member
 /// of trait``), fails with a message that names `trait_impl`.
@@ -356,38 +286,4 @@ fn companion_probe(args: &Args, method: &Method, sql_fn: &syn::Ident) -> Option<
             let _ = Self::#sql_fn;
         }
     })
-}
-
-/// An error inside the SQL literal: at the fragment when the compiler can point into a
-/// literal, at the literal otherwise, always naming the fragment and where it is.
-pub(crate) fn sql_error(lit: &LitStr, problem: &Problem) -> syn::Error {
-    let sql = lit.value();
-    let start = problem.range.start.min(sql.len());
-    let end = problem.range.end.clamp(start, sql.len());
-    let before = &sql[..start];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    let mut fragment: String = sql[start..end].chars().take(60).collect();
-    if fragment.len() < end - start {
-        fragment.push('…');
-    }
-    let location = if fragment.is_empty() {
-        format!("at line {line}, column {column} of the SQL")
-    } else {
-        format!("at `{fragment}`, line {line}, column {column} of the SQL")
-    };
-    let span = subspan(lit, start..end).unwrap_or_else(|| lit.span());
-    syn::Error::new(span, format!("{}\n{location}", problem.message))
-}
-
-/// A span inside the literal, where the compiler supports it (nightly only) and the
-/// literal's text is its value (no escapes).
-fn subspan(lit: &LitStr, range: std::ops::Range<usize>) -> Option<Span> {
-    let token = lit.token();
-    let text = token.to_string();
-    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    if inner != lit.value() {
-        return None;
-    }
-    token.subspan(range.start + 1..range.end + 1)
 }

@@ -10,9 +10,11 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod args;
+mod companion;
 #[cfg(test)]
 mod differential;
 mod expand;
+mod literal;
 mod signature;
 mod statement;
 mod transaction;

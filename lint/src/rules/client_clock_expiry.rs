@@ -29,7 +29,8 @@ WHERE ReportId = @reportId AND Generation = @generation AND LeaseOwner = @owner
 UPDATE dbo.ReportPublication
 SET Payload = @payload
 WHERE ReportId = @reportId AND Generation = @generation AND LeaseOwner = @owner
-  AND LeaseUntilUtc > SYSUTCDATETIME();
+  AND LeaseUntilUtc > SYSUTCDATETIME()
+  AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1);
 ```
 ";
 

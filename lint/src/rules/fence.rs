@@ -48,6 +48,9 @@ pub(crate) struct ArmFacts {
     pub(crate) owner: Presence,
     /// `expiry > <database clock>`.
     pub(crate) unexpired: Presence,
+    /// `epoch = (<subquery reading the epoch table>)`; always absent for a table without
+    /// an epoch column.
+    pub(crate) epoch: Presence,
     /// `expiry IS NULL OR expiry <= <clock>` (or one of its parts) as a top-level conjunct.
     pub(crate) lease_free: bool,
     /// Ranges of comparisons of the expiry with something other than the database clock.
@@ -175,6 +178,7 @@ pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -
     let mut generation = Presence::Absent;
     let mut owner = Presence::Absent;
     let mut unexpired = Presence::Absent;
+    let mut epoch = Presence::Absent;
     let mut client_clock = Vec::new();
     let mut lease_free = false;
     if arm
@@ -197,6 +201,13 @@ pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -
                     generation = generation.add(guarded);
                 } else if name.eq_ignore_ascii_case(&table.owner) {
                     owner = owner.add(guarded);
+                } else if table
+                    .epoch
+                    .as_deref()
+                    .is_some_and(|e| name.eq_ignore_ascii_case(e))
+                    && reads_current_epoch(table, value)
+                {
+                    epoch = epoch.add(guarded);
                 }
             }
             if name.eq_ignore_ascii_case(&table.expiry)
@@ -241,11 +252,23 @@ pub(crate) fn facts(statement: &Statement, table: &TableSpec, arm: &UpdateArm) -
         generation,
         owner,
         unexpired,
+        epoch,
         lease_free,
         client_clock,
         generation_rewinds,
         has_condition: !arm.conditions.is_empty() || !arm.implied_equal.is_empty(),
     }
+}
+
+/// Whether a value is the database's current epoch: it reads the epoch table in a
+/// subquery, and takes nothing from the application (a parameter or variable outside
+/// the subquery) that could stand in for it.
+fn reads_current_epoch(table: &TableSpec, value: &Operand) -> bool {
+    !value.parameter
+        && value
+            .subquery_tables
+            .iter()
+            .any(|t| table.matches_epoch_table(t.schema.as_deref(), &t.name))
 }
 
 /// Whether a condition looks at the row: some column of the target appears in it.

@@ -11,8 +11,12 @@
 //! |---|---|---|
 //! | `generation = generation + 1` | an acquisition | key, and the lease free (`expiry IS NULL OR expiry <= clock`) |
 //! | only `owner = NULL` and/or `expiry = NULL` | a release | key, generation, owner |
-//! | the expiry (not `NULL`), generation untouched | a renewal | key, generation, owner, `expiry > clock` |
-//! | anything else | a fenced write | key, generation, owner, `expiry > clock` |
+//! | the expiry (not `NULL`), generation untouched | a renewal | key, generation, owner, `expiry > clock`, `epoch = (<epoch table>)` |
+//! | anything else | a fenced write | key, generation, owner, `expiry > clock`, `epoch = (<epoch table>)` |
+//!
+//! The epoch conjunct, `epoch = (SELECT ... FROM <epoch table> ...)`, is required only of
+//! a table with an epoch column (the default; `epoch = false` in the configuration says
+//! there is none), and only once the other predicates are there (`epochless-write`).
 //!
 //! The update arm of `MERGE ... WHEN MATCHED THEN UPDATE` is checked with the `ON`
 //! condition and the arm's `AND` condition together; the update arm of
@@ -40,6 +44,7 @@
 mod fence;
 
 mod client_clock_expiry;
+mod epochless_write;
 mod fence_in_disjunction;
 mod fenced_row_delete;
 mod fenced_table_grant;
@@ -61,7 +66,7 @@ use crate::sql::Statement;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::diagnostic::Severity;
+use crate::severity::Severity;
 
 macro_rules! rules {
     ($( $variant:ident => $code:literal, $name:literal, $severity:ident, $summary:literal; )*) => {
@@ -129,6 +134,8 @@ rules! {
         "A file that could not be read or decoded as source text, or is too large to be source.";
     MalformedSuppression => "FL013", "malformed-suppression", Error,
         "A suppression comment that does not parse or names an unknown rule.";
+    EpochlessWrite => "FL014", "epochless-write", Error,
+        "A fenced write or renewal whose top-level WHERE does not compare the epoch column with the epoch table's current epoch.";
 }
 
 impl fmt::Display for Rule {
@@ -172,6 +179,7 @@ impl Rule {
             Rule::UnusedSuppression => unused_suppression::DOC,
             Rule::UnreadableFile => unreadable_file::DOC,
             Rule::MalformedSuppression => malformed_suppression::DOC,
+            Rule::EpochlessWrite => epochless_write::DOC,
         }
     }
 }
@@ -249,6 +257,7 @@ pub(crate) fn check_statement(
     unchecked_acquire::check(&context, &mut out);
     generation_rewind::check(&context, &mut out);
     reviving_renewal::check(&context, &mut out);
+    epochless_write::check(&context, &mut out);
     fenced_row_delete::check(&context, &mut out);
     fenced_table_grant::check(&context, &mut out);
     unanalysed_write::check(&context, &mut out);
@@ -336,6 +345,7 @@ WHERE ReportId = @reportId
   AND Generation = @generation
   AND LeaseOwner = @owner
   AND LeaseUntilUtc > SYSUTCDATETIME()
+  AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1)
   AND PublishedGeneration < @generation;";
 
     pub(crate) const RELEASE: &str = "UPDATE dbo.ReportPublication
@@ -350,7 +360,8 @@ SET LeaseUntilUtc = DATEADD(second, @leaseSeconds, SYSUTCDATETIME())
 WHERE ReportId = @reportId
   AND Generation = @generation
   AND LeaseOwner = @owner
-  AND LeaseUntilUtc > SYSUTCDATETIME();";
+  AND LeaseUntilUtc > SYSUTCDATETIME()
+  AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1);";
 
     pub(crate) const PROVISION: &str = "INSERT INTO dbo.ReportPublication (ReportId, Generation, PublishedGeneration) VALUES (@reportId, 0, 0);";
 
@@ -363,6 +374,7 @@ WHERE ReportId = @reportId
             expiry: "lease_until".into(),
             owner: "lease_owner".into(),
             generation: "generation".into(),
+            epoch: Some("lease_epoch".into()),
             ..TableSpec::new("report_publication", "report_id")
         });
         Linter::new(&config)
@@ -416,6 +428,41 @@ mod tests {
         names.dedup();
         assert_eq!(codes.len(), Rule::ALL.len());
         assert_eq!(names.len(), Rule::ALL.len());
+    }
+
+    /// The SQL block under `heading` in a rule's documentation.
+    fn doc_sql(rule: Rule, heading: &str) -> &'static str {
+        let doc = rule.documentation();
+        let after = &doc[doc.find(heading).expect(heading)..];
+        let start = after.find("```sql\n").expect("a SQL block") + "```sql\n".len();
+        let end = after[start..].find("```").expect("the block's end");
+        &after[start..start + end]
+    }
+
+    /// Each statement rule's example raises it, and what the documentation says to use
+    /// instead raises nothing: advice that another rule flags is no advice.
+    #[test]
+    fn documented_examples_are_flagged_and_their_fixes_are_silent() {
+        let statement_rules = [
+            Rule::UnfencedWrite,
+            Rule::FenceInDisjunction,
+            Rule::ClientClockExpiry,
+            Rule::UncheckedAcquire,
+            Rule::GenerationRewind,
+            Rule::RevivingRenewal,
+            Rule::FencedRowDelete,
+            Rule::FencedTableGrant,
+            Rule::EpochlessWrite,
+        ];
+        for rule in statement_rules {
+            let example = doc_sql(rule, "## Example");
+            assert!(
+                test_support::rules(example).contains(&rule),
+                "{rule}: {example}"
+            );
+            let instead = doc_sql(rule, "## Use instead");
+            assert_eq!(test_support::rules(instead), [], "{rule}: {instead}");
+        }
     }
 
     #[test]

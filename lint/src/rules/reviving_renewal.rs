@@ -28,7 +28,8 @@ WHERE ReportId = @reportId AND Generation = @generation AND LeaseOwner = @owner;
 UPDATE dbo.ReportPublication
 SET LeaseUntilUtc = DATEADD(second, @leaseSeconds, SYSUTCDATETIME())
 WHERE ReportId = @reportId AND Generation = @generation AND LeaseOwner = @owner
-  AND LeaseUntilUtc > SYSUTCDATETIME();
+  AND LeaseUntilUtc > SYSUTCDATETIME()
+  AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1);
 ```
 ";
 

@@ -34,7 +34,8 @@ SET Payload = @payload
 WHERE ReportId = @reportId
   AND Generation = @generation
   AND LeaseOwner = @owner
-  AND LeaseUntilUtc > SYSUTCDATETIME();
+  AND LeaseUntilUtc > SYSUTCDATETIME()
+  AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1);
 ```
 ";
 

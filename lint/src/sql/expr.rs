@@ -13,6 +13,17 @@ pub struct ColumnRef {
     pub range: Range<usize>,
 }
 
+/// A table reference as written: schema (when qualified) and name, unquoted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableName {
+    /// The schema, when the reference is qualified (for three-part names, the middle).
+    pub schema: Option<String>,
+    /// The table name.
+    pub name: String,
+    /// Byte range of the whole reference.
+    pub range: Range<usize>,
+}
+
 /// A value expression: whatever sits on one side of a comparison or of an assignment.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Operand {
@@ -26,6 +37,9 @@ pub struct Operand {
     pub parameter: bool,
     /// Contains a subquery.
     pub subquery: bool,
+    /// The tables its subqueries read (`FROM`, `JOIN`...): `(SELECT Epoch FROM
+    /// FencedEpoch WHERE Id = 1)` reads `FencedEpoch`.
+    pub subquery_tables: Vec<TableName>,
     /// Is exactly `NULL`.
     pub null: bool,
     /// Is exactly an integer literal; its value.

@@ -9,6 +9,8 @@
 
 use std::ops::Range;
 
+use super::words::{STATEMENT_WORDS, WordSet};
+
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenKind {
@@ -163,13 +165,13 @@ impl Marks {
     fn note(&mut self, index: usize, token: &Token, raw: &[u8], previous: Option<(&Token, &[u8])>) {
         match token.kind {
             TokenKind::Word => {
-                if super::words::STATEMENT_WORDS.contains(raw) {
+                if STATEMENT_WORDS.contains(raw) {
                     self.statement_words.push(index);
-                } else if super::words::executes(token.kind, raw) {
+                } else if executes(token.kind, raw) {
                     self.executing.push(index);
                 }
             }
-            TokenKind::QuotedIdent if super::words::executes(token.kind, raw) => {
+            TokenKind::QuotedIdent if executes(token.kind, raw) => {
                 self.executing.push(index);
             }
             TokenKind::Operator if matches!(raw, b"=" | b"+=") => {
@@ -754,6 +756,37 @@ pub fn string_value(text: &str, token: &Token) -> (String, Vec<usize>) {
     (value, offsets)
 }
 
+/// Whether a token of `kind` whose text is `raw` executes SQL: `EXEC`, `EXECUTE`,
+/// `sp_executesql`, or `sp_executesql` quoted (`[sp_executesql]`).
+#[inline(always)]
+pub(crate) fn executes(kind: TokenKind, raw: &[u8]) -> bool {
+    // Lengths and first letters rule out nearly every token before a comparison.
+    match (kind, raw.len(), raw.first().map(u8::to_ascii_lowercase)) {
+        (TokenKind::Word, 4 | 7, Some(b'e')) => {
+            raw.eq_ignore_ascii_case(b"EXEC") || raw.eq_ignore_ascii_case(b"EXECUTE")
+        }
+        (TokenKind::Word, 13, Some(b's')) => raw.eq_ignore_ascii_case(b"sp_executesql"),
+        (TokenKind::QuotedIdent, 15, _) => {
+            raw[1..14].eq_ignore_ascii_case(b"sp_executesql")
+                && matches!(raw[14], b']' | b'"' | b'`')
+        }
+        _ => false,
+    }
+}
+
+/// Whether `token` is a bare word in `words`.
+#[inline(always)]
+pub(crate) fn is_any_word(text: &str, token: &Token, words: &WordSet) -> bool {
+    token.kind == TokenKind::Word && words.contains(&text.as_bytes()[token.range()])
+}
+
+/// Whether `token` is the bare word `word`, ignoring ASCII case.
+#[inline]
+pub(crate) fn is_word(text: &str, token: &Token, word: &str) -> bool {
+    token.kind == TokenKind::Word
+        && text.as_bytes()[token.range()].eq_ignore_ascii_case(word.as_bytes())
+}
+
 /// The identifier a token denotes: quotes and brackets removed; for a template
 /// placeholder, its default value.
 pub fn ident_text<'a>(text: &'a str, token: &Token) -> &'a str {
@@ -960,7 +993,6 @@ mod tests {
     /// COPY data, words that are not ASCII).
     #[test]
     fn marks_agree_with_the_tokens() {
-        use crate::sql::words::{STATEMENT_WORDS, executes};
         const FRAGMENTS: &[&str] = &[
             "UPDATE t SET a = 1; ",
             "exec sp_executesql N'DELETE u'; ",
@@ -1026,6 +1058,25 @@ mod tests {
             "@",
         ] {
             let _ = lex(text);
+        }
+    }
+
+    #[test]
+    fn executing_tokens() {
+        for (kind, raw, expected) in [
+            (TokenKind::Word, "EXEC", true),
+            (TokenKind::Word, "execute", true),
+            (TokenKind::Word, "Sp_ExecuteSql", true),
+            (TokenKind::QuotedIdent, "[sp_executesql]", true),
+            (TokenKind::QuotedIdent, "\"sp_executesql\"", true),
+            (TokenKind::QuotedIdent, "[sp_executesqlx", false),
+            (TokenKind::QuotedIdent, "[EXEC]", false),
+            (TokenKind::Word, "EXECUTES", false),
+            (TokenKind::Word, "exe", false),
+            (TokenKind::String, "'EXEC'", false),
+            (TokenKind::Parameter, "@EXEC", false),
+        ] {
+            assert_eq!(executes(kind, raw.as_bytes()), expected, "{raw}");
         }
     }
 }

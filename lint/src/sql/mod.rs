@@ -168,7 +168,7 @@ const STRING_FUNCTIONS: &[&str] = &[
 
 /// Whether `token` is `EXEC`, `EXECUTE`, `sp_executesql` or `[sp_executesql]`.
 fn executes(text: &str, token: &lexer::Token) -> bool {
-    words::executes(token.kind, &text.as_bytes()[token.range()])
+    lexer::executes(token.kind, &text.as_bytes()[token.range()])
 }
 
 /// The variable whose value the executing token at `i` executes: `EXEC (@sql)`, `EXEC

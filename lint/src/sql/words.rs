@@ -1,6 +1,5 @@
-//! Sets of keywords, matched against tokens ignoring ASCII case.
-
-use super::lexer::{Token, TokenKind};
+//! Sets of keywords, matched against a word's bytes ignoring ASCII case. Whether a
+//! token is one of them is the lexer's to say (`lexer::is_any_word`).
 
 /// Keywords longer than this are not supported (none is).
 const MAX_LEN: usize = 31;
@@ -59,37 +58,6 @@ pub(crate) const STATEMENT_WORDS: WordSet = WordSet::new(&[
     "UPDATE", "DELETE", "MERGE", "INSERT", "REPLACE", "GRANT", "TRUNCATE",
 ]);
 
-/// Whether a token of `kind` whose text is `raw` executes SQL: `EXEC`, `EXECUTE`,
-/// `sp_executesql`, or `sp_executesql` quoted (`[sp_executesql]`).
-#[inline(always)]
-pub(crate) fn executes(kind: TokenKind, raw: &[u8]) -> bool {
-    // Lengths and first letters rule out nearly every token before a comparison.
-    match (kind, raw.len(), raw.first().map(u8::to_ascii_lowercase)) {
-        (TokenKind::Word, 4 | 7, Some(b'e')) => {
-            raw.eq_ignore_ascii_case(b"EXEC") || raw.eq_ignore_ascii_case(b"EXECUTE")
-        }
-        (TokenKind::Word, 13, Some(b's')) => raw.eq_ignore_ascii_case(b"sp_executesql"),
-        (TokenKind::QuotedIdent, 15, _) => {
-            raw[1..14].eq_ignore_ascii_case(b"sp_executesql")
-                && matches!(raw[14], b']' | b'"' | b'`')
-        }
-        _ => false,
-    }
-}
-
-/// Whether `token` is a bare word in `words`.
-#[inline(always)]
-pub(crate) fn is_any_word(text: &str, token: &Token, words: &WordSet) -> bool {
-    token.kind == TokenKind::Word && words.contains(&text.as_bytes()[token.range()])
-}
-
-/// Whether `token` is the bare word `word`, ignoring ASCII case.
-#[inline]
-pub(crate) fn is_word(text: &str, token: &Token, word: &str) -> bool {
-    token.kind == TokenKind::Word
-        && text.as_bytes()[token.range()].eq_ignore_ascii_case(word.as_bytes())
-}
-
 /// A [`WordSet`] of literal words, built at compile time: `words!["SET", "STATISTICS"]`.
 macro_rules! words {
     ($($word:literal),+ $(,)?) => {
@@ -112,24 +80,5 @@ mod tests {
             assert!(!SET.contains(word.as_bytes()), "{word}");
         }
         assert!(!SET.contains("x".repeat(40).as_bytes()));
-    }
-
-    #[test]
-    fn executing_tokens() {
-        for (kind, raw, expected) in [
-            (TokenKind::Word, "EXEC", true),
-            (TokenKind::Word, "execute", true),
-            (TokenKind::Word, "Sp_ExecuteSql", true),
-            (TokenKind::QuotedIdent, "[sp_executesql]", true),
-            (TokenKind::QuotedIdent, "\"sp_executesql\"", true),
-            (TokenKind::QuotedIdent, "[sp_executesqlx", false),
-            (TokenKind::QuotedIdent, "[EXEC]", false),
-            (TokenKind::Word, "EXECUTES", false),
-            (TokenKind::Word, "exe", false),
-            (TokenKind::String, "'EXEC'", false),
-            (TokenKind::Parameter, "@EXEC", false),
-        ] {
-            assert_eq!(executes(kind, raw.as_bytes()), expected, "{raw}");
-        }
     }
 }

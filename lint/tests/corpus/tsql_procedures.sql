@@ -32,7 +32,7 @@ BEGIN TRY
     WHERE [ReportId] = @reportId
       AND [Generation] = @generation
       AND [LeaseOwner] = @owner
-      AND [LeaseUntilUtc] > SYSUTCDATETIME()
+      AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)
       AND [PublishedGeneration] < @generation
     IF @@ROWCOUNT = 0
         THROW 50001, 'publication refused', 1

@@ -3,8 +3,8 @@
 use std::ops::Range;
 
 use super::super::expr::{CompareOp, Predicate};
-use super::super::lexer::TokenKind;
-use super::super::words::{is_any_word, is_word, words};
+use super::super::lexer::{TokenKind, is_any_word, is_word};
+use super::super::words::words;
 use super::{MAX_NESTING, Parser, SqlError};
 
 impl Parser<'_, '_> {

@@ -2,8 +2,8 @@
 //! the conditions that restrict a write through them.
 
 use super::super::expr::Predicate;
-use super::super::lexer::{TokenKind, ident_text};
-use super::super::words::{is_any_word, is_word, words};
+use super::super::lexer::{TokenKind, ident_text, is_any_word, is_word};
+use super::super::words::words;
 use super::find::matching_open;
 use super::{Parser, TableName, tables_in};
 

@@ -1,7 +1,7 @@
 //! Finding the keywords of the statements the rules examine.
 
-use super::super::lexer::{Token, TokenKind};
-use super::super::words::{STATEMENT_WORDS, WordSet, is_any_word, is_word, words};
+use super::super::lexer::{Token, TokenKind, is_any_word, is_word};
+use super::super::words::{STATEMENT_WORDS, WordSet, words};
 use super::StatementKind;
 use super::is_name;
 

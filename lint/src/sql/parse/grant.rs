@@ -1,7 +1,7 @@
 //! `GRANT`.
 
-use super::super::lexer::TokenKind;
-use super::super::words::{is_any_word, is_word, words};
+use super::super::lexer::{TokenKind, is_any_word, is_word};
+use super::super::words::words;
 use super::{Grant, ParamStyle, Parser, SqlError, Statement, StatementKind};
 
 impl Parser<'_, '_> {

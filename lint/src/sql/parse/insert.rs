@@ -1,8 +1,8 @@
 //! `INSERT`, `REPLACE`, and the upserts `ON CONFLICT` and `ON DUPLICATE KEY`.
 
 use super::super::expr::Operand;
-use super::super::lexer::{TokenKind, ident_text};
-use super::super::words::{is_any_word, words};
+use super::super::lexer::{TokenKind, ident_text, is_any_word};
+use super::super::words::words;
 use super::{
     InsertPart, ParamStyle, Parser, STOP_WORDS, SqlError, Statement, StatementKind, UpdateArm,
     is_name, tables_in,

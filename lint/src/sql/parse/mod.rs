@@ -17,8 +17,8 @@
 //! `WITH`), `assignments` (`SET` lists), `condition` (`WHERE`, `ON`) and `operand`
 //! (values).
 
-use super::lexer::{Token, TokenKind};
-use super::words::{WordSet, is_any_word};
+use super::lexer::{Token, TokenKind, is_any_word};
+use super::words::WordSet;
 
 mod assignments;
 mod condition;
@@ -34,7 +34,7 @@ mod tables;
 mod truncate;
 mod update;
 
-pub(crate) use super::words::is_word;
+pub(crate) use super::lexer::is_word;
 pub(crate) use find::find_statements_at;
 
 pub use find::{Found, find_statements};

@@ -2,9 +2,9 @@
 //! clock calls they contain.
 
 use super::super::expr::{ColumnRef, Operand};
-use super::super::lexer::{Token, TokenKind, ident_text};
-use super::super::words::{WordSet, is_any_word, is_word, words};
-use super::{MAX_NESTING, Parser, STOP_WORDS, is_name};
+use super::super::lexer::{Token, TokenKind, ident_text, is_any_word, is_word};
+use super::super::words::{WordSet, words};
+use super::{MAX_NESTING, Parser, STOP_WORDS, is_name, tables_in};
 
 /// Words that never begin a value: they end an operand even before it has started.
 /// The other [`STOP_WORDS`] (statement starters such as `OPEN`, `CLOSE`, `PRINT`) end
@@ -148,7 +148,11 @@ impl Parser<'_, '_> {
                     });
                     if sub {
                         operand.subquery = true;
+                        let start = self.pos;
                         self.skip_group();
+                        operand
+                            .subquery_tables
+                            .extend(tables_in(self.text, &self.tokens[start..self.pos]));
                     } else {
                         self.pos += 1;
                         self.call_arguments(&mut operand);
@@ -249,6 +253,7 @@ impl Parser<'_, '_> {
                             operand.columns.append(&mut inner.columns);
                             operand.parameter |= inner.parameter;
                             operand.subquery |= inner.subquery;
+                            operand.subquery_tables.append(&mut inner.subquery_tables);
                         } else if function == "cast"
                             || function == "try_cast"
                             || function == "convert"
@@ -419,6 +424,7 @@ impl Parser<'_, '_> {
             operand.clock |= inner.clock;
             operand.parameter |= inner.parameter;
             operand.subquery |= inner.subquery;
+            operand.subquery_tables.append(&mut inner.subquery_tables);
             match self.peek() {
                 Some(t) if t.kind == TokenKind::RParen => {
                     self.pos += 1;

@@ -2,20 +2,10 @@
 
 use std::ops::Range;
 
+pub use super::super::expr::TableName;
 use super::super::expr::{Operand, Predicate};
 use super::super::lexer::{Token, TokenKind};
 use super::super::words::WordSet;
-
-/// A table reference as written: schema (when qualified) and name, unquoted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableName {
-    /// The schema, when the reference is qualified (for three-part names, the middle).
-    pub schema: Option<String>,
-    /// The table name.
-    pub name: String,
-    /// Byte range of the whole reference.
-    pub range: Range<usize>,
-}
 
 /// What kind of statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

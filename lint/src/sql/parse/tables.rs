@@ -3,8 +3,8 @@
 use std::ops::Range;
 
 use super::super::expr::Predicate;
-use super::super::lexer::{Token, TokenKind, ident_text};
-use super::super::words::{WordSet, is_any_word, words};
+use super::super::lexer::{Token, TokenKind, ident_text, is_any_word};
+use super::super::words::{WordSet, words};
 use super::{Parser, STOP_WORDS, TableName, is_name};
 
 /// A possibly qualified name as written, unquoted: its last two parts are all the
