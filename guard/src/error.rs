@@ -265,7 +265,9 @@ impl Error {
             #[cfg(feature = "sqlite")]
             Error::Sqlite(error) => error.sqlite_error().map(|e| e.extended_code.to_string()),
             #[cfg(feature = "mssql")]
-            Error::Mssql(tiberius::error::Error::Server(token)) => Some(token.code().to_string()),
+            Error::Mssql(tiberius::error::Error::Server(token)) => {
+                Some(mssql_number(token).to_string())
+            }
             #[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
             Error::Sqlx(sqlx::Error::Database(db)) => db.code().map(|code| code.into_owned()),
             _ => None,
@@ -361,7 +363,7 @@ mod display {
                     f,
                     "error returned from database: {} (sql server error {}, state {}, class {})",
                     token.message(),
-                    token.code(),
+                    super::mssql_number(token),
                     token.state(),
                     token.class()
                 ),
@@ -439,5 +441,17 @@ mod tests {
     #[test]
     fn errors_of_the_guard_have_no_database_code() {
         assert_eq!(Error::Cancelled.database_code(), None);
+    }
+}
+
+/// A SQL Server error's number, as the database first raised it: the guard's batches
+/// raise an error again inside the caller's transaction with
+/// a fixed number (1,000,000) added to it.
+#[cfg(feature = "mssql")]
+pub(crate) fn mssql_number(token: &tiberius::error::TokenError) -> u32 {
+    let replayed = crate::dialect::mssql_replayed();
+    match token.code() {
+        code if code > replayed => code - replayed,
+        code => code,
     }
 }

@@ -117,7 +117,9 @@ pub(crate) fn is_unique_violation(error: &Error) -> bool {
                 || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
         }
         #[cfg(feature = "mssql")]
-        Error::Mssql(tiberius::error::Error::Server(e)) => matches!(e.code(), 2627 | 2601),
+        Error::Mssql(tiberius::error::Error::Server(e)) => {
+            matches!(crate::error::mssql_number(e), 2627 | 2601)
+        }
         #[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
         Error::Sqlx(sqlx::Error::Database(e)) => e.is_unique_violation(),
         _ => false,

@@ -677,6 +677,12 @@ pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
     }
 }
 
+/// SQL Server: what the guard's batches add to an error's number when they raise it
+/// again inside the caller's transaction.
+pub(crate) fn mssql_replayed() -> u32 {
+    mssql::REPLAYED
+}
+
 /// SQL Server: the check put before each statement of a fenced transaction, in its
 /// batch, with the lease's key, generation and owner at `first`, `first + 1` and
 /// `first + 2`. It raises error 51000 outside a transaction and 51001 when the lease's

@@ -14,19 +14,29 @@ pub(super) const CLOCK: &str = "SYSUTCDATETIME()";
 /// T-SQL running `body` atomically: in a transaction of its own, committed at its end,
 /// or, inside a transaction the caller holds open, in a savepoint of it. On any error
 /// the body's work is undone (the transaction rolled back, or the caller's rolled back
-/// to the savepoint, never further) and the error raised again (`THROW`, the original
-/// number). A caller's transaction that the error left uncommittable (`XACT_STATE()`
-/// -1, as `XACT_ABORT ON` makes every error) stays as SQL Server leaves it for a plain
-/// statement: the caller can only roll it back.
+/// to the savepoint, never further) and the error raised again: in a transaction of its
+/// own by `THROW`, with the original number; in the caller's as
+/// [`REPLAYED`]` + ` that number, since Babelfish ends the caller's transaction on a
+/// bare `THROW` of some errors (a CHECK violation's). A caller's transaction that the
+/// error left uncommittable (`XACT_STATE()` -1, as `XACT_ABORT ON` makes every error)
+/// stays as SQL Server leaves it for a plain statement: the caller can only roll it
+/// back.
 pub(super) fn in_transaction(body: &str) -> String {
     format!(
         "DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY \
          IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; \
          {body} IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY \
-         BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION END \
-         ELSE IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; THROW; END CATCH;"
+         BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; \
+         THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; \
+         DECLARE @fenced_error int = {REPLAYED} + ERROR_NUMBER(), \
+         @fenced_message nvarchar(2048) = ERROR_MESSAGE(); \
+         THROW @fenced_error, @fenced_message, 1; END CATCH;"
     )
 }
+
+/// What the guard's batches add to an error's number when they raise it again inside
+/// the caller's transaction; [`crate::Error::database_code`] takes it off.
+pub(crate) const REPLAYED: u32 = 1_000_000;
 
 pub(super) fn expiry_after(ttl: usize) -> String {
     format!("DATEADD(millisecond, CAST(@P{ttl} AS int), {CLOCK})")
@@ -87,7 +97,7 @@ mod tests {
         provision: dialect::provision(D, &table()) =>
             "INSERT INTO [dbo].[ReportPublication] ([ReportId], [Generation], [PublishedGeneration]) SELECT @P1, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM [dbo].[ReportPublication] WITH (UPDLOCK, HOLDLOCK) WHERE [ReportId] = @P1)",
         acquire: dialect::acquire(D, &table()) =>
-            "DECLARE @fenced_rows int, @fenced_generation bigint, @fenced_epoch bigint; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()), [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) WHERE [ReportId] = @P1 AND ([LeaseUntilUtc] IS NULL OR [LeaseUntilUtc] <= SYSUTCDATETIME() OR [LeaseEpoch] <> (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 SELECT @fenced_generation = [Generation], @fenced_epoch = [LeaseEpoch] FROM [dbo].[ReportPublication] WHERE [ReportId] = @P1; IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION END ELSE IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; THROW; END CATCH; SELECT @fenced_generation, @fenced_epoch WHERE @fenced_rows > 0",
+            "DECLARE @fenced_rows int, @fenced_generation bigint, @fenced_epoch bigint; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] + 1, [LeaseOwner] = @P2, [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P3 AS int), SYSUTCDATETIME()), [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) WHERE [ReportId] = @P1 AND ([LeaseUntilUtc] IS NULL OR [LeaseUntilUtc] <= SYSUTCDATETIME() OR [LeaseEpoch] <> (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 SELECT @fenced_generation = [Generation], @fenced_epoch = [LeaseEpoch] FROM [dbo].[ReportPublication] WHERE [ReportId] = @P1; IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; DECLARE @fenced_error int = 1000000 + ERROR_NUMBER(), @fenced_message nvarchar(2048) = ERROR_MESSAGE(); THROW @fenced_error, @fenced_message, 1; END CATCH; SELECT @fenced_generation, @fenced_epoch WHERE @fenced_rows > 0",
         renew: dialect::renew(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P4 AS int), SYSUTCDATETIME()) WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         lock: dialect::lock(D, &table()) =>
@@ -116,7 +126,7 @@ mod tests {
         create_operations_table: dialect::create_operations_table(D, &table()) =>
             r#"IF OBJECT_ID(N'[dbo].[FencedOperation]', N'U') IS NULL CREATE TABLE [dbo].[FencedOperation] ([OperationId] uniqueidentifier NOT NULL PRIMARY KEY, [Key] uniqueidentifier NOT NULL, [Generation] bigint NOT NULL, [RecordedAt] datetime2(7) NOT NULL)"#,
         advance_epoch: dialect::advance_epoch(D, &table()) =>
-            r#"DECLARE @fenced_rows int, @fenced_epoch bigint; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[FencedEpoch] SET [Epoch] = (SELECT MAX(v) FROM (VALUES ([Epoch] + 1), (DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())), (CAST(@P1 AS bigint))) AS c(v)) WHERE [Id] = 1; SET @fenced_rows = @@ROWCOUNT; SELECT @fenced_epoch = [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1; IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION END ELSE IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; THROW; END CATCH; SELECT @fenced_epoch WHERE @fenced_rows > 0"#,
+            r#"DECLARE @fenced_rows int, @fenced_epoch bigint; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[FencedEpoch] SET [Epoch] = (SELECT MAX(v) FROM (VALUES ([Epoch] + 1), (DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())), (CAST(@P1 AS bigint))) AS c(v)) WHERE [Id] = 1; SET @fenced_rows = @@ROWCOUNT; SELECT @fenced_epoch = [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1; IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; DECLARE @fenced_error int = 1000000 + ERROR_NUMBER(), @fenced_message nvarchar(2048) = ERROR_MESSAGE(); THROW @fenced_error, @fenced_message, 1; END CATCH; SELECT @fenced_epoch WHERE @fenced_rows > 0"#,
         current_epoch: dialect::current_epoch(D, &table()) =>
             r#"SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1"#,
         resolve_operation: dialect::resolve_operation(D, &table()) =>
@@ -124,8 +134,8 @@ mod tests {
         record_operation: dialect::record_operation(D, &table()) =>
             r#"INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (@P1, @P2, @P3, SYSUTCDATETIME())"#,
         update_recorded: dialect::update_recorded(D, &table(), &[&payload()]) =>
-            r#"DECLARE @fenced_rows int; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[ReportPublication] SET [Payload] = @P1 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND NOT EXISTS (SELECT 1 FROM [dbo].[FencedOperation] WHERE [OperationId] = @P5); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (CAST(@P5 AS uniqueidentifier), @P2, @P3, SYSUTCDATETIME()); IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION END ELSE IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; THROW; END CATCH; SELECT CAST(@fenced_rows AS bigint) AS [RowsAffected]"#,
+            r#"DECLARE @fenced_rows int; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[ReportPublication] SET [Payload] = @P1 WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND NOT EXISTS (SELECT 1 FROM [dbo].[FencedOperation] WHERE [OperationId] = @P5); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (CAST(@P5 AS uniqueidentifier), @P2, @P3, SYSUTCDATETIME()); IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; DECLARE @fenced_error int = 1000000 + ERROR_NUMBER(), @fenced_message nvarchar(2048) = ERROR_MESSAGE(); THROW @fenced_error, @fenced_message, 1; END CATCH; SELECT CAST(@fenced_rows AS bigint) AS [RowsAffected]"#,
         publish_recorded_and_release: dialect::publish_recorded(D, &table(), &[&payload()], true) =>
-            r#"DECLARE @fenced_rows int; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND [PublishedGeneration] < @P3 AND NOT EXISTS (SELECT 1 FROM [dbo].[FencedOperation] WHERE [OperationId] = @P5); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (CAST(@P5 AS uniqueidentifier), @P2, @P3, SYSUTCDATETIME()); IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION END ELSE IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; THROW; END CATCH; SELECT CAST(@fenced_rows AS bigint) AS [RowsAffected]"#,
+            r#"DECLARE @fenced_rows int; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[ReportPublication] SET [Payload] = @P1, [PublishedGeneration] = @P3, [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P2 AND [Generation] = @P3 AND [LeaseOwner] = @P4 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1) AND [PublishedGeneration] < @P3 AND NOT EXISTS (SELECT 1 FROM [dbo].[FencedOperation] WHERE [OperationId] = @P5); SET @fenced_rows = @@ROWCOUNT; IF @fenced_rows > 0 INSERT INTO [dbo].[FencedOperation] ([OperationId], [Key], [Generation], [RecordedAt]) VALUES (CAST(@P5 AS uniqueidentifier), @P2, @P3, SYSUTCDATETIME()); IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; DECLARE @fenced_error int = 1000000 + ERROR_NUMBER(), @fenced_message nvarchar(2048) = ERROR_MESSAGE(); THROW @fenced_error, @fenced_message, 1; END CATCH; SELECT CAST(@fenced_rows AS bigint) AS [RowsAffected]"#,
     }
 }
