@@ -192,6 +192,38 @@ pub trait Lend: Backend {
 
     /// Returns a connection with no transaction open to the pool.
     fn give_back(lent: Self::Lent);
+
+    /// Bounds the transaction on `lent` by `deadline` (`timeout` after it began):
+    /// past it, every statement but the transaction's end fails with
+    /// [`Error::TransactionTimedOut`] unsent. Where the database can, it ends the
+    /// transaction itself at the deadline. The default does nothing: the
+    /// [`Fenced`] then checks its own statements only.
+    fn bound(lent: &Self::Lent, deadline: Instant, timeout: Duration) {
+        let _ = (lent, deadline, timeout);
+    }
+}
+
+/// When a lent connection's fenced transaction times out; unset on a connection that
+/// is not bounded.
+#[derive(Debug, Default)]
+pub(crate) struct Deadline(std::sync::OnceLock<(Instant, Duration)>);
+
+impl Deadline {
+    pub(crate) fn set(&self, deadline: Instant, timeout: Duration) {
+        let _ = self.0.set((deadline, timeout));
+    }
+
+    /// The time left, `None` when unbounded; [`Error::TransactionTimedOut`] once past.
+    pub(crate) fn remaining(&self) -> Result<Option<Duration>> {
+        match self.0.get() {
+            None => Ok(None),
+            Some(&(deadline, timeout)) => deadline
+                .checked_duration_since(Instant::now())
+                .filter(|left| !left.is_zero())
+                .map(Some)
+                .ok_or(Error::TransactionTimedOut { timeout }),
+        }
+    }
 }
 
 /// A fenced transaction on a connection of the guard's pool ([`Store::transaction`]).
@@ -361,24 +393,14 @@ impl<B: Executor> Store<B> {
             return Ok(None);
         }
         let deadline = crate::wait::saturating_add(Instant::now(), timeout);
-        let store = self.with_executor(self.backend().lend().await?);
+        let lent = self.backend().lend().await?;
+        B::bound(&lent, deadline, timeout);
+        let store = self.with_executor(lent);
         let dialect = self.dialect();
         store
             .backend()
             .execute_batch(dialect::begin(dialect))
             .await?;
-        if dialect == dialect::Dialect::Postgres {
-            // At least 1 ms: 0 would switch the timeouts off.
-            let ms = timeout.as_millis().clamp(1, i32::MAX as u128);
-            store
-                .backend()
-                .query_row(
-                    "SELECT set_config('statement_timeout', $1, true), \
-                     set_config('idle_in_transaction_session_timeout', $1, true)",
-                    &[Value::Text(ms.to_string())],
-                )
-                .await?;
-        }
         let fenced = Fenced {
             store,
             lease,

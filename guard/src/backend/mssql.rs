@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tiberius::{Client, ColumnData, Config};
 use tokio::net::TcpStream;
@@ -14,7 +15,7 @@ use crate::backend::{Executor, InTransaction};
 use crate::connection::mssql as client;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
-use crate::transaction::Lend;
+use crate::transaction::{Deadline, Lend};
 use crate::value::{Key, Value};
 
 type Connection = Client<Compat<TcpStream>>;
@@ -353,7 +354,10 @@ pub(crate) fn refs(params: &[Value]) -> Vec<&dyn tiberius::ToSql> {
 
 /// A connection of an [`Mssql`] pool, lent for a fenced transaction.
 #[cfg(feature = "mssql")]
-pub struct LentMssql(tokio::sync::Mutex<Checkout<Connection>>);
+pub struct LentMssql {
+    conn: tokio::sync::Mutex<Checkout<Connection>>,
+    deadline: Deadline,
+}
 
 impl std::fmt::Debug for LentMssql {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -365,11 +369,21 @@ impl Lend for Mssql {
     type Lent = LentMssql;
 
     async fn lend(&self) -> Result<LentMssql> {
-        Ok(LentMssql(tokio::sync::Mutex::new(self.checkout().await?)))
+        Ok(LentMssql {
+            conn: tokio::sync::Mutex::new(self.checkout().await?),
+            deadline: Deadline::default(),
+        })
     }
 
     fn give_back(lent: LentMssql) {
-        lent.0.into_inner().give_back();
+        lent.conn.into_inner().give_back();
+    }
+
+    /// SQL Server has no bound of its own on a transaction: statements past the
+    /// deadline are refused, and a holder that hangs holds the lock until its
+    /// connection closes.
+    fn bound(lent: &LentMssql, deadline: Instant, timeout: Duration) {
+        lent.deadline.set(deadline, timeout);
     }
 }
 
@@ -381,19 +395,23 @@ impl Executor for LentMssql {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        client::execute_counted(self.0.lock().await.conn(), sql, params).await
+        self.deadline.remaining()?;
+        client::execute_counted(self.conn.lock().await.conn(), sql, params).await
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        client::last_row(self.0.lock().await.conn(), sql, params).await
+        self.deadline.remaining()?;
+        client::last_row(self.conn.lock().await.conn(), sql, params).await
     }
 
     async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
-        client::last_rows(self.0.lock().await.conn(), sql, params).await
+        self.deadline.remaining()?;
+        client::last_rows(self.conn.lock().await.conn(), sql, params).await
     }
 
+    /// The transaction's own statements: never refused for the deadline.
     async fn execute_batch(&self, sql: &str) -> Result<()> {
-        client::batch(self.0.lock().await.conn(), sql).await
+        client::batch(self.conn.lock().await.conn(), sql).await
     }
 }
 

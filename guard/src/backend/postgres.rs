@@ -6,7 +6,7 @@ mod connection;
 use std::future::poll_fn;
 use std::pin::pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use futures_core::Stream;
@@ -19,7 +19,7 @@ use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
 use crate::backend::{Executor, InTransaction};
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
-use crate::transaction::Lend;
+use crate::transaction::{Deadline, Lend};
 use crate::value::{Key, Value};
 use connection::{Connection, Opener, opener};
 
@@ -435,14 +435,22 @@ pub(crate) async fn all_rows(
 
 /// Runs a statement on `conn`, prepared once per connection, and returns the rows it
 /// changed. A statement whose cached preparation went stale (its table was altered) is
-/// prepared again, once.
-async fn execute_on(conn: &mut Connection, sql: &str, params: &[Value]) -> Result<u64> {
+/// prepared again, once. With `timeouts`, the server's timeouts are set to it
+/// ([`SET_TIMEOUTS`]) first, pipelined with the statement.
+async fn execute_on(
+    conn: &mut Connection,
+    sql: &str,
+    params: &[Value],
+    timeouts: Option<&Value>,
+) -> Result<u64> {
     let mut prepared_again = false;
     loop {
+        let set = set_timeouts(conn, timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
         // The values are bound straight from the slice: no vector of references.
-        match client.execute_raw(statement, params).await {
+        let run = client.execute_raw(statement, params);
+        match behind(client, set.as_ref(), run).await {
             Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
                 prepared_again = true;
             }
@@ -459,21 +467,20 @@ async fn query_row_on(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
+    timeouts: Option<&Value>,
 ) -> Result<Option<Vec<Value>>> {
     let mut prepared_again = false;
     loop {
+        let set = set_timeouts(conn, timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
-        let row = match client.query_raw(statement, params).await {
-            Ok(rows) => first_row(rows).await,
-            Err(error) if unsent(&error, expected, params.len()) => {
-                return Err(Error::not_executed(error));
-            }
-            Err(error) => Err(error),
-        };
-        match row {
+        let run = async { first_row(client.query_raw(statement, params).await?).await };
+        match behind(client, set.as_ref(), run).await {
             Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
                 prepared_again = true;
+            }
+            Err(error) if unsent(&error, expected, params.len()) => {
+                return Err(Error::not_executed(error));
             }
             row => return row?.as_ref().map(decode).transpose(),
         }
@@ -485,30 +492,77 @@ async fn query_rows_on(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
+    timeouts: Option<&Value>,
 ) -> Result<Vec<Vec<Value>>> {
     let mut prepared_again = false;
     loop {
+        let set = set_timeouts(conn, timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
-        let rows = match client.query_raw(statement, params).await {
-            Ok(rows) => all_rows(rows).await,
-            Err(error) if unsent(&error, expected, params.len()) => {
-                return Err(Error::not_executed(error));
-            }
-            Err(error) => Err(error),
-        };
-        match rows {
+        let run = async { all_rows(client.query_raw(statement, params).await?).await };
+        match behind(client, set.as_ref(), run).await {
             Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
                 prepared_again = true;
+            }
+            Err(error) if unsent(&error, expected, params.len()) => {
+                return Err(Error::not_executed(error));
             }
             rows => return rows?.iter().map(decode).collect(),
         }
     }
 }
 
+/// Sets the server's statement and idle-in-transaction timeouts to a time left, in
+/// milliseconds: how a lent connection's transaction is bounded by the server.
+const SET_TIMEOUTS: &str = "SELECT set_config('statement_timeout', $1, true), \
+                            set_config('idle_in_transaction_session_timeout', $1, true)";
+
+/// [`SET_TIMEOUTS`] prepared on `conn`, with its value, when `timeouts` is given.
+async fn set_timeouts<'v>(
+    conn: &mut Connection,
+    timeouts: Option<&'v Value>,
+) -> Result<Option<(tokio_postgres::Statement, &'v Value)>> {
+    let Some(ms) = timeouts else {
+        return Ok(None);
+    };
+    let (_, statement) = conn
+        .prepared(SET_TIMEOUTS)
+        .await
+        .map_err(Error::not_executed)?;
+    Ok(Some((statement.clone(), ms)))
+}
+
+/// Runs `run` on `client`, behind `set` when given: both are sent before either answer
+/// is read (tokio-postgres sends a query when its future is first polled, and polls
+/// them in order here), so they cost one waited round trip.
+async fn behind<T>(
+    client: &tokio_postgres::Client,
+    set: Option<&(tokio_postgres::Statement, &Value)>,
+    run: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+) -> std::result::Result<T, tokio_postgres::Error> {
+    let Some((statement, ms)) = set else {
+        return run.await;
+    };
+    let set = async {
+        first_row(
+            client
+                .query_raw(statement, std::slice::from_ref(*ms))
+                .await?,
+        )
+        .await
+    };
+    let (set, ran) = tokio::join!(set, run);
+    // A failed set_config aborts the transaction, and the statement after it fails too.
+    set?;
+    ran
+}
+
 /// A connection of a [`Postgres`] pool, lent for a fenced transaction.
 #[cfg(feature = "postgres")]
-pub struct LentPostgres(tokio::sync::Mutex<Checkout<Connection>>);
+pub struct LentPostgres {
+    conn: tokio::sync::Mutex<Checkout<Connection>>,
+    deadline: Deadline,
+}
 
 impl std::fmt::Debug for LentPostgres {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -520,17 +574,37 @@ impl Lend for Postgres {
     type Lent = LentPostgres;
 
     async fn lend(&self) -> Result<LentPostgres> {
-        Ok(LentPostgres(tokio::sync::Mutex::new(
-            self.checkout().await?,
-        )))
+        Ok(LentPostgres {
+            conn: tokio::sync::Mutex::new(self.checkout().await?),
+            deadline: Deadline::default(),
+        })
     }
 
     fn give_back(lent: LentPostgres) {
-        lent.0.into_inner().give_back();
+        lent.conn.into_inner().give_back();
+    }
+
+    /// The server ends the transaction at the deadline too: each statement is sent
+    /// after, and pipelined with, a `set_config` of `statement_timeout` and
+    /// `idle_in_transaction_session_timeout` to the time left, so neither a long
+    /// statement nor a pause between statements outlives it.
+    fn bound(lent: &LentPostgres, deadline: Instant, timeout: Duration) {
+        lent.deadline.set(deadline, timeout);
     }
 }
 
 impl InTransaction for LentPostgres {}
+
+impl LentPostgres {
+    /// [`Error::TransactionTimedOut`] past the deadline; before it, the time left in
+    /// milliseconds, for the server's timeouts; `None` when unbounded.
+    fn time_left(&self) -> Result<Option<Value>> {
+        Ok(self.deadline.remaining()?.map(|left| {
+            // At least 1 ms: 0 would switch the timeouts off.
+            Value::Text(left.as_millis().clamp(1, i32::MAX as u128).to_string())
+        }))
+    }
+}
 
 impl Executor for LentPostgres {
     fn dialect(&self) -> Dialect {
@@ -538,20 +612,25 @@ impl Executor for LentPostgres {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        execute_on(self.0.lock().await.conn(), sql, params).await
+        let left = self.time_left()?;
+        execute_on(self.conn.lock().await.conn(), sql, params, left.as_ref()).await
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        query_row_on(self.0.lock().await.conn(), sql, params).await
+        let left = self.time_left()?;
+        query_row_on(self.conn.lock().await.conn(), sql, params, left.as_ref()).await
     }
 
     async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
-        query_rows_on(self.0.lock().await.conn(), sql, params).await
+        let left = self.time_left()?;
+        query_rows_on(self.conn.lock().await.conn(), sql, params, left.as_ref()).await
     }
 
+    /// The transaction's own statements (`BEGIN`, `COMMIT`, `ROLLBACK`): never refused
+    /// for the deadline, so that a timed-out transaction can still be rolled back.
     async fn execute_batch(&self, sql: &str) -> Result<()> {
         Ok(self
-            .0
+            .conn
             .lock()
             .await
             .conn()
@@ -570,7 +649,7 @@ impl Executor for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| execute_on(conn, sql, params).await)
+                .with_connection(async |conn| execute_on(conn, sql, params, None).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,
@@ -583,7 +662,7 @@ impl Executor for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| query_row_on(conn, sql, params).await)
+                .with_connection(async |conn| query_row_on(conn, sql, params, None).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,
@@ -596,7 +675,7 @@ impl Executor for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| query_rows_on(conn, sql, params).await)
+                .with_connection(async |conn| query_rows_on(conn, sql, params, None).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,

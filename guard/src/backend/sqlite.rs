@@ -15,7 +15,7 @@ use crate::backend::{Executor, InTransaction};
 use crate::connection::sqlite as caller;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
-use crate::transaction::Lend;
+use crate::transaction::{Deadline, Lend};
 use crate::value::{Key, Value};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, Statement, params_from_iter};
@@ -526,6 +526,7 @@ pub(crate) fn decode(index: usize, value: ValueRef<'_>) -> rusqlite::Result<Valu
 pub struct LentSqlite {
     conn: std::sync::Mutex<Checkout<PreparedConnection>>,
     busy_timeout: Duration,
+    deadline: Deadline,
 }
 
 impl std::fmt::Debug for LentSqlite {
@@ -559,7 +560,15 @@ impl Lend for Sqlite {
         Ok(LentSqlite {
             conn: std::sync::Mutex::new(self.checkout().await?),
             busy_timeout: self.inner.options.busy_timeout,
+            deadline: Deadline::default(),
         })
+    }
+
+    /// SQLite has no bound of its own on a transaction: statements past the deadline
+    /// are refused, and a holder that hangs holds the write lock until its connection
+    /// closes.
+    fn bound(lent: &LentSqlite, deadline: Instant, timeout: Duration) {
+        lent.deadline.set(deadline, timeout);
     }
 
     fn give_back(lent: LentSqlite) {
@@ -586,14 +595,17 @@ impl Executor for LentSqlite {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        self.deadline.remaining()?;
         self.run(|conn| caller::execute(conn, sql, params))
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        self.deadline.remaining()?;
         self.run(|conn| caller::query_row(conn, sql, params))
     }
 
     async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        self.deadline.remaining()?;
         self.run(|conn| caller::query_rows(conn, sql, params))
     }
 
@@ -608,6 +620,7 @@ impl Executor for LentSqlite {
         record: &str,
         record_params: &[Value],
     ) -> Result<u64> {
+        self.deadline.remaining()?;
         self.run(|conn| {
             caller::execute_then_record(conn, (write, write_params), (record, record_params))
         })

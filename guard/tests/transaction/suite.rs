@@ -305,10 +305,8 @@ where
     let (store, key) = setup(&*place).await;
     let lease = acquire(&store, &key).await;
     let op = Uuid::new_v4();
-    store
-        .update_op(&lease, op, &payload("recorded"))
-        .await
-        .unwrap();
+    let recorded = store.update_op(&lease, op, &payload("recorded")).await;
+    assert_eq!(recorded.unwrap(), fenced_guard::OperationOutcome::Applied);
     let epoch = store.current_epoch().await.unwrap();
     let d = store.dialect();
     let table = store.table();
