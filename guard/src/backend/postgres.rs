@@ -448,16 +448,27 @@ async fn execute_on(
         let set = set_timeouts(conn, timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
-        // The values are bound straight from the slice: no vector of references.
-        let run = client.execute_raw(statement, params);
+        // The values are bound straight from the slice: no vector of references. Run as
+        // a query, so that an error before the statement ran is told apart.
+        let run = async {
+            let rows = unexecuted(client.query_raw(statement, params).await)?;
+            let mut rows = pin!(rows);
+            while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {
+                row?;
+            }
+            Ok::<_, Failed>(rows.rows_affected().unwrap_or(0))
+        };
         match behind(client, set.as_ref(), run).await {
-            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+            Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
                 prepared_again = true;
             }
-            Err(error) if unsent(&error, expected, params.len()) => {
-                return Err(Error::not_executed(error));
+            Err(failed)
+                if failed.before_running || unsent(&failed.error, expected, params.len()) =>
+            {
+                return Err(Error::not_executed(failed.error));
             }
-            result => return Ok(result?),
+            Err(failed) => return Err(failed.error.into()),
+            Ok(rows) => return Ok(rows),
         }
     }
 }
@@ -474,15 +485,21 @@ async fn query_row_on(
         let set = set_timeouts(conn, timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
-        let run = async { first_row(client.query_raw(statement, params).await?).await };
+        let run = async {
+            let rows = unexecuted(client.query_raw(statement, params).await)?;
+            Ok::<_, Failed>(first_row(rows).await?)
+        };
         match behind(client, set.as_ref(), run).await {
-            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+            Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
                 prepared_again = true;
             }
-            Err(error) if unsent(&error, expected, params.len()) => {
-                return Err(Error::not_executed(error));
+            Err(failed)
+                if failed.before_running || unsent(&failed.error, expected, params.len()) =>
+            {
+                return Err(Error::not_executed(failed.error));
             }
-            row => return row?.as_ref().map(decode).transpose(),
+            Err(failed) => return Err(failed.error.into()),
+            Ok(row) => return row.as_ref().map(decode).transpose(),
         }
     }
 }
@@ -499,15 +516,21 @@ async fn query_rows_on(
         let set = set_timeouts(conn, timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
-        let run = async { all_rows(client.query_raw(statement, params).await?).await };
+        let run = async {
+            let rows = unexecuted(client.query_raw(statement, params).await)?;
+            Ok::<_, Failed>(all_rows(rows).await?)
+        };
         match behind(client, set.as_ref(), run).await {
-            Err(error) if !prepared_again && conn.forget_stale(sql, &error) => {
+            Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
                 prepared_again = true;
             }
-            Err(error) if unsent(&error, expected, params.len()) => {
-                return Err(Error::not_executed(error));
+            Err(failed)
+                if failed.before_running || unsent(&failed.error, expected, params.len()) =>
+            {
+                return Err(Error::not_executed(failed.error));
             }
-            rows => return rows?.iter().map(decode).collect(),
+            Err(failed) => return Err(failed.error.into()),
+            Ok(rows) => return rows.iter().map(decode).collect(),
         }
     }
 }
@@ -538,8 +561,8 @@ async fn set_timeouts<'v>(
 async fn behind<T>(
     client: &tokio_postgres::Client,
     set: Option<&(tokio_postgres::Statement, &Value)>,
-    run: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
-) -> std::result::Result<T, tokio_postgres::Error> {
+    run: impl Future<Output = std::result::Result<T, Failed>>,
+) -> std::result::Result<T, Failed> {
     let Some((statement, ms)) = set else {
         return run.await;
     };
@@ -552,9 +575,40 @@ async fn behind<T>(
         .await
     };
     let (set, ran) = tokio::join!(set, run);
-    // A failed set_config aborts the transaction, and the statement after it fails too.
+    // A failed set_config aborts the transaction, and the statement after it fails too,
+    // before it runs: its own error says so.
+    let ran = ran?;
     set?;
-    ran
+    Ok(ran)
+}
+
+/// A statement's failure, and whether the server answered it with an error before it
+/// ran: an error in place of the `BindComplete` that precedes any execution (a value
+/// it could not bind, an aborted transaction, a session the server had already ended,
+/// 57P01). A connection that closed with no answer says nothing of the kind.
+struct Failed {
+    error: tokio_postgres::Error,
+    before_running: bool,
+}
+
+impl From<tokio_postgres::Error> for Failed {
+    fn from(error: tokio_postgres::Error) -> Self {
+        Failed {
+            error,
+            before_running: false,
+        }
+    }
+}
+
+/// A query's start, its error marked as [`Failed::before_running`] when the server gave
+/// one.
+fn unexecuted(
+    started: std::result::Result<RowStream, tokio_postgres::Error>,
+) -> std::result::Result<RowStream, Failed> {
+    started.map_err(|error| Failed {
+        before_running: error.as_db_error().is_some(),
+        error,
+    })
 }
 
 /// A connection of a [`Postgres`] pool, lent for a fenced transaction.

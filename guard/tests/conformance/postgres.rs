@@ -586,6 +586,63 @@ mod terminated {
         place.teardown().await;
     }
 
+    /// Renewals sent the moment the server was told to end every pooled connection, on
+    /// statements the connections had prepared: the server's 57P01, read in place of
+    /// the statement's first answer, proves that the statement never ran, so it runs
+    /// again on another connection and every renewal is applied, in ten trials.
+    /// Negative control: on a plain client the same moment gives the statement that
+    /// fatal error, which says nothing of whether it ran when read after the answer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn renewals_right_after_a_termination_run_on_other_connections() {
+        let place = TestSchema::create("fenced_", 1).await;
+        let application = format!("fenced_{}", Uuid::new_v4().simple());
+        let (store, keys) = store(&place, &application).await;
+        for trial in 0..10 {
+            let leases = acquire_all(&store, &keys).await;
+            for lease in &leases {
+                assert!(store.renew(lease).await.unwrap().is_applied());
+            }
+            terminate_all(place.admin(), &application, false).await;
+            for lease in &leases {
+                let renewed = store.renew(lease).await;
+                assert!(
+                    matches!(renewed, Ok(fenced_guard::Outcome::Applied)),
+                    "trial {trial}: {renewed:?}"
+                );
+            }
+            let errors = release_all(&store, &leases).await;
+            assert!(errors.is_empty(), "trial {trial}: {errors:?}");
+        }
+
+        let (client, connection) = tokio_postgres::connect(&url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let statement = client.prepare("SELECT 1").await.unwrap();
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        place
+            .admin()
+            .query_row(
+                "SELECT pg_terminate_backend($1::int, 5000)",
+                &[Value::I64(pid.into())],
+            )
+            .await
+            .unwrap();
+        let error = client.query(&statement, &[]).await.unwrap_err();
+        assert!(
+            error.is_closed()
+                || error
+                    .as_db_error()
+                    .is_some_and(|db| db.code().code() == "57P01"),
+            "{error:?}"
+        );
+        place.teardown().await;
+    }
+
     /// A pool whose only connection is held: a statement waits the checkout timeout,
     /// then fails saying that nothing was executed.
     #[tokio::test]
