@@ -400,6 +400,18 @@ impl From<tiberius::error::Error> for Error {
     }
 }
 
+/// A SQL Server error's number, as the database first raised it: the guard's batches
+/// raise an error again inside the caller's transaction with
+/// a fixed number (1,000,000) added to it.
+#[cfg(feature = "mssql")]
+pub(crate) fn mssql_number(token: &tiberius::error::TokenError) -> u32 {
+    let replayed = crate::dialect::mssql_replayed();
+    match token.code() {
+        code if code > replayed => code - replayed,
+        code => code,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,17 +453,5 @@ mod tests {
     #[test]
     fn errors_of_the_guard_have_no_database_code() {
         assert_eq!(Error::Cancelled.database_code(), None);
-    }
-}
-
-/// A SQL Server error's number, as the database first raised it: the guard's batches
-/// raise an error again inside the caller's transaction with
-/// a fixed number (1,000,000) added to it.
-#[cfg(feature = "mssql")]
-pub(crate) fn mssql_number(token: &tiberius::error::TokenError) -> u32 {
-    let replayed = crate::dialect::mssql_replayed();
-    match token.code() {
-        code if code > replayed => code - replayed,
-        code => code,
     }
 }

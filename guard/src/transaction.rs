@@ -205,9 +205,11 @@ pub trait Lend: Backend {
 
 /// When a lent connection's fenced transaction times out; unset on a connection that
 /// is not bounded.
+#[cfg(any(feature = "postgres", feature = "sqlite", feature = "mssql"))]
 #[derive(Debug, Default)]
 pub(crate) struct Deadline(std::sync::OnceLock<(Instant, Duration)>);
 
+#[cfg(any(feature = "postgres", feature = "sqlite", feature = "mssql"))]
 impl Deadline {
     pub(crate) fn set(&self, deadline: Instant, timeout: Duration) {
         let _ = self.0.set((deadline, timeout));

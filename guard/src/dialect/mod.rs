@@ -679,6 +679,7 @@ pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
 
 /// SQL Server: what the guard's batches add to an error's number when they raise it
 /// again inside the caller's transaction.
+#[cfg(feature = "mssql")]
 pub(crate) fn mssql_replayed() -> u32 {
     mssql::REPLAYED
 }
