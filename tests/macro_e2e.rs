@@ -683,7 +683,7 @@ mod sqlite {
         let mut tx = pool.begin().await.expect("begin");
         {
             let fenced = store
-                .on(&mut *tx)
+                .on(&mut tx)
                 .expect("a SQLite connection")
                 .fence(&lease)
                 .await
@@ -703,7 +703,7 @@ mod sqlite {
         supersede(&store, &lease, id).await;
         let mut tx = pool.begin().await.expect("begin");
         let stale = store
-            .on(&mut *tx)
+            .on(&mut tx)
             .expect("a SQLite connection")
             .fence(&lease)
             .await

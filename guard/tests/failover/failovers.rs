@@ -139,6 +139,9 @@ pub async fn run(stamp: bool, failovers: usize, seed: u64) -> Option<Run> {
         seed,
         pause: 0.1,
         wire: 0.0,
+        // Fenced transactions too; the promotions, not an advancer, end the epochs.
+        transactions: 0.3,
+        advance_every: None,
     };
     let gate = Arc::new(Gate::default());
     let cluster = Arc::new(Mutex::new(cluster));
@@ -168,6 +171,7 @@ pub async fn run(stamp: bool, failovers: usize, seed: u64) -> Option<Run> {
         rows: settings.rows,
         faults: recorded.faults,
         failovers: failovers.len(),
+        transactions: recorded.transactions,
         verdict: &verdict,
     }
     .emit();

@@ -11,6 +11,8 @@
 //!    A row taken by a claim counts as an acquisition of that row.
 //! 4. Every write the client saw as applied is in the database, and no write the
 //!    client saw as refused is.
+//! 5. No write is in the database from a lease acquired before an epoch advance began,
+//!    made by a call that started after the advance returned.
 //!
 //! Beside the verdict it counts stale writes: writes a worker started after it could
 //! have known (by the client's own record) that a later acquisition of its row had
@@ -103,6 +105,13 @@ pub enum Violation {
         write_id: i64,
         resolved_applied: bool,
     },
+    /// Property 5.
+    WriteAfterEpochAdvance {
+        row: i64,
+        write_id: i64,
+        generation: i64,
+        epoch: i64,
+    },
 }
 
 impl Violation {
@@ -117,6 +126,7 @@ impl Violation {
             Violation::AppliedWriteMissing { .. } => "applied-write-missing",
             Violation::RefusedWriteApplied { .. } => "refused-write-applied",
             Violation::ResolutionWrong { .. } => "resolution-wrong",
+            Violation::WriteAfterEpochAdvance { .. } => "write-after-epoch-advance",
         }
     }
 }
@@ -169,6 +179,16 @@ impl fmt::Display for Violation {
                 f,
                 "row {row}: write {write_id} was seen refused but is in the database"
             ),
+            Violation::WriteAfterEpochAdvance {
+                row,
+                write_id,
+                generation,
+                epoch,
+            } => write!(
+                f,
+                "row {row}: write {write_id} of generation {generation}, acquired before \
+                 the advance to epoch {epoch}, is in the database though it started after"
+            ),
             Violation::ResolutionWrong {
                 row,
                 write_id,
@@ -208,6 +228,8 @@ pub struct Counts {
     pub stale_failed: u64,
     /// Calls seen in effect (acquisitions, writes) whose effect a failover discarded.
     pub lost: u64,
+    /// Epoch advances that returned.
+    pub advances: u64,
 }
 
 /// The checker's answer.
@@ -229,9 +251,54 @@ pub fn check_across(calls: &[Call], trace: &[TraceEntry], failovers: &[Failover]
     check_trace(trace, &mut violations);
     check_acquisitions(calls, trace, &failovers, &mut violations);
     check_writes(calls, trace, &failovers, &mut violations);
+    check_epochs(calls, trace, &mut violations);
     Verdict {
         counts: count(calls, &failovers),
         violations,
+    }
+}
+
+/// Property 5: the trace's writes against the epoch advances the client saw return.
+fn check_epochs(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec<Violation>) {
+    let advances: Vec<&Call> = calls
+        .iter()
+        .filter(|c| c.op == Op::AdvanceEpoch && c.seen == Seen::Applied)
+        .collect();
+    if advances.is_empty() {
+        return;
+    }
+    // When each lease's acquisition returned, by row and generation.
+    let acquired: HashMap<(i64, i64), u64> = calls
+        .iter()
+        .filter(|c| c.op.is_acquisition() && c.seen == Seen::Applied)
+        .map(|c| ((c.row, c.generation), c.end_us))
+        .collect();
+    let writes: HashMap<i64, &Call> = calls
+        .iter()
+        .filter(|c| c.op.is_write())
+        .filter_map(|c| c.write_id.map(|id| (id, c)))
+        .collect();
+    for entry in trace.iter().filter(|e| e.is_write()) {
+        let Some((id, call)) = entry
+            .write_id
+            .and_then(|id| writes.get(&id).map(|call| (id, *call)))
+        else {
+            continue;
+        };
+        let Some(&acquired_us) = acquired.get(&(call.row, call.generation)) else {
+            continue;
+        };
+        if let Some(advance) = advances
+            .iter()
+            .find(|a| acquired_us < a.start_us && call.start_us > a.end_us)
+        {
+            violations.push(Violation::WriteAfterEpochAdvance {
+                row: call.row,
+                write_id: id,
+                generation: call.generation,
+                epoch: advance.generation,
+            });
+        }
     }
 }
 
@@ -411,6 +478,10 @@ fn count(calls: &[Call], failovers: &Failovers<'_>) -> Counts {
         list.sort_unstable();
     }
     counts.resolutions = calls.iter().filter(|c| c.op == Op::Resolve).count() as u64;
+    counts.advances = calls
+        .iter()
+        .filter(|c| c.op == Op::AdvanceEpoch && c.seen == Seen::Applied)
+        .count() as u64;
     for call in calls.iter().filter(|c| c.op.is_write()) {
         match call.seen {
             Seen::Applied => counts.writes_applied += 1,
@@ -539,6 +610,41 @@ mod tests {
             ),
             (1, 1, 0)
         );
+    }
+
+    /// The clean history, then an epoch advance (t 60-61); generation 2, acquired
+    /// before it, writes at `write_at`, and generation 3, acquired after it, at 90.
+    fn across_an_advance(write_at: u64, landed: bool) -> Verdict {
+        let (mut calls, mut trace) = clean();
+        calls.push(call(Op::AdvanceEpoch, -1, 5, None, 60, Seen::Applied));
+        let seen = if landed { Seen::Applied } else { Seen::Refused };
+        calls.push(call(Op::Update, 7, 2, Some(5), write_at, seen));
+        calls.push(call(Op::Acquire, 7, 3, None, 80, Seen::Applied));
+        calls.push(call(Op::Update, 7, 3, Some(6), 90, Seen::Applied));
+        if landed {
+            trace.push(written(6, 7, 2, (Some(4), 5), 2, "update"));
+        }
+        trace.push(acquisition(7, 7, 2, 3, Some(if landed { 5 } else { 4 })));
+        trace.push(written(
+            8,
+            7,
+            3,
+            (Some(if landed { 5 } else { 4 }), 6),
+            3,
+            "update",
+        ));
+        check(&calls, &trace)
+    }
+
+    #[test]
+    fn a_write_after_an_epoch_advance_by_an_older_lease_is_caught() {
+        let refused = across_an_advance(70, false);
+        assert_eq!(refused.violations, vec![]);
+        let landed = across_an_advance(70, true);
+        assert_eq!(kinds(&landed), vec!["write-after-epoch-advance"]);
+        assert!(landed.violations[0].to_string().contains("write 5"));
+        // Started before the advance returned: it may commit first.
+        assert_eq!(across_an_advance(55, true).violations, vec![]);
     }
 
     #[test]

@@ -78,6 +78,9 @@ pub enum Op {
     /// Asking the database whether a publication's operation id was applied; the
     /// call's `write_id` is the publication's.
     Resolve,
+    /// An epoch advance ([`Store::advance_epoch`]), by the run's advancer: every lease
+    /// acquired before it may write no more. Row -1; the generation is the new epoch.
+    AdvanceEpoch,
 }
 
 impl Op {
@@ -175,7 +178,7 @@ impl Faults {
 
 /// A database prepared for one run: the fenced table with its trace trigger.
 pub trait Bench: Send + Sync + 'static {
-    type Backend: Backend + Clone;
+    type Backend: Backend + Clone + fenced_guard::Lend;
 
     /// A backend name for the report.
     fn name(&self) -> &'static str;
@@ -219,6 +222,12 @@ pub struct Settings {
     pub pause: f64,
     /// Per call, the chance of a fault on the wire (where there is a proxy).
     pub wire: f64,
+    /// Per update of a fenced run, the chance that it goes through a fenced transaction
+    /// ([`Store::transaction`]) instead of one fenced statement.
+    pub transactions: f64,
+    /// How often an advancer, beside the workers, advances the recovery epoch; `None`:
+    /// never.
+    pub advance_every: Option<Duration>,
 }
 
 /// What a run recorded.
@@ -226,6 +235,8 @@ pub struct Settings {
 pub struct Recorded {
     pub calls: Vec<Call>,
     pub faults: Faults,
+    /// Updates committed through a fenced transaction.
+    pub transactions: u64,
 }
 
 /// Longest any single call may take before it is recorded as failed.
@@ -237,6 +248,7 @@ struct Recorder {
     next_write: AtomicI64,
     pauses: AtomicU64,
     delays: AtomicU64,
+    transactions: AtomicU64,
 }
 
 impl Recorder {
@@ -270,12 +282,17 @@ pub async fn run_gated<T: Bench>(
     for row in 0..settings.rows {
         setup.provision(row).await.expect("provision a row");
     }
+    // The advancer's connection is warm too.
+    if settings.advance_every.is_some() {
+        bench.warm(&setup).await;
+    }
     let recorder = Arc::new(Recorder {
         start: gate.as_ref().map_or_else(Instant::now, |g| g.origin()),
         calls: Mutex::new(Vec::new()),
         next_write: AtomicI64::new(1),
         pauses: AtomicU64::new(0),
         delays: AtomicU64::new(0),
+        transactions: AtomicU64::new(0),
     });
     // Every worker is connected (and, where the bench warms its connections, warm)
     // before the run's clock starts.
@@ -286,6 +303,10 @@ pub async fn run_gated<T: Bench>(
         workers.push((store, proxy));
     }
     let deadline = Instant::now() + settings.duration;
+    let advancer = settings.advance_every.map(|every| {
+        let (store, recorder) = (setup.clone(), Arc::clone(&recorder));
+        tokio::spawn(advance_until(store, recorder, every, deadline))
+    });
     let mut tasks = Vec::new();
     for (index, (store, proxy)) in workers.into_iter().enumerate() {
         let recorder = Arc::clone(&recorder);
@@ -317,13 +338,53 @@ pub async fn run_gated<T: Bench>(
     for task in tasks {
         faults.add(&task.await.expect("a worker panicked"));
     }
+    if let Some(advancer) = advancer {
+        advancer.await.expect("the advancer panicked");
+    }
     faults.pauses = recorder.pauses.load(Ordering::SeqCst);
     faults.delays = recorder.delays.load(Ordering::SeqCst);
     let calls = std::mem::take(&mut *recorder.calls.lock().unwrap());
-    Recorded { calls, faults }
+    Recorded {
+        calls,
+        faults,
+        transactions: recorder.transactions.load(Ordering::SeqCst),
+    }
 }
 
-struct Worker<B: Backend + Clone> {
+/// Advances the epoch every `every` until `deadline`, each advance recorded.
+async fn advance_until<B: Backend>(
+    store: Store<B>,
+    recorder: Arc<Recorder>,
+    every: Duration,
+    deadline: Instant,
+) {
+    loop {
+        tokio::time::sleep(every).await;
+        if Instant::now() >= deadline {
+            return;
+        }
+        let start_us = recorder.micros();
+        let advanced = tokio::time::timeout(CALL_TIMEOUT, store.advance_epoch()).await;
+        let end_us = recorder.micros();
+        let (seen, epoch) = match advanced {
+            Ok(Ok(epoch)) => (Seen::Applied, epoch),
+            _ => (Seen::Failed, 0),
+        };
+        recorder.calls.lock().unwrap().push(Call {
+            worker: usize::MAX,
+            row: -1,
+            op: Op::AdvanceEpoch,
+            generation: epoch,
+            write_id: None,
+            lease_us: start_us,
+            start_us,
+            end_us,
+            seen,
+        });
+    }
+}
+
+struct Worker<B: Backend + Clone + fenced_guard::Lend> {
     index: usize,
     store: Store<B>,
     proxy: Option<Proxy>,
@@ -344,7 +405,7 @@ enum Wire {
     Delay,
 }
 
-impl<B: Backend + Clone> Worker<B> {
+impl<B: Backend + Clone + fenced_guard::Lend> Worker<B> {
     /// Whether the run goes on: before the deadline, and the gate not finished.
     fn goes_on(&self, deadline: Instant) -> bool {
         Instant::now() < deadline && !self.gate.as_ref().is_some_and(|g| g.is_finished())
@@ -621,6 +682,11 @@ impl<B: Backend + Clone> Worker<B> {
         let mode = self.settings.mode;
         let worker = self.index;
         let operation = self.operation;
+        let in_transaction = op == Op::Update
+            && mode == Mode::Fenced
+            && self.rng.random_bool(self.settings.transactions);
+        let timeout = 4 * self.settings.ttl;
+        let recorder = Arc::clone(&self.recorder);
         let result = self
             .with_wire(wire, async {
                 let outcome = match op {
@@ -640,10 +706,19 @@ impl<B: Backend + Clone> Worker<B> {
                         if let Some(operation) = operation {
                             return recorded(&store, op, lease, operation, &columns).await;
                         }
-                        write(&store, mode, op, lease, &columns).await?
+                        if in_transaction {
+                            let outcome =
+                                in_fenced_transaction(&store, lease, timeout, &columns).await?;
+                            if outcome.is_applied() {
+                                recorder.transactions.fetch_add(1, Ordering::SeqCst);
+                            }
+                            outcome
+                        } else {
+                            write(&store, mode, op, lease, &columns).await?
+                        }
                     }
-                    Op::Acquire | Op::Claim => {
-                        unreachable!("acquisitions are recorded by acquire and claim")
+                    Op::Acquire | Op::Claim | Op::AdvanceEpoch => {
+                        unreachable!("acquisitions and advances are recorded where made")
                     }
                 };
                 Ok::<_, fenced_guard::Error>(if outcome.is_applied() {
@@ -725,6 +800,26 @@ async fn recorded<B: Backend>(
         OperationOutcome::AlreadyApplied { .. } => Seen::AlreadyApplied,
         _ => Seen::Refused,
     })
+}
+
+/// An update inside a fenced transaction on a lent connection of the worker's pool:
+/// checked and locked, written, committed; refused when the lease no longer holds.
+async fn in_fenced_transaction<B: Backend + fenced_guard::Lend>(
+    store: &Store<B>,
+    lease: &Lease,
+    timeout: Duration,
+    columns: &[(&str, Value)],
+) -> fenced_guard::Result<Outcome> {
+    let Some(tx) = store.transaction(lease, timeout).await? else {
+        return Ok(Outcome::Refused);
+    };
+    let outcome = tx.store().update(lease, columns).await?;
+    if outcome.is_applied() {
+        tx.commit().await?;
+    } else {
+        tx.rollback().await?;
+    }
+    Ok(outcome)
 }
 
 /// A write of the application's columns, fenced or naive.

@@ -185,6 +185,28 @@ impl MssqlBench {
                 let _ = store.release(lease).await.expect("warm-up: release");
             }
         }
+        // A fenced transaction's statements, and the advancer's.
+        let lease = store
+            .try_acquire(key, ttl)
+            .await
+            .expect("warm-up: acquire again")
+            .expect("warm-up: the row was released");
+        let tx = store
+            .transaction(&lease, ttl)
+            .await
+            .expect("warm-up: begin a fenced transaction")
+            .expect("warm-up: the lease holds");
+        let _ = tx
+            .store()
+            .update(&lease, &cols(Op::Update))
+            .await
+            .expect("warm-up: update in a fenced transaction");
+        tx.commit().await.expect("warm-up: commit");
+        let _ = store.release(&lease).await.expect("warm-up: release");
+        store
+            .advance_epoch()
+            .await
+            .expect("warm-up: advance the epoch");
     }
 
     /// Drops the schema and everything in it.

@@ -22,6 +22,8 @@ pub struct Report<'a> {
     pub faults: Faults,
     /// Promotions of a standby the run went through.
     pub failovers: usize,
+    /// Updates committed through a fenced transaction.
+    pub transactions: u64,
     pub verdict: &'a Verdict,
 }
 
@@ -111,6 +113,10 @@ impl Report<'_> {
             c.writes_refused,
             c.writes_failed,
             c.resolutions
+        );
+        println!(
+            "  fenced transactions committed {}, epoch advances {}",
+            self.transactions, c.advances
         );
         if self.failovers > 0 {
             println!(

@@ -56,6 +56,8 @@ fn settings(mode: Mode, seed: u64, duration: Duration) -> Settings {
         seed,
         pause: 0.15,
         wire: 0.08,
+        transactions: 0.3,
+        advance_every: Some(Duration::from_millis(350)),
     }
 }
 
@@ -92,6 +94,7 @@ fn report<'a, T: Bench>(
         rows: settings.rows,
         faults: recorded.faults,
         failovers: 0,
+        transactions: recorded.transactions,
         verdict,
     }
 }
@@ -141,6 +144,8 @@ struct Coverage {
     cuts_after_commit: u64,
     writes_failed: u64,
     resolutions: u64,
+    transactions: u64,
+    advances: u64,
 }
 
 impl Coverage {
@@ -153,13 +158,17 @@ impl Coverage {
         self.cuts_after_commit += recorded.faults.cuts_after_commit;
         self.writes_failed += verdict.counts.writes_failed;
         self.resolutions += verdict.counts.resolutions;
+        self.transactions += recorded.transactions;
+        self.advances += verdict.counts.advances;
     }
 
     fn complete(&self, wire: bool) -> bool {
         let basic = self.claimed > 0
             && self.writes_applied > 0
             && self.pauses > 0
-            && self.stale_refused > 0;
+            && self.stale_refused > 0
+            && self.transactions > 0
+            && self.advances > 0;
         let cuts = self.cuts_before_execute > 0
             && self.cuts_after_commit > 0
             && self.writes_failed > 0
@@ -177,6 +186,7 @@ where
     S: Future<Output = T>,
 {
     let seed = seed();
+    let (mut stale_writes, mut epoch_writes) = (0u64, 0usize);
     for round in 0..10u64 {
         let bench = Arc::new(setup().await);
         let settings = settings(
@@ -198,9 +208,18 @@ where
             "client saw {} stale writes accepted, the trace shows {stale}",
             verdict.counts.stale_accepted
         );
-        if stale > 0 {
+        epoch_writes += verdict
+            .violations
+            .iter()
+            .filter(|v| v.kind() == "write-after-epoch-advance")
+            .count();
+        stale_writes += stale;
+        if stale_writes > 0 && epoch_writes > 0 {
             return;
         }
     }
-    panic!("ten runs of the naive workload never broke the checker: it cannot fail");
+    panic!(
+        "ten runs of the naive workload did not break the checker both ways ({stale_writes} \
+         stale writes, {epoch_writes} writes after an epoch advance): it cannot fail"
+    );
 }
