@@ -93,8 +93,11 @@ impl<E: Executor> Store<E> {
     /// by the database's clock, current epoch), so a late renewal never revives; each
     /// applied lease's local deadline moves to its ttl after its statement was sent.
     ///
-    /// `Refused` has the causes listed for [`renew`](Store::renew); a lease revoked
-    /// locally is refused without being sent.
+    /// [`Renewal::Refused`] has the causes listed for [`renew`](Store::renew); a lease
+    /// revoked locally is refused without being sent. [`Renewal::Locked`] (PostgreSQL)
+    /// is a lease whose row another transaction holds locked, its own fenced
+    /// transaction most likely: skipped rather than waited for, so that the other
+    /// leases of the statement are renewed at once; a [`BatchKeeper`] tries it again.
     ///
     /// # Errors
     ///

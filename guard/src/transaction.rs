@@ -31,15 +31,32 @@
 //! - SQLite: the write lock is the database's; another connection's write waits for its
 //!   busy timeout, then fails with `SQLITE_BUSY`.
 //!
-//! [`Store::transaction`]'s timeout is enforced by the database where it can be: on
-//! PostgreSQL the transaction's `statement_timeout` and
-//! `idle_in_transaction_session_timeout` are set to it, so a holder that hangs is
-//! disconnected, and its transaction rolled back, by the server. Everywhere, a statement
-//! after the timeout fails with
-//! [`Error::TransactionTimedOut`], and so does the
-//! commit, which rolls back instead. SQL Server and
-//! SQLite have no server-side bound: a holder that hangs holds the lock until its
-//! connection closes.
+//! The lock also holds the epoch's row, shared: an
+//! [`advance_epoch`](Store::advance_epoch) waits for every open fenced transaction, and
+//! a transaction whose snapshot is older than an advance cannot pass the check
+//! (PostgreSQL; SQL Server's statement asks for it with `HOLDLOCK`, which Babelfish
+//! ignores; SQLite's single writer has it anyway).
+//!
+//! [`Store::transaction`]'s timeout bounds the whole transaction, every statement
+//! included ([`Fenced::store`]'s too): past it, each fails with
+//! [`Error::TransactionTimedOut`] unsent, and the commit rolls back instead. On
+//! PostgreSQL the server enforces it as well: before each statement, pipelined with it,
+//! the transaction's `statement_timeout` and `idle_in_transaction_session_timeout` are
+//! set to the time left, so a holder that hangs, or keeps writing, is disconnected at
+//! the deadline and its transaction rolled back. SQL Server and SQLite have no
+//! server-side bound: a holder that hangs holds the lock until its connection closes.
+//!
+//! # What a `Fenced` refuses
+//!
+//! [`Store::fence`] takes only an [`InTransaction`] executor: a pool does not compile,
+//! and a connection with no transaction open is [`Error::NotInTransaction`]. A
+//! [`Fenced`]'s statements are read by their database's lexer before they are sent:
+//! transaction control, and a write naming the lease's table, its epoch table or its
+//! operations table, are [`Error::StatementRefused`]. The lock is what fences them, so
+//! a statement that ended the transaction would leave every later one unfenced; on
+//! rusqlite and SQL Server each statement also checks that its transaction is still
+//! open. On PostgreSQL a `COMMIT` the caller sends on its own handle of the
+//! transaction, around the `Fenced`, is not seen: do not.
 
 use std::ops::Deref;
 use std::time::{Duration, Instant};
