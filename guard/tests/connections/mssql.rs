@@ -68,6 +68,28 @@ async fn the_protocol_on_a_client_and_its_transactions() {
     schema.teardown().await;
 }
 
+/// A schema with the lease's and the lines' tables, a client of the test's own, and a
+/// lease held on a provisioned row.
+async fn held(
+    prefix: &str,
+) -> Option<(
+    TestSchema,
+    Store<fenced_guard::Mssql>,
+    tiberius::Client<Compat<TcpStream>>,
+    Key,
+    fenced_guard::Lease,
+)> {
+    let schema = TestSchema::create(prefix, 1).await?;
+    let own = Store::new(schema.connect().await, reports(&schema));
+    own.create_schema().await.unwrap();
+    create_lines_table(&schema, &own).await;
+    let client = client(schema.url()).await;
+    let key = Key::from(Uuid::new_v4());
+    own.provision(key.clone()).await.unwrap();
+    let lease = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
+    Some((schema, own, client, key, lease))
+}
+
 /// tiberius has no transaction type: the check-and-lock statement refuses to run without
 /// `BEGIN TRANSACTION` (`@@TRANCOUNT` 0), and every statement of A's `Fenced` checks in
 /// its own batch that the transaction is open and the lease's row still A's. The caller
@@ -75,16 +97,9 @@ async fn the_protocol_on_a_client_and_its_transactions() {
 /// and in a transaction A begins again. Negative control: the same line sent raw lands.
 #[tokio::test]
 async fn a_fence_outside_a_transaction_is_refused_and_ends_with_it() {
-    let Some(schema) = TestSchema::create("fenced_outside_", 1).await else {
+    let Some((schema, own, mut client, key, a)) = held("fenced_outside_").await else {
         return;
     };
-    let own = Store::new(schema.connect().await, reports(&schema));
-    own.create_schema().await.unwrap();
-    create_lines_table(&schema, &own).await;
-    let mut client = client(schema.url()).await;
-    let key = Key::from(Uuid::new_v4());
-    own.provision(key.clone()).await.unwrap();
-    let a = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
     let insert = insert_line(&schema, &own);
 
     let outside = own.on(&mut client).unwrap().fence(&a).await;
@@ -154,12 +169,9 @@ async fn a_fence_outside_a_transaction_is_refused_and_ends_with_it() {
 /// rolled back a transaction of its own, ends the caller's transaction and its line.
 #[tokio::test]
 async fn a_failing_guard_statement_leaves_the_callers_transaction_open() {
-    let Some(schema) = TestSchema::create("fenced_savepoint_", 1).await else {
+    let Some((schema, own, mut client, key, a)) = held("fenced_savepoint_").await else {
         return;
     };
-    let own = Store::new(schema.connect().await, reports(&schema));
-    own.create_schema().await.unwrap();
-    create_lines_table(&schema, &own).await;
     let table = own.table().name().quoted(own.dialect());
     own.backend()
         .execute_batch(&format!(
@@ -167,10 +179,6 @@ async fn a_failing_guard_statement_leaves_the_callers_transaction_open() {
         ))
         .await
         .unwrap();
-    let mut client = client(schema.url()).await;
-    let key = Key::from(Uuid::new_v4());
-    own.provision(key.clone()).await.unwrap();
-    let a = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
     let insert = insert_line(&schema, &own);
     let old_wrapper = format!(
         "BEGIN TRY BEGIN TRANSACTION; UPDATE {table} SET [Payload] = N'bad' WHERE [ReportId] = @P1; \

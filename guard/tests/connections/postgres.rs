@@ -1,6 +1,6 @@
 //! tokio-postgres: a caller's `Client` and `Transaction`.
 
-use fenced_guard::{Executor, Key, Store, Value};
+use fenced_guard::{Executor, Key, Store};
 use tokio_postgres::NoTls;
 use uuid::Uuid;
 
@@ -113,14 +113,7 @@ async fn a_snapshot_older_than_an_epoch_advance_cannot_fence() {
                 .on(&tx)
                 .unwrap()
                 .backend()
-                .query_row(
-                    &sql,
-                    &[
-                        Value::from(&key),
-                        Value::I64(a.generation()),
-                        Value::Uuid(a.owner()),
-                    ],
-                )
+                .query_row(&sql, &crate::support::lease::lock_params(&a))
                 .await
                 .unwrap()
                 .is_some(),

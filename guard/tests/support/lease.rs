@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use fenced_guard::{Backend, Key, Lease, Outcome, Store};
+use fenced_guard::{Backend, Key, Lease, Outcome, Store, Value};
 
 use super::row::payload;
 
@@ -25,4 +25,13 @@ pub async fn assert_writes_refused<B: Backend>(store: &Store<B>, lease: &Lease, 
     assert_eq!(publication, Outcome::Refused, "the publication");
     let renewal = store.renew(lease).await.unwrap();
     assert_eq!(renewal, Outcome::Refused, "the renewal");
+}
+
+/// The check-and-lock statement's parameters for `lease`: key, generation, owner.
+pub fn lock_params(lease: &Lease) -> [Value; 3] {
+    [
+        Value::from(lease.key()),
+        Value::I64(lease.generation()),
+        Value::Uuid(lease.owner()),
+    ]
 }

@@ -134,14 +134,7 @@ mod bound {
             .unwrap();
         let lock = fenced_guard::dialect::lock(store.dialect(), store.table());
         let locked = plain
-            .query_row(
-                &lock,
-                &[
-                    Value::from(&key),
-                    Value::I64(lease.generation()),
-                    Value::Uuid(lease.owner()),
-                ],
-            )
+            .query_row(&lock, &crate::support::lease::lock_params(&lease))
             .await
             .unwrap();
         assert!(locked.is_some());
@@ -155,14 +148,7 @@ mod bound {
         for _ in 0..(3 * TIMEOUT.as_millis() / 300) {
             let update = fenced_guard::dialect::lock(store.dialect(), store.table());
             plain
-                .query_row(
-                    &update,
-                    &[
-                        Value::from(&key),
-                        Value::I64(lease.generation()),
-                        Value::Uuid(lease.owner()),
-                    ],
-                )
+                .query_row(&update, &crate::support::lease::lock_params(&lease))
                 .await
                 .unwrap();
             tokio::time::sleep(Duration::from_millis(300)).await;

@@ -411,14 +411,7 @@ where
     let old_lock =
         fenced_guard::dialect::lock(store.dialect(), store.table()).replace(" FOR SHARE)", ")");
     let row = plain
-        .query_row(
-            &old_lock,
-            &[
-                Value::from(&key),
-                Value::I64(lease.generation()),
-                Value::Uuid(lease.owner()),
-            ],
-        )
+        .query_row(&old_lock, &crate::support::lease::lock_params(&lease))
         .await
         .unwrap();
     assert!(row.is_some(), "the old check-and-lock refused a held lease");
