@@ -451,7 +451,7 @@ async fn execute_on(
         // The values are bound straight from the slice: no vector of references. Run as
         // a query, so that an error before the statement ran is told apart.
         let run = async {
-            let rows = unexecuted(client.query_raw(statement, params).await)?;
+            let rows = unexecuted(client.query_raw(statement, params)).await?;
             let mut rows = pin!(rows);
             while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {
                 row?;
@@ -463,7 +463,9 @@ async fn execute_on(
                 prepared_again = true;
             }
             Err(failed)
-                if failed.before_running || unsent(&failed.error, expected, params.len()) =>
+                if failed.before_running
+                    || conn.closed_before_sending(&failed.error)
+                    || unsent(&failed.error, expected, params.len()) =>
             {
                 return Err(Error::not_executed(failed.error));
             }
@@ -486,7 +488,7 @@ async fn query_row_on(
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
         let run = async {
-            let rows = unexecuted(client.query_raw(statement, params).await)?;
+            let rows = unexecuted(client.query_raw(statement, params)).await?;
             Ok::<_, Failed>(first_row(rows).await?)
         };
         match behind(client, set.as_ref(), run).await {
@@ -494,7 +496,9 @@ async fn query_row_on(
                 prepared_again = true;
             }
             Err(failed)
-                if failed.before_running || unsent(&failed.error, expected, params.len()) =>
+                if failed.before_running
+                    || conn.closed_before_sending(&failed.error)
+                    || unsent(&failed.error, expected, params.len()) =>
             {
                 return Err(Error::not_executed(failed.error));
             }
@@ -517,7 +521,7 @@ async fn query_rows_on(
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
         let run = async {
-            let rows = unexecuted(client.query_raw(statement, params).await)?;
+            let rows = unexecuted(client.query_raw(statement, params)).await?;
             Ok::<_, Failed>(all_rows(rows).await?)
         };
         match behind(client, set.as_ref(), run).await {
@@ -525,7 +529,9 @@ async fn query_rows_on(
                 prepared_again = true;
             }
             Err(failed)
-                if failed.before_running || unsent(&failed.error, expected, params.len()) =>
+                if failed.before_running
+                    || conn.closed_before_sending(&failed.error)
+                    || unsent(&failed.error, expected, params.len()) =>
             {
                 return Err(Error::not_executed(failed.error));
             }
@@ -582,10 +588,11 @@ async fn behind<T>(
     Ok(ran)
 }
 
-/// A statement's failure, and whether the server answered it with an error before it
-/// ran: an error in place of the `BindComplete` that precedes any execution (a value
+/// A statement's failure, and whether it is known not to have run: the server answered
+/// it with an error in place of the `BindComplete` that precedes any execution (a value
 /// it could not bind, an aborted transaction, a session the server had already ended,
-/// 57P01). A connection that closed with no answer says nothing of the kind.
+/// 57P01), or the connection was closed before it was sent. A connection that closed
+/// after it was sent, with no answer, says nothing of the kind.
 struct Failed {
     error: tokio_postgres::Error,
     before_running: bool,
@@ -600,15 +607,27 @@ impl From<tokio_postgres::Error> for Failed {
     }
 }
 
-/// A query's start, its error marked as [`Failed::before_running`] when the server gave
-/// one.
-fn unexecuted(
-    started: std::result::Result<RowStream, tokio_postgres::Error>,
+/// Starts a query, its error marked as [`Failed::before_running`] when the server gave
+/// one, or when the query failed on its first poll: tokio-postgres sends a query on
+/// its first poll and then waits for the answer, so an error then is a connection
+/// that was closed before anything was sent.
+async fn unexecuted(
+    start: impl Future<Output = std::result::Result<RowStream, tokio_postgres::Error>>,
 ) -> std::result::Result<RowStream, Failed> {
-    started.map_err(|error| Failed {
-        before_running: error.as_db_error().is_some(),
-        error,
+    let mut start = pin!(start);
+    let mut first = true;
+    poll_fn(|cx| match start.as_mut().poll(cx) {
+        std::task::Poll::Ready(Ok(rows)) => std::task::Poll::Ready(Ok(rows)),
+        std::task::Poll::Ready(Err(error)) => std::task::Poll::Ready(Err(Failed {
+            before_running: error.as_db_error().is_some() || (first && error.is_closed()),
+            error,
+        })),
+        std::task::Poll::Pending => {
+            first = false;
+            std::task::Poll::Pending
+        }
     })
+    .await
 }
 
 /// A connection of a [`Postgres`] pool, lent for a fenced transaction.

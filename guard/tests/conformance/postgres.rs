@@ -414,11 +414,30 @@ mod classification {
         place.teardown().await;
     }
 
+    /// An error the planner raises while it binds the statement (it folds `1 / 0`):
+    /// the statement never ran.
+    #[tokio::test]
+    async fn an_error_while_binding_is_not_executed() {
+        let backend = Postgres::connect_with(&url(), 1).await.unwrap();
+        let error = backend
+            .query_row("SELECT 1 / $1::bigint", &[Value::I64(0)])
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::NotExecuted(_)), "{error:?}");
+        assert_eq!(error.database_code().as_deref(), Some("22012"));
+    }
+
+    /// The error comes from executing the statement, after its `BindComplete`: the
+    /// volatile `random()` keeps the planner from folding `1 / 0` while it binds (which
+    /// would be an error before the statement ran, and so not executed).
     #[tokio::test]
     async fn an_error_the_server_answered_during_execution_did_not_commit() {
         let backend = Postgres::connect_with(&url(), 1).await.unwrap();
         let error = backend
-            .query_row("SELECT 1 / $1::bigint", &[Value::I64(0)])
+            .query_row(
+                "SELECT 1 / CASE WHEN random() >= 0 THEN $1::bigint END",
+                &[Value::I64(0)],
+            )
             .await
             .unwrap_err();
         assert!(matches!(error, Error::Postgres(_)), "executed: {error:?}");

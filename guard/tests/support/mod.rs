@@ -17,6 +17,7 @@ pub mod mssql;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod row;
+pub mod runtime;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

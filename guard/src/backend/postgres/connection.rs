@@ -6,6 +6,7 @@ use std::future::Future;
 use std::ops::Deref;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio_postgres::config::TargetSessionAttrs;
@@ -27,6 +28,10 @@ pub(crate) struct Connection {
     /// The statements prepared on this connection. Dropping one closes it on the
     /// server.
     prepared: KeptStatements<Statement>,
+    /// Set when the connection's task ended on an error the server sent while no
+    /// request was in flight (a session it ended, 57P01): every request still queued
+    /// then was never sent.
+    ended_unasked: Arc<AtomicBool>,
 }
 
 impl Connection {
@@ -77,6 +82,15 @@ impl Connection {
     pub(crate) fn is_usable(&self) -> bool {
         !self.client.is_closed()
     }
+
+    /// Whether a statement that failed because the connection closed was never sent:
+    /// the connection's task ended on the server's error with no request in flight,
+    /// so every request queued behind it stayed unsent. tokio-postgres hands a request
+    /// to its task with a response channel, and the task takes it only to write it; an
+    /// error read while none is taken ends the task.
+    pub(crate) fn closed_before_sending(&self, error: &tokio_postgres::Error) -> bool {
+        error.is_closed() && self.ended_unasked.load(Ordering::SeqCst)
+    }
 }
 
 /// Opens connections: the server's configuration and the TLS connector, behind one
@@ -126,16 +140,33 @@ where
         let (config, tls) = (config.clone(), tls.clone());
         Box::pin(async move {
             let (client, connection) = config.connect(tls).await?;
+            let ended_unasked = Arc::new(AtomicBool::new(false));
+            let ended = Arc::clone(&ended_unasked);
             tokio::spawn(async move {
+                let mut connection = std::pin::pin!(connection);
+                // The flag is set before the connection is dropped, which is what
+                // closes the queued requests' channels: a statement that sees its
+                // channel closed sees the flag too.
+                let ended = std::future::poll_fn(|cx| {
+                    let result = std::task::ready!(connection.as_mut().poll(cx));
+                    if let Err(error) = &result
+                        && error.as_db_error().is_some()
+                    {
+                        ended.store(true, Ordering::SeqCst);
+                    }
+                    std::task::Poll::Ready(result)
+                })
+                .await;
                 // A connection's failure also reaches its client: the statement that
                 // was running fails, and the closed client is never reused.
-                if let Err(error) = connection.await {
+                if let Err(error) = ended {
                     tracing::debug!(%error, "a postgresql connection ended with an error");
                 }
             });
             Ok(Connection {
                 client,
                 prepared: KeptStatements::new(MAX_PREPARED_STATEMENTS),
+                ended_unasked,
             })
         })
     })
