@@ -9,12 +9,28 @@
 //! expiry = "LeaseUntilUtc"         # default
 //! epoch = "LeaseEpoch"             # default; `false`: the table has no epoch column
 //! epoch_table = "FencedEpoch"      # default; optionally schema-qualified
+//! # The rest is read by the guard and `#[fenced_write]`, not by the lint's rules:
+//! published = "PublishedGeneration" # default
+//! published_at = "PublishedAtUtc"  # default: none
+//! operations_table = "FencedOperation" # default; optionally schema-qualified
+//! key_type = "uuid"                # default; or "bigint", "text"
+//! stamp_timeline = true            # default (PostgreSQL's timeline in the epoch)
+//! columns = [{ name = "Payload", type = "text" }] # for schema creation
 //!
 //! # optional: paths the walk skips, gitignore-style globs relative to this file
 //! exclude = ["tests/fixtures/**"]
 //! ```
 //!
 //! (`exclude` is a top-level key: write it before the first `[[table]]`.)
+//!
+//! This file is the application's one declaration of its fenced tables: the lint checks
+//! the SQL against it, `#[fenced_write(table = "...")]` takes the table's column names
+//! from it at compile time, `fenced::table!` builds the guard's `FencedTable` from it,
+//! and `fenced schema` prints its DDL. Its name is `fenced.toml`; `fenced-lint.toml`,
+//! its earlier name, is still read.
+//!
+//! The lint matches an epoch or operations table named without a schema in any schema;
+//! the guard creates one left at its default name beside the fenced table.
 //!
 //! `epoch` names the recovery-epoch column the guard stamps at each acquisition and
 //! every fenced write compares with the epoch table (`LeaseEpoch = (SELECT Epoch FROM
@@ -30,7 +46,11 @@ use serde::Deserialize;
 use crate::error::Error;
 
 /// The name of the configuration file looked for by [`Config::discover`].
-pub const CONFIG_FILE_NAME: &str = "fenced-lint.toml";
+pub const CONFIG_FILE_NAME: &str = "fenced.toml";
+
+/// The configuration file's earlier name, still looked for, after
+/// [`CONFIG_FILE_NAME`], in each directory.
+pub const LEGACY_CONFIG_FILE_NAME: &str = "fenced-lint.toml";
 
 /// The lint's configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -75,6 +95,64 @@ pub struct TableSpec {
     /// The epoch table: one row holding the current recovery epoch. Default
     /// `FencedEpoch` (the guard's).
     pub epoch_table: String,
+    /// The published-generation column. Default `PublishedGeneration`.
+    pub published: String,
+    /// A column set to the database's clock at each publication. Default: none.
+    pub published_at: Option<String>,
+    /// The schema of the operations (outcomes) table, when the configured name is
+    /// qualified.
+    pub operations_table_schema: Option<String>,
+    /// The operations table, where operation ids' outcomes are recorded. Default
+    /// `FencedOperation` (the guard's).
+    pub operations_table: String,
+    /// The key column's type. Default [`KeyType::Uuid`].
+    pub key_type: KeyType,
+    /// The application's columns, for schema creation.
+    pub columns: Vec<ColumnSpec>,
+    /// Whether PostgreSQL's timeline is stamped into the epoch. Default `true`.
+    pub stamp_timeline: bool,
+}
+
+/// The type of a fenced table's key column, as the guard names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyType {
+    /// `uuid` / `uniqueidentifier`.
+    #[default]
+    Uuid,
+    /// `bigint`.
+    BigInt,
+    /// `text` / `nvarchar(450)`.
+    Text,
+}
+
+/// The portable type of an application column, as the guard names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ColumnType {
+    /// `boolean` / `bit`.
+    Bool,
+    /// `bigint`.
+    BigInt,
+    /// `double precision` / `float`.
+    Double,
+    /// `text` / `nvarchar(max)`.
+    Text,
+    /// `bytea` / `varbinary(max)`.
+    Bytes,
+    /// `uuid` / `uniqueidentifier`.
+    Uuid,
+}
+
+/// One application column of a declared table.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnSpec {
+    /// The column's name.
+    pub name: String,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub column_type: ColumnType,
 }
 
 /// The default key column name.
@@ -89,24 +167,59 @@ pub const DEFAULT_EXPIRY: &str = "LeaseUntilUtc";
 pub const DEFAULT_EPOCH: &str = "LeaseEpoch";
 /// The default epoch table name (the guard's).
 pub const DEFAULT_EPOCH_TABLE: &str = "FencedEpoch";
+/// The default published-generation column name (the article's).
+pub const DEFAULT_PUBLISHED: &str = "PublishedGeneration";
+/// The default operations table name (the guard's).
+pub const DEFAULT_OPERATIONS_TABLE: &str = "FencedOperation";
 
 impl TableSpec {
-    /// A table with the article's column names, the guard's epoch column and epoch
-    /// table, and the given key column. `name` may be schema-qualified and may carry
-    /// brackets or quotes.
+    /// A table with the article's column names, the guard's epoch column, epoch table
+    /// and operations table, and the given key column. `name`
+    /// may be schema-qualified and may carry brackets or quotes.
     pub fn new(name: &str, key: &str) -> TableSpec {
         let (schema, name) = split_qualified(name);
+        TableSpec::named(schema, name, unquote(key))
+    }
+
+    /// [`new`](TableSpec::new) for names already split and unquoted.
+    pub(crate) fn named(schema: Option<String>, name: String, key: String) -> TableSpec {
         TableSpec {
+            epoch_table_schema: None,
+            operations_table_schema: None,
             schema,
             name,
-            key: unquote(key),
+            key,
             generation: DEFAULT_GENERATION.to_owned(),
             owner: DEFAULT_OWNER.to_owned(),
             expiry: DEFAULT_EXPIRY.to_owned(),
             epoch: Some(DEFAULT_EPOCH.to_owned()),
-            epoch_table_schema: None,
             epoch_table: DEFAULT_EPOCH_TABLE.to_owned(),
+            published: DEFAULT_PUBLISHED.to_owned(),
+            published_at: None,
+            operations_table: DEFAULT_OPERATIONS_TABLE.to_owned(),
+            key_type: KeyType::Uuid,
+            columns: Vec::new(),
+            stamp_timeline: true,
         }
+    }
+
+    /// The operations table's name: `schema.name` or `name`.
+    pub fn operations_table_display_name(&self) -> String {
+        match &self.operations_table_schema {
+            Some(schema) => format!("{schema}.{}", self.operations_table),
+            None => self.operations_table.clone(),
+        }
+    }
+
+    /// Whether a table reference written in code denotes this table's operations
+    /// table, by the rule of [`matches`](TableSpec::matches).
+    pub fn matches_operations_table(&self, schema: Option<&str>, name: &str) -> bool {
+        names_match(
+            self.operations_table_schema.as_deref(),
+            &self.operations_table,
+            schema,
+            name,
+        )
     }
 
     /// The name as shown in findings: `schema.name` or `name`.
@@ -175,6 +288,14 @@ struct RawTable {
     expiry: Option<String>,
     epoch: Option<RawEpoch>,
     epoch_table: Option<String>,
+    published: Option<String>,
+    published_at: Option<String>,
+    operations_table: Option<String>,
+    #[serde(default)]
+    key_type: KeyType,
+    #[serde(default)]
+    columns: Vec<ColumnSpec>,
+    stamp_timeline: Option<bool>,
 }
 
 /// `epoch = "Column"` or `epoch = false`.
@@ -231,18 +352,44 @@ impl Config {
                     )));
                 }
             };
-            let epoch_table = entry.epoch_table.as_deref().unwrap_or(DEFAULT_EPOCH_TABLE);
-            let (epoch_table_schema, epoch_table) = split_qualified(epoch_table);
-            if !valid_identifier(&epoch_table)
-                || epoch_table_schema
-                    .as_deref()
-                    .is_some_and(|s| !valid_identifier(s))
-            {
-                return Err(Error::InvalidConfig(format!(
-                    "table `{}`: `epoch_table` `{}` is not an identifier or schema.identifier",
-                    entry.name,
-                    entry.epoch_table.unwrap_or_default()
-                )));
+            let protocol_table = |given: Option<&str>, default: &str, what: &str| {
+                let (given_schema, name) = split_qualified(given.unwrap_or(default));
+                if !valid_identifier(&name)
+                    || given_schema
+                        .as_deref()
+                        .is_some_and(|s| !valid_identifier(s))
+                {
+                    return Err(Error::InvalidConfig(format!(
+                        "table `{}`: `{what}` `{}` is not an identifier or schema.identifier",
+                        entry.name,
+                        given.unwrap_or_default()
+                    )));
+                }
+                Ok((given_schema, name))
+            };
+            let (epoch_table_schema, epoch_table) = protocol_table(
+                entry.epoch_table.as_deref(),
+                DEFAULT_EPOCH_TABLE,
+                "epoch_table",
+            )?;
+            let (operations_table_schema, operations_table) = protocol_table(
+                entry.operations_table.as_deref(),
+                DEFAULT_OPERATIONS_TABLE,
+                "operations_table",
+            )?;
+            let published_at = entry
+                .published_at
+                .map(|value| column(Some(value), "", "published_at"))
+                .transpose()?;
+            let mut columns = entry.columns;
+            for spec in &mut columns {
+                spec.name = unquote(&spec.name);
+                if !valid_identifier(&spec.name) {
+                    return Err(Error::InvalidConfig(format!(
+                        "table `{}`: column name `{}` is not an identifier",
+                        entry.name, spec.name
+                    )));
+                }
             }
             let spec = TableSpec {
                 key: column(entry.key, DEFAULT_KEY, "key")?,
@@ -252,6 +399,13 @@ impl Config {
                 epoch,
                 epoch_table_schema,
                 epoch_table,
+                published: column(entry.published, DEFAULT_PUBLISHED, "published")?,
+                published_at,
+                operations_table_schema,
+                operations_table,
+                key_type: entry.key_type,
+                columns,
+                stamp_timeline: entry.stamp_timeline.unwrap_or(true),
                 schema,
                 name,
             };
@@ -273,17 +427,31 @@ impl Config {
         Self::from_toml_at(&text, Some(path))
     }
 
-    /// Looks for `fenced-lint.toml` in `start_dir` and its ancestors; the first found is
-    /// loaded. `Ok(None)` when there is none.
+    /// Looks for `fenced.toml`, then `fenced-lint.toml`, in `start_dir` and its
+    /// ancestors; the first found is loaded. `Ok(None)` when there is none.
     pub fn discover(start_dir: &Path) -> Result<Option<(PathBuf, Config)>, Error> {
-        for dir in start_dir.ancestors() {
-            let candidate = dir.join(CONFIG_FILE_NAME);
-            if candidate.is_file() {
-                let config = Self::load(&candidate)?;
-                return Ok(Some((candidate, config)));
+        match Self::find(start_dir) {
+            Some(path) => {
+                let config = Self::load(&path)?;
+                Ok(Some((path, config)))
             }
+            None => Ok(None),
         }
-        Ok(None)
+    }
+
+    /// The file [`discover`](Config::discover) would load from `start_dir`, if any.
+    pub fn find(start_dir: &Path) -> Option<PathBuf> {
+        start_dir.ancestors().find_map(|dir| {
+            [CONFIG_FILE_NAME, LEGACY_CONFIG_FILE_NAME]
+                .iter()
+                .map(|name| dir.join(name))
+                .find(|candidate| candidate.is_file())
+        })
+    }
+
+    /// The configured table a reference written in code (`schema` optional) denotes.
+    pub fn table(&self, schema: Option<&str>, name: &str) -> Option<&TableSpec> {
+        self.tables.iter().find(|t| t.matches(schema, name))
     }
 }
 
@@ -411,6 +579,79 @@ mod tests {
     }
 
     #[test]
+    fn parses_what_the_guard_reads() {
+        let config = Config::from_toml(
+            "[[table]]\nname = \"jobs.queue\"\nkey = \"job_id\"\nkey_type = \"bigint\"\n\
+             published = \"published_generation\"\npublished_at = \"published_at\"\n\
+             stamp_timeline = false\n\
+             columns = [{ name = \"payload\", type = \"text\" }, { name = \"[size]\", type = \"bigint\" }]\n",
+        )
+        .unwrap();
+        let table = &config.tables[0];
+        assert_eq!(table.key_type, KeyType::BigInt);
+        assert_eq!(table.published, "published_generation");
+        assert_eq!(table.published_at.as_deref(), Some("published_at"));
+        assert!(!table.stamp_timeline);
+        assert_eq!(
+            table.columns,
+            [
+                ColumnSpec {
+                    name: "payload".into(),
+                    column_type: ColumnType::Text
+                },
+                ColumnSpec {
+                    name: "size".into(),
+                    column_type: ColumnType::BigInt
+                },
+            ]
+        );
+        assert_eq!(table.epoch_table_display_name(), "FencedEpoch");
+        assert_eq!(table.operations_table_display_name(), "FencedOperation");
+        assert!(table.matches_operations_table(Some("jobs"), "fencedoperation"));
+        let placed =
+            &Config::from_toml("[[table]]\nname = \"T\"\noperations_table = \"audit.Ops\"\n")
+                .unwrap()
+                .tables[0];
+        assert!(placed.matches_operations_table(None, "ops"));
+        assert!(!placed.matches_operations_table(Some("public"), "Ops"));
+        assert_eq!(config.table(Some("JOBS"), "Queue"), Some(table));
+        assert_eq!(config.table(Some("public"), "queue"), None);
+        let defaults = &Config::from_toml("[[table]]\nname = \"T\"\n")
+            .unwrap()
+            .tables[0];
+        assert_eq!(defaults.key_type, KeyType::Uuid);
+        assert_eq!(defaults.published, DEFAULT_PUBLISHED);
+        assert!(defaults.stamp_timeline && defaults.columns.is_empty());
+        for bad in [
+            "key_type = \"int\"",
+            "columns = [{ name = \"a\", type = \"varchar\" }]",
+            "columns = [{ name = \"a\" }]",
+            "stamp_timeline = \"yes\"",
+        ] {
+            assert!(
+                matches!(
+                    Config::from_toml(&format!("[[table]]\nname = \"T\"\n{bad}\n")),
+                    Err(Error::ParseConfig { .. })
+                ),
+                "{bad}"
+            );
+        }
+        for bad in [
+            "columns = [{ name = \"a;b\", type = \"text\" }]",
+            "operations_table = \"x.y;z\"",
+            "published = \"\"",
+        ] {
+            assert!(
+                matches!(
+                    Config::from_toml(&format!("[[table]]\nname = \"T\"\n{bad}\n")),
+                    Err(Error::InvalidConfig(_))
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn rejects_bad_config() {
         assert!(matches!(
             Config::from_toml("[[table]]\nkey = \"x\""),
@@ -450,5 +691,18 @@ mod tests {
         let (path, config) = Config::discover(&nested).unwrap().unwrap();
         assert_eq!(path, dir.path().join(CONFIG_FILE_NAME));
         assert_eq!(config.tables[0].key, DEFAULT_KEY);
+        // The earlier name is read where the new one is absent, and loses to it.
+        std::fs::write(
+            nested.join(LEGACY_CONFIG_FILE_NAME),
+            "[[table]]\nname = \"Old\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            Config::find(&nested),
+            Some(nested.join(LEGACY_CONFIG_FILE_NAME))
+        );
+        std::fs::write(nested.join(CONFIG_FILE_NAME), "").unwrap();
+        assert_eq!(Config::find(&nested), Some(nested.join(CONFIG_FILE_NAME)));
+        assert_eq!(Config::find(Path::new("/")), None);
     }
 }

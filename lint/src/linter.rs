@@ -424,15 +424,11 @@ impl Linter {
                     .find(|e| has(e))
                     .map(|e| (*e).to_owned());
                 out.push(TableSpec {
-                    schema,
-                    name,
-                    key,
                     generation: (*generation).to_owned(),
                     owner: (*owner).to_owned(),
                     expiry: (*expiry).to_owned(),
                     epoch,
-                    epoch_table_schema: None,
-                    epoch_table: config::DEFAULT_EPOCH_TABLE.to_owned(),
+                    ..TableSpec::named(schema, name, key)
                 });
             }
         }

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use fenced_lint::config::{CONFIG_FILE_NAME, Config};
+use fenced_lint::config::Config;
 use fenced_lint::report::{Format, Run};
 use fenced_lint::rules::Rule;
 
@@ -90,18 +90,15 @@ fn emit(format: Format, color: bool, out: &mut dyn Write, run: &Run) -> io::Resu
     format.emitter(color).emit(out, run)
 }
 
-/// `--config FILE`, else `fenced-lint.toml` from the current directory upwards, else the
-/// empty configuration (fenced tables only from `CREATE TABLE` discovery).
+/// `--config FILE`, else `fenced.toml` (or `fenced-lint.toml`) from the current directory
+/// upwards, else the empty configuration (fenced tables only from `CREATE TABLE`
+/// discovery).
 fn load_config(explicit: Option<&Path>) -> anyhow::Result<Config> {
     let path = match explicit {
         Some(path) => path.to_path_buf(),
         None => {
             let cwd = std::env::current_dir().context("cannot read the current directory")?;
-            match cwd
-                .ancestors()
-                .map(|dir| dir.join(CONFIG_FILE_NAME))
-                .find(|candidate| candidate.is_file())
-            {
+            match Config::find(&cwd) {
                 Some(found) => found,
                 None => return Ok(Config::default()),
             }

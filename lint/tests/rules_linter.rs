@@ -255,16 +255,9 @@ fn tables_are_discovered_from_create_table() {
     assert_eq!(
         discovered,
         [TableSpec {
-            schema: Some("dbo".into()),
-            name: "Jobs".into(),
-            key: "JobId".into(),
-            generation: "Generation".into(),
-            owner: "LeaseOwner".into(),
-            expiry: "LeaseUntilUtc".into(),
             // Created without the epoch column: its writes need not check one.
             epoch: None,
-            epoch_table_schema: None,
-            epoch_table: "FencedEpoch".into(),
+            ..TableSpec::new("dbo.Jobs", "JobId")
         }]
     );
     let postgres = "pub const SCHEMA: &str = \"CREATE TABLE IF NOT EXISTS leases (id text, generation bigint NOT NULL DEFAULT 0, lease_owner uuid, lease_until timestamptz, PRIMARY KEY (id))\";";

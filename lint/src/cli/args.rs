@@ -28,7 +28,7 @@ pub(crate) struct Args {
     #[arg(value_name = "PATH")]
     pub(crate) paths: Vec<PathBuf>,
 
-    /// The configuration file (default: `fenced-lint.toml` found from the current directory
+    /// The configuration file (default: `fenced.toml`, or `fenced-lint.toml`, found from the current directory
     /// upwards; without one, fenced tables come only from `CREATE TABLE` statements).
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
