@@ -104,6 +104,7 @@ pub mod __private;
 pub mod backend;
 pub mod claim;
 pub mod connection;
+pub mod declaration;
 pub mod dialect;
 mod error;
 pub mod keeper;
@@ -127,6 +128,7 @@ pub use backend::{PooledClient, Postgres};
 #[cfg(feature = "sqlite")]
 pub use backend::{Sqlite, SqliteExecution, SqliteOptions};
 pub use claim::{Candidates, Comparison};
+pub use declaration::Declarations;
 pub use dialect::procedures::{MssqlProcedures, Procedure};
 pub use dialect::{
     Dialect, FencedSql, fence_predicate, publish_once_assignment, publish_once_predicate,

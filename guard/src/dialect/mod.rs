@@ -373,6 +373,19 @@ pub fn create_schema(dialect: Dialect, table: &FencedTable) -> String {
     d.create_table_if_absent(table.name(), &columns.join(", "))
 }
 
+/// Every statement [`Store::create_schema`](crate::Store::create_schema) runs, in order:
+/// the fenced table, the epoch table and its row, and the outcomes table, each creating
+/// only what is absent. For a migration file,
+/// [`Declarations::schema`](crate::Declarations::schema) writes them out.
+pub fn schema_statements(dialect: Dialect, table: &FencedTable) -> [String; 4] {
+    [
+        create_schema(dialect, table),
+        create_epoch_table(dialect, table),
+        seed_epoch(dialect, table),
+        create_operations_table(dialect, table),
+    ]
+}
+
 /// `CREATE TABLE` for the epoch table if it does not exist: `Id` (always 1) and
 /// `Epoch`.
 pub fn create_epoch_table(dialect: Dialect, table: &FencedTable) -> String {
@@ -896,13 +909,7 @@ pub(crate) struct Statements {
 impl Statements {
     pub(crate) fn render(dialect: Dialect, table: &FencedTable) -> Self {
         Statements {
-            create_schema: [
-                create_schema(dialect, table),
-                create_epoch_table(dialect, table),
-                seed_epoch(dialect, table),
-                create_operations_table(dialect, table),
-            ]
-            .join(";\n"),
+            create_schema: schema_statements(dialect, table).join(";\n"),
             provision: provision(dialect, table),
             resolve_operation: resolve_operation(dialect, table),
             resolve_operation_on_key: resolve_operation_on_key(dialect, table),
