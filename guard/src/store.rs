@@ -302,9 +302,9 @@ impl<B: Executor> Store<B> {
     /// # async fn run(store: &fenced_guard::Store<fenced_guard::Postgres>, client: &mut fenced_guard::tokio_postgres::Client, lease: &fenced_guard::Lease) -> Result<(), Box<dyn std::error::Error>> {
     /// use fenced_guard::Value;
     ///
-    /// let tx = client.transaction().await?;
+    /// let mut tx = client.transaction().await?;
     /// // The lease's row is checked and locked until `tx` ends.
-    /// let Some(fenced) = store.on(&tx)?.fence(lease).await? else {
+    /// let Some(fenced) = store.on(&mut tx)?.fence(lease).await? else {
     ///     return Ok(()); // the lease is gone: `tx` rolls back when dropped
     /// };
     /// fenced

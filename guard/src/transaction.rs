@@ -341,6 +341,30 @@ impl<B: InTransaction> Store<B> {
     /// # Ok(()) }
     /// ```
     ///
+    /// A tokio-postgres transaction is taken by `&mut`, so that nothing can send
+    /// `COMMIT` through it around the `Fenced` (`store.on(&mut tx)`):
+    ///
+    /// ```compile_fail
+    /// # #[cfg(not(feature = "postgres"))] compile_error!("needs the postgres feature");
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn run(store: &fenced_guard::Store<fenced_guard::Postgres>, client: &mut fenced_guard::tokio_postgres::Client, lease: &fenced_guard::Lease) -> fenced_guard::Result<()> {
+    /// let tx = client.transaction().await.unwrap();
+    /// let shared = store.on(&tx)?.fence(lease).await?; // `&mut tx`
+    /// tx.batch_execute("COMMIT").await.unwrap(); // what a shared borrow would allow
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// ```compile_fail
+    /// # #[cfg(not(feature = "postgres"))] compile_error!("needs the postgres feature");
+    /// # #[cfg(feature = "postgres")]
+    /// # async fn run(store: &fenced_guard::Store<fenced_guard::Postgres>, client: &mut fenced_guard::tokio_postgres::Client, lease: &fenced_guard::Lease) -> fenced_guard::Result<()> {
+    /// let mut tx = client.transaction().await.unwrap();
+    /// let fenced = store.on(&mut tx)?.fence(lease).await?;
+    /// tx.batch_execute("COMMIT").await.unwrap(); // `tx` is borrowed by `fenced`
+    /// drop(fenced);
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Error::NotInTransaction`] on a connection with no transaction open (nothing is

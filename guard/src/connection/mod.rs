@@ -6,7 +6,7 @@
 //!
 //! | driver | what [`Store::on`] takes |
 //! |---|---|
-//! | tokio-postgres (`postgres`) | `&Client`, `&Transaction<'_>` |
+//! | tokio-postgres (`postgres`) | `&Client`, `&Transaction<'_>`; `&mut Transaction<'_>` for a fence |
 //! | rusqlite (`sqlite`) | `&Connection`, `&Transaction<'_>` |
 //! | tiberius (`mssql`) | `&mut Client<S>` |
 //! | sqlx (`sqlx-postgres`) | `&PgPool`, `&mut PgConnection`, `&mut Transaction<'_, Postgres>` |
@@ -42,7 +42,7 @@ mod sqlx;
 #[cfg(feature = "mssql")]
 pub use mssql::TiberiusClient;
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresClient;
+pub use postgres::{PostgresClient, PostgresTransaction};
 #[cfg(feature = "sqlite")]
 pub use sqlite::RusqliteConnection;
 #[cfg(feature = "sqlx-postgres")]

@@ -34,9 +34,53 @@ impl<'a, 't> IntoExecutor for &'a Transaction<'t> {
     }
 }
 
-/// A tokio-postgres `Transaction` is open for as long as it is borrowed: committing it
-/// takes it by value.
-impl InTransaction for PostgresClient<'_, Transaction<'_>> {}
+impl<'a, 't> IntoExecutor for &'a mut Transaction<'t> {
+    type Executor = PostgresTransaction<'a, 't>;
+
+    fn into_executor(self) -> Self::Executor {
+        PostgresTransaction(PostgresClient(self))
+    }
+}
+
+/// A caller's tokio-postgres [`Transaction`], borrowed exclusively (`store.on(&mut tx)`):
+/// the one form of it [`Store::fence`](crate::Store::fence) takes.
+///
+/// The transaction is open for as long as it is borrowed (committing it takes it by
+/// value), and nothing else can send on it meanwhile: with a shared borrow, the caller
+/// could send `COMMIT` through the transaction around the `Fenced`, ending the lock
+/// while the `Fenced` still stood for it.
+#[cfg(feature = "postgres")]
+pub struct PostgresTransaction<'a, 't>(PostgresClient<'a, Transaction<'t>>);
+
+impl std::fmt::Debug for PostgresTransaction<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresTransaction").finish_non_exhaustive()
+    }
+}
+
+impl InTransaction for PostgresTransaction<'_, '_> {}
+
+impl Executor for PostgresTransaction<'_, '_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        self.0.execute(sql, params).await
+    }
+
+    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        self.0.query_row(sql, params).await
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        self.0.query_rows(sql, params).await
+    }
+
+    async fn execute_batch(&self, sql: &str) -> Result<()> {
+        self.0.execute_batch(sql).await
+    }
+}
 
 impl<C: GenericClient + Sync> Executor for PostgresClient<'_, C> {
     fn dialect(&self) -> Dialect {

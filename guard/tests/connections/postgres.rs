@@ -34,20 +34,20 @@ async fn the_protocol_on_a_client_and_its_transactions() {
 
     let lease = protocol(&own.on(&client).unwrap(), &key, true).await;
 
-    let tx = client.transaction().await.unwrap();
-    assert!(fenced_lines(&schema, own.on(&tx).unwrap(), &lease, "line 0").await);
+    let mut tx = client.transaction().await.unwrap();
+    assert!(fenced_lines(&schema, own.on(&mut tx).unwrap(), &lease, "line 0").await);
     tx.commit().await.unwrap();
     assert_eq!(lines(&schema, &own, &key).await, 1);
 
     // The caller's transaction rolled back: nothing of its fenced statements stays.
-    let tx = client.transaction().await.unwrap();
-    assert!(fenced_lines(&schema, own.on(&tx).unwrap(), &lease, "line 1").await);
+    let mut tx = client.transaction().await.unwrap();
+    assert!(fenced_lines(&schema, own.on(&mut tx).unwrap(), &lease, "line 1").await);
     tx.rollback().await.unwrap();
     assert_eq!(lines(&schema, &own, &key).await, 1);
 
     stale_is_refused(&own.on(&client).unwrap(), &key, &lease).await;
-    let tx = client.transaction().await.unwrap();
-    assert!(!fenced_lines(&schema, own.on(&tx).unwrap(), &lease, "line 2").await);
+    let mut tx = client.transaction().await.unwrap();
+    assert!(!fenced_lines(&schema, own.on(&mut tx).unwrap(), &lease, "line 2").await);
     tx.commit().await.unwrap();
     assert_eq!(lines(&schema, &own, &key).await, 1);
     schema.teardown().await;
@@ -92,7 +92,7 @@ async fn a_snapshot_older_than_an_epoch_advance_cannot_fence() {
 
     for (statement, control) in [(None, false), (Some(old_lock), true)] {
         let a = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
-        let tx = client
+        let mut tx = client
             .build_transaction()
             .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
             .start()
@@ -102,7 +102,7 @@ async fn a_snapshot_older_than_an_epoch_advance_cannot_fence() {
         tx.query_one("SELECT 1", &[]).await.unwrap();
         own.advance_epoch().await.unwrap();
         let passed = match statement {
-            None => match own.on(&tx).unwrap().fence(&a).await {
+            None => match own.on(&mut tx).unwrap().fence(&a).await {
                 Ok(fenced) => fenced.is_some(),
                 Err(error) => {
                     assert_eq!(error.database_code().as_deref(), Some("40001"), "{error}");
