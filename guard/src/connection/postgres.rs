@@ -54,7 +54,8 @@ pub struct PostgresTransaction<'a, 't>(PostgresClient<'a, Transaction<'t>>);
 
 impl std::fmt::Debug for PostgresTransaction<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresTransaction").finish_non_exhaustive()
+        f.debug_struct("PostgresTransaction")
+            .finish_non_exhaustive()
     }
 }
 
