@@ -432,3 +432,10 @@ pub async fn execute_other<E: Executor>(
     let sql = write.for_dialect(store.dialect())?;
     fenced.execute(sql, &params).await
 }
+
+/// Why a statement would be refused inside a fenced transaction whose protected tables
+/// are `protected` (see `Fenced::execute`): the macro runs the same reading at compile
+/// time on each dialect's rendering.
+pub fn refusal(dialect: Dialect, sql: &str, protected: &[&QualifiedName]) -> Option<String> {
+    dialect::screen::refusal(dialect, sql, protected)
+}

@@ -8,7 +8,7 @@ use crate::statement::Dialect;
 /// The options, in the order the documentation lists them.
 const OPTIONS: &str = "`table`, `sql`, `store`, `lease`, `publish_once`, `trait_impl`, \
                        `dialect`, `key`, `generation`, `owner`, `expiry`, `published`, `epoch`, \
-                       `crate`";
+                       `declarations`, `crate`";
 
 /// A column name as given, or the article's default.
 #[derive(Debug)]
@@ -45,6 +45,9 @@ pub(crate) struct Args {
     pub(crate) expiry: Name,
     pub(crate) published: Name,
     pub(crate) epoch: Name,
+    /// The declaration file, relative to the crate's manifest directory, instead of
+    /// the nearest `fenced.toml`.
+    pub(crate) declarations: Option<LitStr>,
     pub(crate) krate: Option<Path>,
 }
 
@@ -64,6 +67,7 @@ impl Default for Args {
             expiry: Name::default("LeaseUntilUtc"),
             published: Name::default("PublishedGeneration"),
             epoch: Name::default("LeaseEpoch"),
+            declarations: None,
             krate: None,
         }
     }
@@ -167,6 +171,10 @@ impl Args {
                 "published = \"PublishedGeneration\"",
             ),
             "epoch" => column(&mut self.epoch, &meta, "epoch = \"LeaseEpoch\""),
+            "declarations" => {
+                let lit = string(&meta, "declarations = \"../fenced.toml\"")?;
+                once(&mut self.declarations, &meta, lit)
+            }
             "crate" => {
                 let lit = string(&meta, "crate = \"fenced_guard\"")?;
                 let path: Path = lit.parse()?;

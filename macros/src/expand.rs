@@ -11,21 +11,37 @@ use syn::spanned::Spanned;
 
 use crate::args::{self, Args, Name};
 use crate::companion::{companion, fallback};
+use crate::declaration;
 use crate::literal::sql_error;
 use crate::signature::{self, Method};
 use crate::statement::{self, Declared};
 use crate::transaction;
 
 /// Expands `#[fenced_write(args)] method`.
-pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
+pub(crate) fn expand(mut args: Args, method: Method) -> TokenStream {
     let mut errors = Vec::new();
+    let found = declaration::load(args.declarations.as_ref()).unwrap_or_else(|error| {
+        errors.push(error);
+        None
+    });
+    if let Some(found) = &found {
+        errors.extend(declaration::apply(&mut args, found));
+    }
+    let tracking = found.as_ref().map(declaration::Found::tracking);
     signature::shape(&method, &mut errors);
     let fenced = transaction::fenced_param(&method.sig, &mut errors);
     if let (Some(table), Some(sql)) = (&args.table, &args.sql)
         && args::table_problem(&table.value()).is_none()
         && let Some((target, _)) = transaction::other_table(&sql.value(), &table.value())
     {
-        return transaction::expand_other(&args, &method, fenced.as_ref(), table, &target, errors);
+        return transaction::expand_other(
+            &args,
+            &method,
+            fenced.as_ref(),
+            (table, &target),
+            found.as_ref(),
+            errors,
+        );
     }
     let roles = match &fenced {
         Some(fenced) => transaction::roles(&method.sig, fenced, &args, &mut errors),
@@ -239,6 +255,7 @@ pub(crate) fn expand(args: Args, method: Method) -> TokenStream {
         #(#attrs)*
         #vis #sig {
             #probe
+            #tracking
             static FENCED_WRITE: #krate::__private::FencedWrite = #spec;
             #call
             .await

@@ -11,12 +11,14 @@
 
 mod args;
 mod companion;
+mod declaration;
 #[cfg(test)]
 mod differential;
 mod expand;
 mod literal;
 mod signature;
 mod statement;
+mod table;
 mod transaction;
 
 use proc_macro::TokenStream;
@@ -334,4 +336,29 @@ fn fallback(error: syn::Error, item: TokenStream) -> TokenStream {
         Err(_) => out.extend(proc_macro2::TokenStream::from(item)),
     }
     out.into()
+}
+
+/// The fenced table declared in the application's `fenced.toml`, as a
+/// `fenced::Result<fenced::FencedTable>`.
+///
+/// The table is read and checked when the crate compiles (a name the guard refuses, or a
+/// table the file does not declare, is a compile error) and built at run time by the
+/// same builder calls, so the running service, its `#[fenced_write]` methods and
+/// `fenced-lint` read one declaration. The file is the nearest `fenced.toml` (or
+/// `fenced-lint.toml`) in the crate's directory or a parent of it; `declarations =
+/// "path"` names another, relative to the crate's directory. The crate is compiled again
+/// when the file changes.
+///
+/// ```ignore
+/// let store = fenced::Store::new(backend, fenced::table!("jobs")?);
+/// let store = fenced::Store::new(backend, fenced::table!("jobs", declarations = "db/fenced.toml")?);
+/// ```
+///
+/// `crate = "fenced_guard"` names the guard's crate where `fenced` is not a dependency.
+#[proc_macro]
+pub fn table(input: TokenStream) -> TokenStream {
+    match syn::parse::<table::TableArgs>(input).and_then(table::expand) {
+        Ok(tokens) => tokens.into(),
+        Err(error) => error.to_compile_error().into(),
+    }
 }

@@ -12,6 +12,7 @@ use quote::quote;
 use syn::ext::IdentExt;
 use syn::{FnArg, Ident, LitStr, Pat, Signature, Type};
 
+use fenced_guard::QualifiedName;
 use fenced_guard::dialect::lex;
 use fenced_lint::sql::StatementKind;
 use fenced_lint::sql::lexer::{self, Token, TokenKind};
@@ -19,6 +20,7 @@ use fenced_lint::sql::parse_update;
 
 use crate::args::{self, Args};
 use crate::companion;
+use crate::declaration;
 use crate::literal;
 use crate::signature::{self, Method, Roles, StoreSource, ValueParam};
 use crate::statement::{self, Dialect, Problem};
@@ -377,13 +379,20 @@ pub(crate) fn expand_other(
     args: &Args,
     method: &Method,
     fenced: Option<&FencedParam>,
-    table: &LitStr,
-    target: &str,
+    (table, target): (&LitStr, &str),
+    found: Option<&declaration::Found>,
     mut errors: Vec<syn::Error>,
 ) -> TokenStream {
     let sig = &method.sig;
     let method_name = sig.ident.to_string();
     let declared = table.value();
+    if let Some(why) = declaration::protected(found, &declared, &statement::plain_name(target)) {
+        errors.push(syn::Error::new(
+            Span::call_site(),
+            format!("`{method_name}` writes {why}"),
+        ));
+    }
+    let tracking = found.map(declaration::Found::tracking);
     let Some(lit) = &args.sql else {
         return TokenStream::new();
     };
@@ -434,6 +443,29 @@ pub(crate) fn expand_other(
             None
         }
     };
+    if let Some(checked) = &checked
+        && errors.is_empty()
+    {
+        // What `Fenced` refuses at run time, refused now: the same reading of each
+        // database's text, with every table the declaration protects.
+        let protected = declaration::protected_names(found, &declared);
+        let protected: Vec<&QualifiedName> = protected.iter().collect();
+        for (dialect, text) in Dialect::ALL.iter().zip(&checked.sql) {
+            let Some(text) = text else { continue };
+            if let Some(reason) =
+                fenced_guard::__private::refusal(dialect.guard(), text, &protected)
+            {
+                errors.push(syn::Error::new_spanned(
+                    lit,
+                    format!(
+                        "`{method_name}` would be refused in a fenced transaction on {}: {reason}",
+                        dialect.guard()
+                    ),
+                ));
+                break;
+            }
+        }
+    }
     if fenced.is_some() {
         for i in unused {
             let ident = &roles.values[i].ident.unraw();
@@ -486,6 +518,7 @@ pub(crate) fn expand_other(
     quote! {
         #(#attrs)*
         #vis #stripped {
+            #tracking
             static TRANSACTION_WRITE: #krate::__private::TransactionWrite = #spec;
             #krate::__private::execute_other(
                 #fenced,
