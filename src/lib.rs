@@ -16,6 +16,14 @@
 //! The third part, `fenced-lint`, is a command-line tool for CI: it finds writes that
 //! bypass the fence in `.sql` files and in SQL inside Rust code.
 //!
+//! # One declaration of the fenced tables
+//!
+//! The application's `fenced.toml` names each fenced table and its columns once
+//! ([`declaration`]). `#[fenced_write(table = "jobs")]` takes the columns from it at
+//! compile time, [`table!`]`("jobs")` builds the [`FencedTable`], `fenced-lint` checks
+//! SQL against it, and `fenced schema --dialect postgres` (feature `cli`) prints the
+//! DDL for a migration file ([`Declarations::schema`]).
+//!
 //! # Features
 //!
 //! No database is on by default: a service names the ones it uses, and builds no other
@@ -33,6 +41,7 @@
 //! | `mssql` | [`Mssql`], tiberius over TCP with rustls; the service's tiberius clients ([`connection::TiberiusClient`]) |
 //! | `sqlx-postgres` | the protocol on the service's sqlx `PgPool`, connections and transactions ([`connection::SqlxPgPool`], [`connection::SqlxPgConnection`]) |
 //! | `sqlx-sqlite` | the same on sqlx's SQLite ([`connection::SqlxSqlitePool`], [`connection::SqlxSqliteConnection`]) |
+//! | `cli` | the `fenced` command, `fenced schema` (no driver): `cargo install fenced --features cli` |
 //!
 //! # A service on sqlx
 //!
