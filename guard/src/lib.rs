@@ -71,7 +71,9 @@
 //!
 //! # Parts
 //!
-//! - [`FencedTable`]: the table's name and columns, validated and quoted per dialect.
+//! - [`FencedTable`]: the table's name and columns, validated and quoted per dialect;
+//!   [`declaration`]: tables read from the application's `fenced.toml`, the file the
+//!   lint and `#[fenced_write]` read, and their DDL for migrations.
 //! - [`Store`]: the protocol (provision, acquire, renew, update, publish, release) over
 //!   any [`Executor`], and [`Store::inspect`] to read a lease's state; [`Store::on`] runs
 //!   it on the caller's own connections ([`connection`]).

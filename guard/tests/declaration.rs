@@ -95,8 +95,8 @@ fn an_undeclared_or_unusable_table_is_a_clear_error() {
         matches!(&bad, Error::Config(m) if m.contains("key_type")),
         "{bad}"
     );
-    let file = Declarations::load(std::path::Path::new("/nonexistent/fenced.toml"))
-        .expect_err("no file");
+    let file =
+        Declarations::load(std::path::Path::new("/nonexistent/fenced.toml")).expect_err("no file");
     assert!(
         matches!(&file, Error::Config(m) if m.contains("/nonexistent/fenced.toml")),
         "{file}"
@@ -110,8 +110,14 @@ fn tables_sharing_protocol_tables_create_them_once() {
     )
     .expect("declaration");
     let schema = two.schema(Dialect::Postgres).expect("schema");
-    assert_eq!(schema.matches("CREATE TABLE IF NOT EXISTS \"a\"").count(), 1);
-    assert_eq!(schema.matches("CREATE TABLE IF NOT EXISTS \"b\"").count(), 1);
+    assert_eq!(
+        schema.matches("CREATE TABLE IF NOT EXISTS \"a\"").count(),
+        1
+    );
+    assert_eq!(
+        schema.matches("CREATE TABLE IF NOT EXISTS \"b\"").count(),
+        1
+    );
     assert_eq!(
         schema
             .matches("CREATE TABLE IF NOT EXISTS \"FencedEpoch\"")
@@ -131,7 +137,10 @@ where
 {
     let declarations = declaration(schema);
     let ddl = declarations.schema(dialect).expect("schema");
-    backend.execute_batch(&ddl).await.expect("the printed schema runs");
+    backend
+        .execute_batch(&ddl)
+        .await
+        .expect("the printed schema runs");
     // Twice: a migration run again changes nothing.
     backend.execute_batch(&ddl).await.expect("and runs again");
     let store = fenced_guard::Store::new(backend.clone(), declarations.table("jobs").unwrap());
@@ -142,7 +151,10 @@ where
         .expect("acquire")
         .expect("free");
     let outcome = store
-        .update(&lease, &[("payload", "done".into()), ("attempts", 1i64.into())])
+        .update(
+            &lease,
+            &[("payload", "done".into()), ("attempts", 1i64.into())],
+        )
         .await
         .expect("update");
     assert!(outcome.is_applied(), "{outcome:?}");
