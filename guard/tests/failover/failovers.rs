@@ -141,6 +141,8 @@ pub async fn run(stamp: bool, failovers: usize, seed: u64) -> Option<Run> {
         wire: 0.0,
         // Fenced transactions too; the promotions, not an advancer, end the epochs.
         transactions: 0.3,
+        caller_connections: 0.0,
+        autocommit_attempts: 0.0,
         advance_every: None,
     };
     let gate = Arc::new(Gate::default());
@@ -172,6 +174,7 @@ pub async fn run(stamp: bool, failovers: usize, seed: u64) -> Option<Run> {
         faults: recorded.faults,
         failovers: failovers.len(),
         transactions: recorded.transactions,
+        caller: recorded.caller,
         verdict: &verdict,
     }
     .emit();

@@ -10,6 +10,7 @@
 //! client's record with that trace.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -42,6 +43,54 @@ pub fn job_table_builder(name: &str) -> FencedTableBuilder {
         .column("WriterGeneration", ColumnType::BigInt)
         .column("WriteId", ColumnType::BigInt)
         .column("WriteKind", ColumnType::Text)
+}
+
+/// A fenced transaction on a connection of the application's own, beside the guard's
+/// pool: the path an existing service uses ([`fenced_guard::Store::on`],
+/// [`fenced_guard::Store::fence`]).
+pub trait Caller<B>: Send {
+    /// One update of `columns` through a fenced transaction the caller opens on this
+    /// connection. With `autocommit_first`, a fence is first asked for with no
+    /// transaction open, which must be refused; what it got is in the result.
+    fn fenced_update<'a>(
+        &'a mut self,
+        store: &'a Store<B>,
+        lease: &'a Lease,
+        columns: &'a [(&'static str, Value)],
+        autocommit_first: bool,
+    ) -> CallerFuture<'a>;
+
+    /// Whether a fence can even be asked for outside a transaction on this connection
+    /// (on a tokio-postgres client it does not compile).
+    fn can_try_autocommit(&self) -> bool;
+}
+
+/// What [`Caller::fenced_update`] returns.
+pub type CallerFuture<'a> =
+    Pin<Box<dyn Future<Output = fenced_guard::Result<CallerOutcome>> + Send + 'a>>;
+
+/// The update's outcome, and what a fence asked for in autocommit got.
+#[derive(Clone, Copy, Debug)]
+pub struct CallerOutcome {
+    pub outcome: Outcome,
+    /// `Some(true)`: asked for in autocommit and refused; `Some(false)`: granted, which
+    /// must never happen; `None`: not asked for.
+    pub autocommit_refused: Option<bool>,
+}
+
+/// What the caller-connection updates of a run did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CallerCounts {
+    /// Workers that had a connection of their own.
+    pub connections: u64,
+    /// Of those, the ones on which a fence can be asked for outside a transaction.
+    pub autocommit_capable: u64,
+    /// Updates committed through a fenced transaction on a caller's connection.
+    pub committed: u64,
+    /// Fences asked for with no transaction open, and refused.
+    pub autocommit_refused: u64,
+    /// Fences asked for with no transaction open, and granted: a defect.
+    pub autocommit_granted: u64,
 }
 
 /// What a worker's writes carry.
@@ -193,6 +242,12 @@ pub trait Bench: Send + Sync + 'static {
     /// them, if faults on the wire can be injected.
     fn worker(&self) -> impl Future<Output = (Store<Self::Backend>, Option<Proxy>)> + Send;
 
+    /// A connection of the application's own for one worker, if the bench has one.
+    /// Default: none.
+    fn caller(&self) -> impl Future<Output = Option<Box<dyn Caller<Self::Backend>>>> + Send {
+        async { None }
+    }
+
     /// Readies a worker's store before the run's clock starts. Default: nothing.
     fn warm(&self, store: &Store<Self::Backend>) -> impl Future<Output = ()> + Send {
         let _ = store;
@@ -225,6 +280,12 @@ pub struct Settings {
     /// Per update of a fenced run, the chance that it goes through a fenced transaction
     /// ([`Store::transaction`]) instead of one fenced statement.
     pub transactions: f64,
+    /// Per update of a fenced run, the chance that it goes through a fenced transaction
+    /// on the worker's own connection ([`Bench::caller`]), where the bench has one.
+    pub caller_connections: f64,
+    /// Per such update, the chance that the worker first asks for a fence with no
+    /// transaction open.
+    pub autocommit_attempts: f64,
     /// How often an advancer, beside the workers, advances the recovery epoch; `None`:
     /// never.
     pub advance_every: Option<Duration>,
@@ -237,6 +298,7 @@ pub struct Recorded {
     pub faults: Faults,
     /// Updates committed through a fenced transaction.
     pub transactions: u64,
+    pub caller: CallerCounts,
 }
 
 /// Longest any single call may take before it is recorded as failed.
@@ -249,6 +311,7 @@ struct Recorder {
     pauses: AtomicU64,
     delays: AtomicU64,
     transactions: AtomicU64,
+    caller: Mutex<CallerCounts>,
 }
 
 impl Recorder {
@@ -293,6 +356,7 @@ pub async fn run_gated<T: Bench>(
         pauses: AtomicU64::new(0),
         delays: AtomicU64::new(0),
         transactions: AtomicU64::new(0),
+        caller: Mutex::new(CallerCounts::default()),
     });
     // Every worker is connected (and, where the bench warms its connections, warm)
     // before the run's clock starts.
@@ -300,7 +364,19 @@ pub async fn run_gated<T: Bench>(
     for _ in 0..settings.workers {
         let (store, proxy) = bench.worker().await;
         bench.warm(&store).await;
-        workers.push((store, proxy));
+        let caller = if settings.mode == Mode::Fenced && settings.caller_connections > 0.0 {
+            bench.caller().await
+        } else {
+            None
+        };
+        workers.push((store, proxy, caller));
+    }
+    for (_, _, caller) in &workers {
+        if let Some(caller) = caller {
+            let mut counts = recorder.caller.lock().unwrap();
+            counts.connections += 1;
+            counts.autocommit_capable += u64::from(caller.can_try_autocommit());
+        }
     }
     let deadline = Instant::now() + settings.duration;
     let advancer = settings.advance_every.map(|every| {
@@ -308,7 +384,7 @@ pub async fn run_gated<T: Bench>(
         tokio::spawn(advance_until(store, recorder, every, deadline))
     });
     let mut tasks = Vec::new();
-    for (index, (store, proxy)) in workers.into_iter().enumerate() {
+    for (index, (store, proxy, caller)) in workers.into_iter().enumerate() {
         let recorder = Arc::clone(&recorder);
         let settings = *settings;
         let gate = gate.clone();
@@ -317,6 +393,7 @@ pub async fn run_gated<T: Bench>(
                 index,
                 store,
                 proxy,
+                caller,
                 gate,
                 recorder,
                 settings,
@@ -348,6 +425,7 @@ pub async fn run_gated<T: Bench>(
         calls,
         faults,
         transactions: recorder.transactions.load(Ordering::SeqCst),
+        caller: *recorder.caller.lock().unwrap(),
     }
 }
 
@@ -388,6 +466,8 @@ struct Worker<B: Backend + Clone + fenced_guard::Lend> {
     index: usize,
     store: Store<B>,
     proxy: Option<Proxy>,
+    /// The worker's own connection, where the bench has one.
+    caller: Option<Box<dyn Caller<B>>>,
     gate: Option<Arc<Gate>>,
     recorder: Arc<Recorder>,
     settings: Settings,
@@ -685,6 +765,14 @@ impl<B: Backend + Clone + fenced_guard::Lend> Worker<B> {
         let in_transaction = op == Op::Update
             && mode == Mode::Fenced
             && self.rng.random_bool(self.settings.transactions);
+        // On the worker's own connection, taken for the call and put back after.
+        let mut caller = (op == Op::Update
+            && mode == Mode::Fenced
+            && self.rng.random_bool(self.settings.caller_connections))
+        .then(|| self.caller.take())
+        .flatten();
+        let autocommit_first = caller.as_ref().is_some_and(|c| c.can_try_autocommit())
+            && self.rng.random_bool(self.settings.autocommit_attempts);
         let timeout = 4 * self.settings.ttl;
         let recorder = Arc::clone(&self.recorder);
         let result = self
@@ -706,7 +794,21 @@ impl<B: Backend + Clone + fenced_guard::Lend> Worker<B> {
                         if let Some(operation) = operation {
                             return recorded(&store, op, lease, operation, &columns).await;
                         }
-                        if in_transaction {
+                        if let Some(caller) = caller.as_mut() {
+                            let seen = caller
+                                .fenced_update(&store, lease, &columns, autocommit_first)
+                                .await?;
+                            let mut counts = recorder.caller.lock().unwrap();
+                            match seen.autocommit_refused {
+                                Some(true) => counts.autocommit_refused += 1,
+                                Some(false) => counts.autocommit_granted += 1,
+                                None => {}
+                            }
+                            if seen.outcome.is_applied() {
+                                counts.committed += 1;
+                            }
+                            seen.outcome
+                        } else if in_transaction {
                             let outcome =
                                 in_fenced_transaction(&store, lease, timeout, &columns).await?;
                             if outcome.is_applied() {
@@ -729,6 +831,9 @@ impl<B: Backend + Clone + fenced_guard::Lend> Worker<B> {
             })
             .await;
         let end_us = self.recorder.micros();
+        if caller.is_some() {
+            self.caller = caller;
+        }
         let seen = match result {
             Some(Ok(seen)) => seen,
             _ => Seen::Failed,

@@ -12,12 +12,16 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use fenced_guard::{
-    Candidates, Dialect, Executor, FencedTable, Lease, Mssql, MssqlOptions, Store, Value,
+    Candidates, Dialect, Error, Executor, FencedTable, Lease, Mssql, MssqlOptions, Outcome, Store,
+    Value,
 };
-use tokio_util::compat::TokioAsyncWriteCompatExt;
+use tokio::net::TcpStream;
+use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 use uuid::Uuid;
 
-use crate::history::{Bench, Mode, Op, TraceEntry, columns, job_table, write};
+use crate::history::{
+    Bench, Caller, CallerFuture, CallerOutcome, Mode, Op, TraceEntry, columns, job_table, write,
+};
 use crate::proxy::{Protocol, Proxy};
 use crate::support::Place;
 use crate::support::mssql::{TestSchema, connect, is_babelfish};
@@ -233,8 +237,89 @@ fn quoted(name: &str) -> String {
         .quoted(Dialect::Mssql)
 }
 
+/// A worker's own tiberius client, as a service keeps one: tiberius has no transaction
+/// type, so the service begins one with `BEGIN TRANSACTION`, and a fence asked for
+/// without it is refused by the statement itself (`@@TRANCOUNT`).
+struct OwnClient(tiberius::Client<Compat<TcpStream>>);
+
+impl OwnClient {
+    async fn batch(&mut self, sql: &str) -> fenced_guard::Result<()> {
+        self.0
+            .simple_query(sql)
+            .await
+            .map_err(Error::Mssql)?
+            .into_results()
+            .await
+            .map_err(Error::Mssql)?;
+        Ok(())
+    }
+}
+
+impl Caller<Mssql> for OwnClient {
+    fn fenced_update<'a>(
+        &'a mut self,
+        store: &'a Store<Mssql>,
+        lease: &'a Lease,
+        columns: &'a [(&'static str, Value)],
+        autocommit_first: bool,
+    ) -> CallerFuture<'a> {
+        Box::pin(async move {
+            let autocommit_refused = if autocommit_first {
+                match store.on(&mut self.0)?.fence(lease).await {
+                    Err(Error::NotInTransaction(_)) => Some(true),
+                    Ok(Some(_)) => Some(false),
+                    Ok(None) => None,
+                    Err(other) => return Err(other),
+                }
+            } else {
+                None
+            };
+            self.batch("BEGIN TRANSACTION").await?;
+            let outcome = async {
+                match store.on(&mut self.0)?.fence(lease).await? {
+                    Some(fenced) => fenced.store().update(lease, columns).await,
+                    None => Ok(Outcome::Refused),
+                }
+            }
+            .await;
+            let end = if matches!(outcome, Ok(Outcome::Applied)) {
+                "COMMIT TRANSACTION"
+            } else {
+                "IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION"
+            };
+            self.batch(end).await?;
+            Ok(CallerOutcome {
+                outcome: outcome?,
+                autocommit_refused,
+            })
+        })
+    }
+
+    fn can_try_autocommit(&self) -> bool {
+        true
+    }
+}
+
 impl Bench for MssqlBench {
     type Backend = Mssql;
+
+    async fn caller(&self) -> Option<Box<dyn Caller<Mssql>>> {
+        let config = tiberius::Config::from_ado_string(self.schema.url())
+            .expect("a valid connection string");
+        let tcp = TcpStream::connect(config.get_addr())
+            .await
+            .expect("connect");
+        tcp.set_nodelay(true).expect("nodelay");
+        let client = Box::pin(tiberius::Client::connect(config, tcp.compat_write()))
+            .await
+            .expect("log in");
+        let mut own = OwnClient(client);
+        // Babelfish's parser caches are per connection: warm this one as the pool's.
+        own.batch(crate::support::mssql::WARM_UP)
+            .await
+            .expect("warm the connection");
+        Some(Box::new(own))
+    }
 
     fn name(&self) -> &'static str {
         if self.babelfish {

@@ -4,11 +4,11 @@
 
 use std::net::SocketAddr;
 
-use fenced_guard::{Dialect, Executor, FencedTable, Postgres, Store};
+use fenced_guard::{Dialect, Error, Executor, FencedTable, Lease, Outcome, Postgres, Store, Value};
 use tokio_postgres::NoTls;
 use tokio_postgres::config::{Host, SslMode};
 
-use crate::history::{Bench, TraceEntry, job_table};
+use crate::history::{Bench, Caller, CallerFuture, CallerOutcome, TraceEntry, job_table};
 use crate::proxy::Proxy;
 use crate::support::Place;
 use crate::support::postgres::{TestSchema, url};
@@ -83,8 +83,52 @@ impl PgBench {
     }
 }
 
+/// A worker's own tokio-postgres client, as a service keeps one. A fence on it outside
+/// a transaction does not compile (`store.on(&client)` is no `InTransaction`), so it
+/// never asks for one in autocommit.
+struct OwnClient(tokio_postgres::Client);
+
+impl Caller<Postgres> for OwnClient {
+    fn fenced_update<'a>(
+        &'a mut self,
+        store: &'a Store<Postgres>,
+        lease: &'a Lease,
+        columns: &'a [(&'static str, Value)],
+        _autocommit_first: bool,
+    ) -> CallerFuture<'a> {
+        Box::pin(async move {
+            let mut tx = self.0.transaction().await.map_err(Error::Postgres)?;
+            let outcome = match store.on(&mut tx)?.fence(lease).await? {
+                Some(fenced) => fenced.store().update(lease, columns).await?,
+                None => Outcome::Refused,
+            };
+            if outcome.is_applied() {
+                tx.commit().await.map_err(Error::Postgres)?;
+            } else {
+                tx.rollback().await.map_err(Error::Postgres)?;
+            }
+            Ok(CallerOutcome {
+                outcome,
+                autocommit_refused: None,
+            })
+        })
+    }
+
+    fn can_try_autocommit(&self) -> bool {
+        false
+    }
+}
+
 impl Bench for PgBench {
     type Backend = Postgres;
+
+    async fn caller(&self) -> Option<Box<dyn Caller<Postgres>>> {
+        let (client, connection) = tokio_postgres::connect(&url(), NoTls)
+            .await
+            .expect("connect to postgresql");
+        tokio::spawn(connection);
+        Some(Box::new(OwnClient(client)))
+    }
 
     fn name(&self) -> &'static str {
         "postgresql"

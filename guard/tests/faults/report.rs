@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::checker::Verdict;
-use crate::history::{Faults, Mode};
+use crate::history::{CallerCounts, Faults, Mode};
 
 /// Everything one run reports.
 #[derive(Debug)]
@@ -24,6 +24,8 @@ pub struct Report<'a> {
     pub failovers: usize,
     /// Updates committed through a fenced transaction.
     pub transactions: u64,
+    /// The fenced transactions on the workers' own connections.
+    pub caller: CallerCounts,
     pub verdict: &'a Verdict,
 }
 
@@ -118,6 +120,16 @@ impl Report<'_> {
             "  fenced transactions committed {}, epoch advances {}",
             self.transactions, c.advances
         );
+        if self.caller.connections > 0 {
+            println!(
+                "  on the workers' own connections ({}): fenced transactions committed {}, \
+                 fences asked for in autocommit refused {} / granted {}",
+                self.caller.connections,
+                self.caller.committed,
+                self.caller.autocommit_refused,
+                self.caller.autocommit_granted
+            );
+        }
         if self.failovers > 0 {
             println!(
                 "  failovers {} (calls in effect lost with an old primary {})",

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::checker::{Verdict, check};
-use crate::history::{Bench, Mode, Recorded, Settings, run};
+use crate::history::{Bench, CallerCounts, Mode, Recorded, Settings, run};
 use crate::report::Report;
 
 /// The lease ttl of the workload: short, so that pauses past it are cheap.
@@ -57,6 +57,8 @@ fn settings(mode: Mode, seed: u64, duration: Duration) -> Settings {
         pause: 0.15,
         wire: 0.08,
         transactions: 0.3,
+        caller_connections: 0.25,
+        autocommit_attempts: 0.3,
         advance_every: Some(Duration::from_millis(350)),
     }
 }
@@ -95,6 +97,7 @@ fn report<'a, T: Bench>(
         faults: recorded.faults,
         failovers: 0,
         transactions: recorded.transactions,
+        caller: recorded.caller,
         verdict,
     }
 }
@@ -125,6 +128,11 @@ where
             verdict.violations
         );
         assert_eq!(verdict.counts.stale_accepted, 0, "seed {}", settings.seed);
+        assert_eq!(
+            recorded.caller.autocommit_granted, 0,
+            "a fence was granted with no transaction open (seed {})",
+            settings.seed
+        );
         coverage.add(&recorded, &verdict);
         if coverage.complete(wire) {
             return;
@@ -146,6 +154,7 @@ struct Coverage {
     resolutions: u64,
     transactions: u64,
     advances: u64,
+    caller: CallerCounts,
 }
 
 impl Coverage {
@@ -160,6 +169,10 @@ impl Coverage {
         self.resolutions += verdict.counts.resolutions;
         self.transactions += recorded.transactions;
         self.advances += verdict.counts.advances;
+        self.caller.connections += recorded.caller.connections;
+        self.caller.autocommit_capable += recorded.caller.autocommit_capable;
+        self.caller.committed += recorded.caller.committed;
+        self.caller.autocommit_refused += recorded.caller.autocommit_refused;
     }
 
     fn complete(&self, wire: bool) -> bool {
@@ -168,7 +181,9 @@ impl Coverage {
             && self.pauses > 0
             && self.stale_refused > 0
             && self.transactions > 0
-            && self.advances > 0;
+            && self.advances > 0
+            && (self.caller.connections == 0 || self.caller.committed > 0)
+            && (self.caller.autocommit_capable == 0 || self.caller.autocommit_refused > 0);
         let cuts = self.cuts_before_execute > 0
             && self.cuts_after_commit > 0
             && self.writes_failed > 0

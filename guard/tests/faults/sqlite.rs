@@ -1,9 +1,16 @@
 //! SQLite for the fault tests: one database file per run in a temporary directory, each
 //! worker with its own connection. There is no wire to cut: the faults are pauses.
 
-use fenced_guard::{Dialect, Executor, FencedTable, Sqlite, SqliteOptions, Store};
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
-use crate::history::{Bench, TraceEntry, job_table};
+use fenced_guard::{
+    Dialect, Error, Executor, FencedTable, Lease, Outcome, Sqlite, SqliteOptions, Store, Value,
+};
+
+use crate::history::{Bench, Caller, CallerFuture, CallerOutcome, TraceEntry, job_table};
 use crate::proxy::Proxy;
 use crate::support::sqlite::TempDatabase;
 
@@ -26,8 +33,86 @@ impl SqliteBench {
     }
 }
 
+/// A worker's own rusqlite connection to the run's file, as a service keeps one.
+struct OwnConnection(rusqlite::Connection);
+
+/// A statement on a rusqlite connection completes when first polled.
+fn now<F: Future>(future: F) -> F::Output {
+    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => unreachable!("a rusqlite statement is synchronous"),
+    }
+}
+
+impl OwnConnection {
+    /// The whole fenced transaction, synchronously: no await holds the connection.
+    fn update(
+        &self,
+        store: &Store<Sqlite>,
+        lease: &Lease,
+        columns: &[(&'static str, Value)],
+        autocommit_first: bool,
+    ) -> fenced_guard::Result<CallerOutcome> {
+        let conn = &self.0;
+        let autocommit_refused = if autocommit_first {
+            match now(store.on(conn)?.fence(lease)) {
+                Err(Error::NotInTransaction(_)) => Some(true),
+                Ok(Some(_)) => Some(false),
+                // Refused for being stale, before the transaction was looked at.
+                Ok(None) => None,
+                Err(other) => return Err(other),
+            }
+        } else {
+            None
+        };
+        conn.execute_batch("BEGIN IMMEDIATE")
+            .map_err(Error::Sqlite)?;
+        let outcome = (|| {
+            let Some(fenced) = now(store.on(conn)?.fence(lease))? else {
+                return Ok(Outcome::Refused);
+            };
+            now(fenced.store().update(lease, columns))
+        })();
+        let end = if matches!(outcome, Ok(Outcome::Applied)) {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        conn.execute_batch(end).map_err(Error::Sqlite)?;
+        Ok(CallerOutcome {
+            outcome: outcome?,
+            autocommit_refused,
+        })
+    }
+}
+
+impl Caller<Sqlite> for OwnConnection {
+    fn fenced_update<'a>(
+        &'a mut self,
+        store: &'a Store<Sqlite>,
+        lease: &'a Lease,
+        columns: &'a [(&'static str, Value)],
+        autocommit_first: bool,
+    ) -> CallerFuture<'a> {
+        let result = self.update(store, lease, columns, autocommit_first);
+        Box::pin(async move { result })
+    }
+
+    fn can_try_autocommit(&self) -> bool {
+        true
+    }
+}
+
 impl Bench for SqliteBench {
     type Backend = Sqlite;
+
+    async fn caller(&self) -> Option<Box<dyn Caller<Sqlite>>> {
+        let conn = rusqlite::Connection::open(self.db.path()).expect("open the sqlite file");
+        // The guard's connections wait for the write lock; so does the service's.
+        conn.busy_timeout(Duration::from_secs(5))
+            .expect("busy timeout");
+        Some(Box::new(OwnConnection(conn)))
+    }
 
     fn name(&self) -> &'static str {
         "sqlite"
