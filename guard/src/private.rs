@@ -296,6 +296,12 @@ pub fn value<T: Bind>(value: T) -> Value {
     value.bind()
 }
 
+/// A method's argument of an `impl Trait` type, bound through `Into<Value>`: the bound
+/// such an argument can name (`impl Into<Value>`), where `Bind` is private.
+pub fn value_into<T: Into<Value>>(value: T) -> Value {
+    value.into()
+}
+
 /// Runs an annotated method's statement on `store`: checks that the store's table is the
 /// declared one, then binds `params` and the lease through [`Store::execute_fenced`].
 pub async fn execute<B: Backend>(

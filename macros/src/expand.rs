@@ -228,7 +228,11 @@ pub(crate) fn expand(mut args: Args, method: Method) -> TokenStream {
     let lease_expr = quote_spanned!(lease_ty.span()=> #krate::__private::lease(&#lease_ident));
     let values = roles.values.iter().map(|v| {
         let ident = &v.ident;
-        quote_spanned!(v.ty.span()=> #krate::__private::value(#ident))
+        if matches!(&v.ty, syn::Type::ImplTrait(_)) {
+            quote_spanned!(v.ty.span()=> #krate::__private::value_into(#ident))
+        } else {
+            quote_spanned!(v.ty.span()=> #krate::__private::value(#ident))
+        }
     });
     // Inside a fenced transaction: its store and its lease.
     let call = if fenced.is_some() {

@@ -86,8 +86,23 @@ pub(crate) fn looks_like_lease(ty: &Type) -> bool {
     type_name(ty).is_some_and(|n| n.ends_with("Lease"))
 }
 
+/// `Store<B>`, by reference or inside the smart pointers a service shares one through
+/// (`Arc<Store<B>>`, `&Rc<Store<B>>`, `Box<Store<B>>`): the expansion reaches the store
+/// by deref coercion.
 pub(crate) fn looks_like_store(ty: &Type) -> bool {
-    type_name(ty).is_some_and(|n| n == "Store")
+    match ty {
+        Type::Reference(r) => looks_like_store(&r.elem),
+        Type::Paren(p) => looks_like_store(&p.elem),
+        Type::Group(g) => looks_like_store(&g.elem),
+        Type::Path(p) => p.path.segments.last().is_some_and(|last| {
+            last.ident == "Store"
+                || (["Arc", "Rc", "Box"].iter().any(|s| last.ident == s)
+                    && matches!(&last.arguments, syn::PathArguments::AngleBracketed(args)
+                        if matches!(args.args.first(),
+                            Some(syn::GenericArgument::Type(inner)) if looks_like_store(inner))))
+        }),
+        _ => false,
+    }
 }
 
 /// Sorts the parameters; `errors` collects every problem.

@@ -507,7 +507,11 @@ pub(crate) fn expand_other(
     };
     let values = roles.values.iter().map(|v| {
         let ident = &v.ident;
-        quote::quote_spanned!(syn::spanned::Spanned::span(&v.ty)=> #krate::__private::value(#ident))
+        if matches!(&v.ty, syn::Type::ImplTrait(_)) {
+            quote::quote_spanned!(syn::spanned::Spanned::span(&v.ty)=> #krate::__private::value_into(#ident))
+        } else {
+            quote::quote_spanned!(syn::spanned::Spanned::span(&v.ty)=> #krate::__private::value(#ident))
+        }
     });
     let fenced = &fenced.ident;
     let companion = companion(quote! {
