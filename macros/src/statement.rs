@@ -1093,4 +1093,15 @@ mod tests {
             assert!(outcome.result.is_ok(), "{sql}");
         }
     }
+
+    #[test]
+    fn a_parameter_with_non_ascii_letters_binds() {
+        let [postgres, ..] = parts("UPDATE dbo.Article SET Size = @größe", &["größe"]);
+        assert!(postgres.head.ends_with("Size = $1"), "{}", postgres.head);
+        // The control: the placeholder is read whole, so a name that differs is named
+        // whole in the error.
+        let refused = problems("UPDATE dbo.Article SET Size = @größe", &["grosse"], false);
+        assert_eq!(refused[0].0, "@größe", "{refused:?}");
+        assert!(refused[0].1.contains("is not a parameter"), "{refused:?}");
+    }
 }

@@ -126,6 +126,17 @@ fn is_ascii_ident_start(b: u8) -> bool {
 }
 
 impl<'a> Lexer<'a> {
+    /// Whether a macro placeholder `@name` starts at byte `at`: an `@`, in the macro's
+    /// reading, before a letter (any, as in a Rust identifier) or `_`.
+    fn placeholder_at(&self, at: usize) -> bool {
+        self.macro_placeholders
+            && self.bytes.get(at) == Some(&b'@')
+            && self.sql[at + 1..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+    }
+
     fn new(dialect: Dialect, sql: &'a str, macro_placeholders: bool) -> Self {
         Lexer {
             dialect,
@@ -225,12 +236,14 @@ impl<'a> Lexer<'a> {
             b';' => return Ok(self.push(TokenKind::Semicolon, i..i + 1)),
             b'.' if !next.is_ascii_digit() => return Ok(self.push(TokenKind::Dot, i..i + 1)),
             b'0'..=b'9' | b'.' => return self.number(i),
-            b'@' if self.macro_placeholders && is_ascii_ident_start(next) => {
-                let mut j = i + 1;
-                while self.at(j).is_ascii_alphanumeric() || self.at(j) == b'_' {
-                    j += 1;
-                }
-                return Ok(self.push(TokenKind::Parameter, i..j));
+            b'@' if self.placeholder_at(i) => {
+                // A Rust parameter's name, which may have non-ASCII letters (`@größe`).
+                let rest = &self.sql[i + 1..];
+                let len = rest
+                    .char_indices()
+                    .find(|&(_, c)| !(c.is_alphanumeric() || c == '_'))
+                    .map_or(rest.len(), |(n, _)| n);
+                return Ok(self.push(TokenKind::Parameter, i..i + 1 + len));
             }
             _ => {}
         }
@@ -442,7 +455,7 @@ impl<'a> Lexer<'a> {
                 if j > i && ((c == b'-' && n == b'-') || (c == b'/' && n == b'*')) {
                     break;
                 }
-                if j > i && self.macro_placeholders && c == b'@' && is_ascii_ident_start(n) {
+                if j > i && c == b'@' && self.placeholder_at(j) {
                     break;
                 }
                 j += 1;
