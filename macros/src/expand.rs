@@ -224,6 +224,7 @@ pub(crate) fn expand(mut args: Args, method: Method) -> TokenStream {
             #publish_once,
         )
     };
+    let rebind = fenced.as_ref().map(|f| f.rebind(&krate));
     let (lease_ident, lease_ty) = lease;
     let lease_expr = quote_spanned!(lease_ty.span()=> #krate::__private::lease(&#lease_ident));
     let values = roles.values.iter().map(|v| {
@@ -260,6 +261,7 @@ pub(crate) fn expand(mut args: Args, method: Method) -> TokenStream {
         #vis #sig {
             #probe
             #tracking
+            #rebind
             static FENCED_WRITE: #krate::__private::FencedWrite = #spec;
             #call
             .await

@@ -30,6 +30,20 @@ pub(crate) struct FencedParam {
     pub(crate) ident: Ident,
     ty: Type,
     index: usize,
+    /// The parameter is a `&FencedTransaction`, which derefs to the `Fenced` it holds.
+    through_transaction: bool,
+}
+
+impl FencedParam {
+    /// The body's first statement: the parameter as the `&Fenced` the expansion uses.
+    pub(crate) fn rebind(&self, krate: &syn::Path) -> TokenStream {
+        let ident = &self.ident;
+        if self.through_transaction {
+            quote! { let #ident: &#krate::Fenced<'_, _> = &**#ident; }
+        } else {
+            TokenStream::new()
+        }
+    }
 }
 
 fn is_fenced_attr(attr: &syn::Attribute) -> bool {
@@ -52,7 +66,10 @@ pub(crate) fn fenced_param(sig: &Signature, errors: &mut Vec<syn::Error>) -> Opt
         .collect();
     let candidates = if marked.is_empty() {
         (0..params.len())
-            .filter(|&i| signature::type_name(&params[i].ty).is_some_and(|n| n == "Fenced"))
+            .filter(|&i| {
+                signature::type_name(&params[i].ty)
+                    .is_some_and(|n| n == "Fenced" || n == "FencedTransaction")
+            })
             .collect()
     } else {
         marked
@@ -65,11 +82,21 @@ pub(crate) fn fenced_param(sig: &Signature, errors: &mut Vec<syn::Error>) -> Opt
         ));
     }
     let index = *candidates.first()?;
+    let ty = &*params[index].ty;
+    if !matches!(ty, Type::Reference(_)) {
+        errors.push(syn::Error::new_spanned(
+            ty,
+            "take the fenced transaction by reference, e.g. `fenced: &Fenced<'_, E>`: the \
+             method sends a statement in it, and the caller still commits it afterwards",
+        ));
+    }
+    let through_transaction = signature::type_name(ty).is_some_and(|n| n == "FencedTransaction");
     match &*params[index].pat {
         Pat::Ident(i) if i.subpat.is_none() => Some(FencedParam {
             ident: i.ident.clone(),
-            ty: (*params[index].ty).clone(),
+            ty: ty.clone(),
             index,
+            through_transaction,
         }),
         other => {
             errors.push(syn::Error::new_spanned(
@@ -513,6 +540,7 @@ pub(crate) fn expand_other(
             quote::quote_spanned!(syn::spanned::Spanned::span(&v.ty)=> #krate::__private::value(#ident))
         }
     });
+    let rebind = fenced.rebind(&krate);
     let fenced = &fenced.ident;
     let companion = companion(quote! {
         static TRANSACTION_WRITE: #krate::__private::TransactionWrite = #spec;
@@ -523,6 +551,7 @@ pub(crate) fn expand_other(
         #(#attrs)*
         #vis #stripped {
             #tracking
+            #rebind
             static TRANSACTION_WRITE: #krate::__private::TransactionWrite = #spec;
             #krate::__private::execute_other(
                 #fenced,
