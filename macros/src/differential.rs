@@ -429,7 +429,7 @@ fn accept(text: &str, checks: Checks, only: Option<Dialect>) -> Option<Accepted>
     }
     Some(Accepted {
         text: text.to_owned(),
-        write: statement::write(&checked, &declared, params.len()),
+        write: statement::write(&checked, &declared, "method", params.len()),
         values,
     })
 }

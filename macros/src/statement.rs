@@ -440,7 +440,7 @@ pub(crate) fn check_with(
     });
     let checked = Checked { parts };
     if checks.sent
-        && let Err(message) = check_sent(&checked, declared, params.len())
+        && let Err(message) = check_sent(&checked, declared, method, params.len())
     {
         return Outcome {
             result: Err(vec![problem(0..sql.len(), message)]),
@@ -528,7 +528,12 @@ fn leak(text: &str) -> &'static str {
 
 /// The guard's write for `checked` (leaked: the macro runs once per method, the
 /// differential test once per text).
-pub(crate) fn write(checked: &Checked, declared: &Declared, params: usize) -> &'static FencedWrite {
+pub(crate) fn write(
+    checked: &Checked,
+    declared: &Declared,
+    method: &str,
+    params: usize,
+) -> &'static FencedWrite {
     let parts = checked.parts.each_ref().map(|p| {
         p.as_ref().map(|p| fenced_guard::__private::Parts {
             head: leak(&p.head),
@@ -538,7 +543,7 @@ pub(crate) fn write(checked: &Checked, declared: &Declared, params: usize) -> &'
         })
     });
     Box::leak(Box::new(FencedWrite::new(
-        "method",
+        leak(method),
         Columns {
             table: leak(&declared.table),
             key: leak(&declared.key),
@@ -555,9 +560,14 @@ pub(crate) fn write(checked: &Checked, declared: &Declared, params: usize) -> &'
 
 /// Renders each dialect's final statement exactly as the guard will, for the declared
 /// table, and re-reads it with that dialect's lexer (`FencedSql::new`).
-fn check_sent(checked: &Checked, declared: &Declared, params: usize) -> Result<(), String> {
+fn check_sent(
+    checked: &Checked,
+    declared: &Declared,
+    method: &str,
+    params: usize,
+) -> Result<(), String> {
     let table = declared_table(declared)?;
-    write(checked, declared, params)
+    write(checked, declared, method, params)
         .fenced_sql(&table)
         .map(drop)
         .map_err(|e| {
@@ -1103,5 +1113,22 @@ mod tests {
         let refused = problems("UPDATE dbo.Article SET Size = @größe", &["grosse"], false);
         assert_eq!(refused[0].0, "@größe", "{refused:?}");
         assert!(refused[0].1.contains("is not a parameter"), "{refused:?}");
+    }
+
+    #[test]
+    fn the_rendered_write_names_the_method() {
+        let declared = declared(false);
+        let outcome = check(
+            "UPDATE dbo.Article SET Size = @size",
+            &declared,
+            "save_size",
+            &params(&["size"]),
+        );
+        let write = write(&outcome.result.unwrap(), &declared, "save_size", 1);
+        let other = FencedTable::builder().table("Other").build().unwrap();
+        let error = write
+            .sql_for(&other, fenced_guard::Dialect::Postgres)
+            .unwrap_err();
+        assert!(error.to_string().contains("`save_size`"), "{error}");
     }
 }
