@@ -599,8 +599,68 @@ pub const PORTABLE_OPERATORS: [&str; 12] = [
 /// [`PORTABLE_OPERATORS`]; `( ) , .`; `--` comments and unnested `/* */` comments;
 /// spaces, tabs and line feeds (CR only before LF). The text must also split into the
 /// same tokens in all three dialects, which is checked, not assumed.
+///
+/// A problem with a construct that one database's own reading accepts
+/// ([`dialect_problems`]) says so, naming the `dialect = "..."` that would accept it.
 pub fn portable_problems(sql: &str) -> Vec<SqlProblem> {
-    subset_problems(sql, &DIALECTS)
+    let mut problems = subset_problems(sql, &DIALECTS);
+    if problems.is_empty() {
+        return problems;
+    }
+    let own: Vec<(Dialect, Vec<SqlProblem>)> = DIALECTS
+        .iter()
+        .map(|&d| (d, subset_problems(sql, &[d])))
+        .collect();
+    for p in &mut problems {
+        let accepting: Vec<String> = own
+            .iter()
+            .filter(|(d, theirs)| {
+                own_form_of(&sql[p.range.clone()]).contains(d)
+                    && !theirs
+                        .iter()
+                        .any(|q| q.range.start < p.range.end && p.range.start < q.range.end)
+            })
+            .map(|(d, _)| format!("`dialect = \"{}\"`", option_name(*d)))
+            .collect();
+        if !accepting.is_empty() {
+            p.message.push_str(&format!(
+                "; or, for SQL written for one database only, add {}",
+                accepting.join(" or ")
+            ));
+        }
+    }
+    problems
+}
+
+/// The databases whose own syntax `text` is, read as the construct it is meant to be:
+/// bracket and backtick names, dollar quoting, `::`, `E'...'` and `N'...'` strings.
+fn own_form_of(text: &str) -> &'static [Dialect] {
+    let starts = |prefix: &str| {
+        text.len() >= prefix.len() && text[..prefix.len()].eq_ignore_ascii_case(prefix)
+    };
+    if text.starts_with('[') {
+        &[Dialect::Sqlite, Dialect::Mssql]
+    } else if text.starts_with('`') {
+        &[Dialect::Sqlite]
+    } else if text == "::"
+        || starts("E'")
+        || (text.starts_with('$') && text.ends_with('$') && text.len() > 1)
+    {
+        &[Dialect::Postgres]
+    } else if starts("N'") {
+        &[Dialect::Mssql]
+    } else {
+        &[]
+    }
+}
+
+/// The name `#[fenced_write(dialect = "...")]` gives `d`.
+fn option_name(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Postgres => "postgres",
+        Dialect::Sqlite => "sqlite",
+        Dialect::Mssql => "mssql",
+    }
 }
 
 /// Every reason `sql`, a caller's text for a `#[fenced_write]` method that declares
@@ -1754,5 +1814,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("sqlite statement is not fenced"), "{error}");
+    }
+
+    #[test]
+    fn a_portable_refusal_names_the_dialect_that_would_accept_it() {
+        let hint = |sql: &str| {
+            portable_problems(sql)
+                .into_iter()
+                .map(|p| p.message)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert!(
+            hint("UPDATE t SET a = $$x$$").contains("add `dialect = \"postgres\"`"),
+            "{}",
+            hint("UPDATE t SET a = $$x$$")
+        );
+        let brackets = hint("UPDATE t SET [a] = 1");
+        assert!(
+            brackets.contains("`dialect = \"sqlite\"` or `dialect = \"mssql\"`"),
+            "{brackets}"
+        );
+        // The control: what no database's own reading accepts gets no such hint.
+        let joined = hint("UPDATE t SET a = 'x' 'y'");
+        assert!(
+            !joined.is_empty() && !joined.contains("dialect ="),
+            "{joined}"
+        );
     }
 }
