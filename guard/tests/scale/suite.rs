@@ -653,7 +653,11 @@ pub async fn a_key_repeated_across_statements_is_claimed_once<P: Place>(place: A
         assert_eq!(state.generation, lease.generation(), "{lease:?}");
     }
 
+    // The claims above left a 1 ms lease on the key: the control starts once it has
+    // expired by the database's clock, or its first claim finds the row still held.
     let key = Key::from(1_i64);
+    let held = inspect(&store, &key).await;
+    until_db_clock(&store, &key, held.expires_at_ms.unwrap_or(held.now_ms) + 1).await;
     let first = store
         .claim(&Candidates::keys([1_i64]), 1, short)
         .await
