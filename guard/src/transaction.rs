@@ -54,15 +54,25 @@
 //! transaction control, and a write naming the lease's table, its epoch table or its
 //! operations table, are [`Error::StatementRefused`]. The lock is what fences them, so
 //! a statement that ended the transaction would leave every later one unfenced; on
-//! rusqlite and SQL Server each statement also checks that its transaction is still
-//! open. On PostgreSQL a `COMMIT` the caller sends on its own handle of the
-//! transaction, around the `Fenced`, is not seen: do not.
+//! rusqlite each statement first checks that its transaction is still open.
+//!
+//! Behind the lock, every statement that can write checks the lease again as part of
+//! itself: key, generation, owner and current epoch of the lease's row (on SQL Server
+//! in its batch, on PostgreSQL in its `WITH` clause, on SQLite in a query just before
+//! it, in its transaction). Should the transaction have ended under the `Fenced` (a
+//! `COMMIT` sent around it on the caller's own handle or through
+//! [`Store::backend`], an [`InTransaction`] executor that has no transaction), a stale
+//! holder's statement still fails, [`Error::NotInTransaction`], and writes nothing. On
+//! PostgreSQL a statement that can write and cannot take a `WITH` clause (`CALL`,
+//! `DO`, `COPY`, DDL) is refused. A function that writes, called from a plain
+//! `SELECT`, is not seen as a write.
 
 use std::ops::Deref;
 use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Executor, InTransaction};
 use crate::dialect;
+use crate::dialect::recheck::Recheck;
 use crate::error::{Error, Result};
 use crate::lease::{AsLease, Lease};
 use crate::outcome::Outcome;
@@ -114,9 +124,11 @@ impl<'l, E: Executor> Fenced<'l, E> {
     /// controls the transaction (`COMMIT`, `ROLLBACK`, `BEGIN`, `END`, savepoints),
     /// whose lock fences every statement in it, and one that names the lease's table,
     /// its epoch table or its operations table and can write (write the lease's table
-    /// through [`store`](Fenced::store)). Where the driver tells whether the transaction
-    /// is still open (rusqlite), that is checked first; on SQL Server the statement's
-    /// own batch checks it, and that the lease's row still carries the lease.
+    /// through [`store`](Fenced::store)); on PostgreSQL, one that can write and cannot
+    /// take a `WITH` clause. Where the driver tells whether the transaction is still
+    /// open (rusqlite), that is checked first. A statement that can write checks, as
+    /// part of itself, that the lease's row still carries the lease (see
+    /// [What a `Fenced` refuses](crate::transaction#what-a-fenced-refuses)).
     ///
     /// # Errors
     ///
@@ -126,7 +138,7 @@ impl<'l, E: Executor> Fenced<'l, E> {
     /// then in the state the database leaves it in: on PostgreSQL, aborted until
     /// rolled back.
     pub async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        let checked = self.checked(sql, params)?;
+        let checked = self.checked(sql, params).await?;
         let (sql, params) = checked.as_ref().map_or((sql, params), |(s, p)| (s, p));
         self.store
             .backend()
@@ -141,7 +153,7 @@ impl<'l, E: Executor> Fenced<'l, E> {
     ///
     /// As for [`execute`](Fenced::execute), whose refusals it shares.
     pub async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        let checked = self.checked(sql, params)?;
+        let checked = self.checked(sql, params).await?;
         let (sql, params) = checked.as_ref().map_or((sql, params), |(s, p)| (s, p));
         self.store
             .backend()
@@ -150,11 +162,12 @@ impl<'l, E: Executor> Fenced<'l, E> {
             .map_err(ended)
     }
 
-    /// The checks every caller statement passes before it is sent; on SQL Server, the
-    /// statement with its in-batch check before it and the lease's parameters after
-    /// the caller's.
+    /// The checks every caller statement passes before it is sent, and the statement as
+    /// it is sent: where it carries its own check of the lease ([`dialect::recheck`]),
+    /// its new text with the lease's parameters after the caller's. On SQLite the check
+    /// runs here, just before the statement.
     #[allow(clippy::type_complexity)]
-    fn checked(&self, sql: &str, params: &[Value]) -> Result<Option<(String, Vec<Value>)>> {
+    async fn checked(&self, sql: &str, params: &[Value]) -> Result<Option<(String, Vec<Value>)>> {
         self.in_time()?;
         let dialect = self.store.dialect();
         let table = self.store.table();
@@ -167,31 +180,48 @@ impl<'l, E: Executor> Fenced<'l, E> {
                 "the fenced transaction has ended: its statements would run unfenced",
             ));
         }
-        if dialect != dialect::Dialect::Mssql {
-            return Ok(None);
-        }
-        let checked = format!("{}{sql}", dialect::still_fenced(table, params.len() + 1));
-        let mut all = Vec::with_capacity(params.len() + 3);
-        all.extend_from_slice(params);
-        all.extend([
+        let lease = [
             Value::from(self.lease.key()),
             Value::I64(self.lease.generation()),
             Value::Uuid(self.lease.owner()),
-        ]);
-        Ok(Some((checked, all)))
+        ];
+        match dialect::recheck::recheck(dialect, table, sql, params.len())
+            .map_err(|reason| Error::StatementRefused { reason })?
+        {
+            Recheck::Unneeded => Ok(None),
+            Recheck::Before => {
+                let check = &self.store.statements().still_fenced;
+                match self.store.backend().query_row(check, &lease).await? {
+                    Some(_) => Ok(None),
+                    None => Err(Error::NotInTransaction(LEASE_LOST)),
+                }
+            }
+            Recheck::Within(checked) => {
+                let mut all = Vec::with_capacity(params.len() + lease.len());
+                all.extend_from_slice(params);
+                all.extend(lease);
+                Ok(Some((checked, all)))
+            }
+        }
     }
 }
 
-/// A SQL Server statement's own check that its fenced transaction is still open, and
-/// its lease's row still locked by it, as the error it means.
+/// Why a statement whose own check found the lease gone was not run.
+const LEASE_LOST: &str =
+    "the lease's row no longer carries the lease: the fenced transaction ended";
+
+/// A statement's own check that its fenced transaction is still open, and its lease's
+/// row still carries the lease (SQL Server's errors 51000 and 51001, PostgreSQL's
+/// missing relation named for it), as the error it means.
 fn ended(error: Error) -> Error {
     match error.database_code().as_deref() {
         Some("51000") => Error::NotInTransaction(
             "the fenced transaction has ended: its statements would run unfenced",
         ),
-        Some("51001") => Error::NotInTransaction(
-            "the lease's row no longer carries the lease: the fenced transaction ended",
-        ),
+        Some("51001") => Error::NotInTransaction(LEASE_LOST),
+        Some("42P01") if error.to_string().contains(dialect::LEASE_LOST) => {
+            Error::NotInTransaction(LEASE_LOST)
+        }
         _ => error,
     }
 }

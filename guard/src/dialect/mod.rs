@@ -46,6 +46,7 @@ pub mod lex;
 mod mssql;
 mod postgres;
 pub mod procedures;
+pub(crate) mod recheck;
 pub(crate) mod screen;
 mod sqlite;
 
@@ -722,6 +723,61 @@ pub fn still_fenced(table: &FencedTable, first: usize) -> String {
     )
 }
 
+/// What the error of a fenced transaction's statement says when the statement's own
+/// check found the lease's row no longer carrying the lease (PostgreSQL and SQLite;
+/// SQL Server raises error 51001 instead).
+pub(crate) const LEASE_LOST: &str = "fenced: the lease no longer holds";
+
+/// PostgreSQL: a common table expression that, put in the `WITH` clause of a fenced
+/// transaction's statement, fails the statement unless the lease's row still carries
+/// the lease (key, generation and owner at `first`, `first + 1`, `first + 2`, and the
+/// current epoch).
+///
+/// PostgreSQL runs a data-modifying `WITH` entry whether or not the statement reads it,
+/// so the check is an `UPDATE` of the epoch table that changes no row: its condition
+/// does not depend on the row, so it is evaluated once, before the scan, and is never
+/// true. When the lease no longer holds, it names a relation that does not exist, which
+/// PostgreSQL cannot resolve until it runs (the cast is not constant), and the
+/// statement fails with error 42P01 before it wrote anything.
+pub(crate) fn still_fenced_cte(table: &FencedTable, first: usize) -> String {
+    let d = Dialect::Postgres;
+    let p = |i| d.placeholder(first + i);
+    let epoch = epoch_value_column(d);
+    format!(
+        "\"fenced check\" AS (UPDATE {} SET {epoch} = {epoch} WHERE CAST((SELECT CASE WHEN \
+         count(*) = 0 THEN '\"{LEASE_LOST}\"' END FROM {} WHERE {} = {} AND {} = {} AND \
+         {} = {} AND {} = {}) AS pg_catalog.regclass) IS NOT NULL)",
+        table.epoch_table().quoted(d),
+        table.name().quoted(d),
+        q(d, table.key_column()),
+        p(0),
+        q(d, table.generation_column()),
+        p(1),
+        q(d, table.owner_column()),
+        p(2),
+        q(d, table.epoch_column()),
+        epoch_subquery(d, table),
+    )
+}
+
+/// SQLite: the query run just before a fenced transaction's statement, in its
+/// transaction, with the lease's key, generation and owner as parameters 1 to 3: one
+/// row while the lease's row still carries the lease and the current epoch, none once
+/// it does not. Inside a transaction the two are atomic: SQLite refuses a write whose
+/// transaction read a snapshot that another connection's commit made old.
+pub(crate) fn still_fenced_query(table: &FencedTable) -> String {
+    let d = Dialect::Sqlite;
+    format!(
+        "SELECT 1 FROM {} WHERE {} = ?1 AND {} = ?2 AND {} = ?3 AND {} = {}",
+        table.name().quoted(d),
+        q(d, table.key_column()),
+        q(d, table.generation_column()),
+        q(d, table.owner_column()),
+        q(d, table.epoch_column()),
+        epoch_subquery(d, table),
+    )
+}
+
 /// The statement that begins a transaction. SQLite's is `BEGIN IMMEDIATE`: it takes the
 /// write lock at once, so that two transactions never both read and then deadlock on
 /// upgrading to write.
@@ -904,6 +960,8 @@ pub(crate) struct Statements {
     pub(crate) renew: String,
     pub(crate) release: String,
     pub(crate) lock: String,
+    /// SQLite's [`still_fenced_query`]; empty in the other dialects.
+    pub(crate) still_fenced: String,
 }
 
 impl Statements {
@@ -921,6 +979,10 @@ impl Statements {
             renew: renew(dialect, table),
             release: release(dialect, table),
             lock: lock(dialect, table),
+            still_fenced: match dialect {
+                Dialect::Sqlite => still_fenced_query(table),
+                Dialect::Postgres | Dialect::Mssql => String::new(),
+            },
         }
     }
 }

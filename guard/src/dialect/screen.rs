@@ -20,7 +20,7 @@ use crate::table::QualifiedName;
 
 /// Words after which a statement may write, or run code that does. A statement that
 /// names a protected table and has one of these anywhere is refused.
-const WRITING_WORDS: &[&str] = &[
+pub(super) const WRITING_WORDS: &[&str] = &[
     "INSERT",
     "UPDATE",
     "DELETE",

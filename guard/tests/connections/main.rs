@@ -5,6 +5,7 @@
 
 #![allow(missing_docs, unreachable_pub)]
 
+mod defence;
 mod protocol;
 
 // Each test binary compiles the shared fixtures on its own and uses only part of them.

@@ -40,8 +40,9 @@ async fn the_protocol_on_a_connection_and_its_transactions() {
 }
 
 /// A's fence on a connection in autocommit is refused, and so is every statement of A's
-/// `Fenced` once the caller's own handle has committed its transaction: A's lock ended,
-/// B acquired, and A's line must not land. Negative control: the same line sent on the
+/// `Fenced` once the caller's own handle has committed its transaction, in autocommit
+/// and in a transaction begun again: A's lock ended, B acquired, and A's line must not
+/// land. Negative control: the same line sent on the
 /// connection lands.
 #[tokio::test]
 async fn a_fence_outside_a_transaction_is_refused_and_ends_with_it() {
@@ -76,6 +77,14 @@ async fn a_fence_outside_a_transaction_is_refused_and_ends_with_it() {
         .execute(&insert, &[a.key().into(), "A's stale line".into()])
         .await;
     assert!(not_in_transaction(&late), "{late:?}");
+    // A transaction begun again on the caller's handle is not A's: the statement's own
+    // check of the lease refuses it.
+    conn.execute_batch("BEGIN").unwrap();
+    let begun_again = fenced
+        .execute(&insert, &[a.key().into(), "A's stale line".into()])
+        .await;
+    assert!(not_in_transaction(&begun_again), "{begun_again:?}");
+    conn.execute_batch("COMMIT").unwrap();
     assert_eq!(lines(&place, &own, &key).await, 0);
 
     // Negative control: the same statement on the connection itself lands.
