@@ -31,11 +31,13 @@
 //! - SQLite: the write lock is the database's; another connection's write waits for its
 //!   busy timeout, then fails with `SQLITE_BUSY`.
 //!
-//! The lock also holds the epoch's row, shared: an
-//! [`advance_epoch`](Store::advance_epoch) waits for every open fenced transaction, and
-//! a transaction whose snapshot is older than an advance cannot pass the check
-//! (PostgreSQL; SQL Server's statement asks for it with `HOLDLOCK`, which Babelfish
-//! ignores; SQLite's single writer has it anyway).
+//! The lock also holds the epoch, shared: an [`advance_epoch`](Store::advance_epoch)
+//! waits for every open fenced transaction, and a transaction whose snapshot is older
+//! than an advance cannot pass the check. PostgreSQL locks the epoch's row `FOR SHARE`
+//! (an old snapshot fails with a serialization error); SQL Server takes the epoch's
+//! application lock shared (`sp_getapplock`, which an advance takes exclusively) and
+//! refuses a `SNAPSHOT` transaction (error 51002); SQLite's single writer has it
+//! anyway.
 //!
 //! [`Store::transaction`]'s timeout bounds the whole transaction, every statement
 //! included ([`Fenced::store`]'s too): past it, each fails with

@@ -460,11 +460,13 @@ pub fn advance_epoch(dialect: Dialect, table: &FencedTable) -> String {
         // Read back in the UPDATE's transaction, not through `OUTPUT`, as acquisition
         // does: a trigger on the epoch table must not break it.
         Dialect::Mssql => {
+            // The application lock first: it waits for every open fenced transaction.
             let body = format!(
-                "UPDATE {name} SET {epoch} = (SELECT MAX(v) FROM (VALUES ({epoch} + 1), \
+                "{} UPDATE {name} SET {epoch} = (SELECT MAX(v) FROM (VALUES ({epoch} + 1), \
                  ({clock}), (CAST({floor} AS bigint))) AS c(v)) WHERE {id} = 1; \
                  SET @fenced_rows = @@ROWCOUNT; \
-                 SELECT @fenced_epoch = {epoch} FROM {name} WHERE {id} = 1;"
+                 SELECT @fenced_epoch = {epoch} FROM {name} WHERE {id} = 1;",
+                mssql::epoch_lock(table.epoch_table(), "Exclusive"),
             );
             format!(
                 "DECLARE @fenced_rows int, @fenced_epoch bigint; {} \
@@ -662,10 +664,12 @@ pub fn release(dialect: Dialect, table: &FencedTable) -> String {
 /// The epoch's row is locked too, shared, until the transaction ends: an
 /// [`advance_epoch`] waits for every open fenced transaction, and a transaction whose
 /// snapshot is older than the last advance cannot pass (PostgreSQL raises a
-/// serialization failure for a row locked after its snapshot; SQL Server's `HOLDLOCK`
-/// reads the row as committed). SQLite's `UPDATE` already holds the database's write
-/// lock, which an advance needs. On SQL Server the statement refuses to run outside a
-/// transaction (error 51000): a lock that ends with its statement fences nothing.
+/// serialization failure for a row locked after its snapshot). SQL Server holds the
+/// epoch's application lock shared instead (an advance takes it exclusively), reads the
+/// row with `HOLDLOCK`, and refuses a `SNAPSHOT` transaction (error 51002), which would
+/// read an old epoch. SQLite's `UPDATE` already holds the database's write lock, which
+/// an advance needs. On SQL Server the statement refuses to run outside a transaction
+/// (error 51000): a lock that ends with its statement fences nothing.
 pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
     let name = table.name().quoted(dialect);
     let epoch = epoch_subquery(dialect, table);
@@ -684,8 +688,10 @@ pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
         Dialect::Mssql => {
             let generation = q(dialect, table.generation_column());
             format!(
-                "{} UPDATE {name} SET {generation} = {generation} WHERE {fence}",
-                mssql::OUTSIDE_A_TRANSACTION
+                "{} {} {} UPDATE {name} SET {generation} = {generation} WHERE {fence}",
+                mssql::OUTSIDE_A_TRANSACTION,
+                mssql::IN_A_SNAPSHOT,
+                mssql::epoch_lock(table.epoch_table(), "Shared"),
             )
         }
     }

@@ -1,12 +1,37 @@
 //! SQL Server text: `SYSUTCDATETIME()`, `datetime2(7)` expiry, `@Pn` placeholders,
 //! `OUTPUT inserted.…`.
 
-use crate::table::ColumnType;
+use crate::table::{ColumnType, QualifiedName};
 
 /// Raises error 51000 unless a transaction is open: the first statement of a fenced
 /// transaction's batches.
 pub(super) const OUTSIDE_A_TRANSACTION: &str = "IF @@TRANCOUNT = 0 THROW 51000, \
      N'fenced: a fenced transaction''s statement needs its transaction open', 1;";
+
+/// Raises error 51002 in a `SNAPSHOT` transaction: it reads the recovery epoch as it
+/// was when its snapshot was taken, so an advance made since would not end the leases
+/// issued before it. Every session may read its own row of `sys.dm_exec_sessions`.
+pub(super) const IN_A_SNAPSHOT: &str = "IF EXISTS (SELECT 1 FROM sys.dm_exec_sessions \
+     WHERE session_id = @@SPID AND transaction_isolation_level = 5) THROW 51002, \
+     N'fenced: a SNAPSHOT transaction reads the recovery epoch as of its snapshot and \
+     cannot check a lease; fence in a READ COMMITTED transaction', 1;";
+
+/// Takes the application lock of `epoch_table` in `mode` (`Shared` or `Exclusive`)
+/// until the transaction ends, raising error 51003 if it is not granted: a fenced
+/// transaction holds it shared, an epoch advance exclusively, so that an advance waits
+/// for every open fenced transaction and none begins while one is under way. An
+/// application lock rather than a table hint: Babelfish ignores `HOLDLOCK`, and honours
+/// `sp_getapplock`. The name inside the literal is a validated identifier, with no
+/// quote possible; SQL Server keeps a resource name's first 255 characters.
+pub(super) fn epoch_lock(epoch_table: &QualifiedName, mode: &str) -> String {
+    format!(
+        "DECLARE @fenced_lock int; EXEC @fenced_lock = sp_getapplock @Resource = \
+         N'fenced epoch {}', @LockMode = N'{mode}', @LockOwner = N'Transaction'; \
+         IF @fenced_lock < 0 THROW 51003, N'fenced: the recovery epoch''s lock was not \
+         granted', 1;",
+        epoch_table.quoted(super::Dialect::Mssql)
+    )
+}
 
 /// The database's clock, in UTC.
 pub(super) const CLOCK: &str = "SYSUTCDATETIME()";
@@ -102,7 +127,7 @@ mod tests {
             "UPDATE [dbo].[ReportPublication] SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P4 AS int), SYSUTCDATETIME()) WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         lock: dialect::lock(D, &table()) =>
             // fenced-lint: allow(generation-rewind) the check-and-lock statement writes the generation unchanged to lock the row
-            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WITH (HOLDLOCK) WHERE [Id] = 1)",
+            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; IF EXISTS (SELECT 1 FROM sys.dm_exec_sessions WHERE session_id = @@SPID AND transaction_isolation_level = 5) THROW 51002, N'fenced: a SNAPSHOT transaction reads the recovery epoch as of its snapshot and cannot check a lease; fence in a READ COMMITTED transaction', 1; DECLARE @fenced_lock int; EXEC @fenced_lock = sp_getapplock @Resource = N'fenced epoch [dbo].[FencedEpoch]', @LockMode = N'Shared', @LockOwner = N'Transaction'; IF @fenced_lock < 0 THROW 51003, N'fenced: the recovery epoch''s lock was not granted', 1; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WITH (HOLDLOCK) WHERE [Id] = 1)",
         still_fenced: dialect::still_fenced(&table(), 3) =>
             "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; IF NOT EXISTS (SELECT 1 FROM [dbo].[ReportPublication] WHERE [ReportId] = @P3 AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)) THROW 51001, N'fenced: the lease''s row no longer carries the lease of this fenced transaction', 1; ",
         release: dialect::release(D, &table()) =>
@@ -126,7 +151,7 @@ mod tests {
         create_operations_table: dialect::create_operations_table(D, &table()) =>
             r#"IF OBJECT_ID(N'[dbo].[FencedOperation]', N'U') IS NULL CREATE TABLE [dbo].[FencedOperation] ([OperationId] uniqueidentifier NOT NULL PRIMARY KEY, [Key] uniqueidentifier NOT NULL, [Generation] bigint NOT NULL, [RecordedAt] datetime2(7) NOT NULL)"#,
         advance_epoch: dialect::advance_epoch(D, &table()) =>
-            r#"DECLARE @fenced_rows int, @fenced_epoch bigint; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; UPDATE [dbo].[FencedEpoch] SET [Epoch] = (SELECT MAX(v) FROM (VALUES ([Epoch] + 1), (DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())), (CAST(@P1 AS bigint))) AS c(v)) WHERE [Id] = 1; SET @fenced_rows = @@ROWCOUNT; SELECT @fenced_epoch = [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1; IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; DECLARE @fenced_error int = 1000000 + ERROR_NUMBER(), @fenced_message nvarchar(2048) = ERROR_MESSAGE(); THROW @fenced_error, @fenced_message, 1; END CATCH; SELECT @fenced_epoch WHERE @fenced_rows > 0"#,
+            r#"DECLARE @fenced_rows int, @fenced_epoch bigint; DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; DECLARE @fenced_lock int; EXEC @fenced_lock = sp_getapplock @Resource = N'fenced epoch [dbo].[FencedEpoch]', @LockMode = N'Exclusive', @LockOwner = N'Transaction'; IF @fenced_lock < 0 THROW 51003, N'fenced: the recovery epoch''s lock was not granted', 1; UPDATE [dbo].[FencedEpoch] SET [Epoch] = (SELECT MAX(v) FROM (VALUES ([Epoch] + 1), (DATEDIFF_BIG(millisecond, '1970-01-01', SYSUTCDATETIME())), (CAST(@P1 AS bigint))) AS c(v)) WHERE [Id] = 1; SET @fenced_rows = @@ROWCOUNT; SELECT @fenced_epoch = [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1; IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; DECLARE @fenced_error int = 1000000 + ERROR_NUMBER(), @fenced_message nvarchar(2048) = ERROR_MESSAGE(); THROW @fenced_error, @fenced_message, 1; END CATCH; SELECT @fenced_epoch WHERE @fenced_rows > 0"#,
         current_epoch: dialect::current_epoch(D, &table()) =>
             r#"SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1"#,
         resolve_operation: dialect::resolve_operation(D, &table()) =>

@@ -239,3 +239,65 @@ async fn a_failing_guard_statement_leaves_the_callers_transaction_open() {
     drop(client);
     schema.teardown().await;
 }
+
+/// A caller's `SNAPSHOT` transaction whose snapshot was taken before an epoch advance
+/// cannot fence a lease issued before it: the check-and-lock statement refuses every
+/// `SNAPSHOT` transaction (error 51002), whose reads of the epoch would be old.
+/// Negative control: the statement without that refusal passes in the same schedule.
+#[tokio::test]
+async fn a_snapshot_older_than_an_epoch_advance_cannot_fence() {
+    let Some((schema, own, mut client, key, _)) = held("fenced_snapshot_").await else {
+        return;
+    };
+    // SQL Server needs snapshot isolation allowed; Babelfish has it without.
+    let _ = client
+        .simple_query("ALTER DATABASE CURRENT SET ALLOW_SNAPSHOT_ISOLATION ON")
+        .await
+        .map(|s| s.into_results());
+    let lock = fenced_guard::dialect::lock(own.dialect(), own.table());
+    let refusal_at = lock.find("IF EXISTS (SELECT 1 FROM sys.dm_exec_sessions").unwrap();
+    let refusal_end = refusal_at + lock[refusal_at..].find(", 1;").unwrap() + 4;
+    let old_lock = format!("{}{}", &lock[..refusal_at], &lock[refusal_end..]);
+
+    for (statement, control) in [(None, false), (Some(old_lock), true)] {
+        crate::support::row::expire(&own, &key).await;
+        let a = own.try_acquire(key.clone(), TTL).await.unwrap().expect("the row is free");
+        batch(
+            &mut client,
+            "SET TRANSACTION ISOLATION LEVEL SNAPSHOT; BEGIN TRANSACTION",
+        )
+        .await;
+        // The snapshot is taken by the transaction's first read.
+        batch(&mut client, "SELECT COUNT(*) FROM sys.objects").await;
+        own.advance_epoch().await.unwrap();
+        let passed = match statement {
+            None => match own.on(&mut client).unwrap().fence(&a).await {
+                Ok(fenced) => fenced.is_some(),
+                Err(error) => {
+                    assert_eq!(error.database_code().as_deref(), Some("51002"), "{error}");
+                    false
+                }
+            },
+            Some(sql) => {
+                own.on(&mut client)
+                    .unwrap()
+                    .backend()
+                    .execute(&sql, &crate::support::lease::lock_params(&a))
+                    .await
+                    .unwrap()
+                    == 1
+            }
+        };
+        batch(
+            &mut client,
+            "ROLLBACK TRANSACTION; SET TRANSACTION ISOLATION LEVEL READ COMMITTED",
+        )
+        .await;
+        assert_eq!(
+            passed, control,
+            "a lease from before the advance was fenced: {passed} (negative control: {control})"
+        );
+    }
+    drop(client);
+    schema.teardown().await;
+}

@@ -46,4 +46,4 @@ impl Fixture for TestSchema {
     }
 }
 
-crate::transactions!(setup);
+crate::transactions!(with_epoch_lock setup);

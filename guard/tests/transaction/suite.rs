@@ -401,26 +401,52 @@ where
     assert!(store.transaction(&lease, TIMEOUT).await.unwrap().is_none());
     assert_eq!(line_count(&*place, &store, &key).await, 1);
 
-    // Negative control, where the old statement took no lock on the epoch (PostgreSQL).
-    if store.dialect() != fenced_guard::Dialect::Postgres {
+    // Negative control, where the old statement took no lock on the epoch (PostgreSQL's
+    // row lock, SQL Server's application lock).
+    let d = store.dialect();
+    if d == fenced_guard::Dialect::Sqlite {
         return;
     }
     let lease = acquire(&store, &key).await;
     let plain = store.backend().lend().await.unwrap();
-    plain.execute_batch("BEGIN").await.unwrap();
-    let old_lock =
-        fenced_guard::dialect::lock(store.dialect(), store.table()).replace(" FOR SHARE)", ")");
-    let row = plain
-        .query_row(&old_lock, &crate::support::lease::lock_params(&lease))
+    plain
+        .execute_batch(fenced_guard::dialect::begin(d))
         .await
         .unwrap();
-    assert!(row.is_some(), "the old check-and-lock refused a held lease");
+    let lock = fenced_guard::dialect::lock(d, store.table());
+    let old_lock = match d {
+        fenced_guard::Dialect::Postgres => lock.replace(" FOR SHARE)", ")"),
+        _ => {
+            let at = lock.find("DECLARE @fenced_lock").unwrap();
+            let end = at + lock[at..].find("granted', 1;").unwrap() + "granted', 1;".len();
+            format!("{}{}", &lock[..at], &lock[end..]).replace(" WITH (HOLDLOCK)", "")
+        }
+    };
+    assert_ne!(lock, old_lock, "the check-and-lock statement no longer locks the epoch");
+    let locked = match d {
+        fenced_guard::Dialect::Postgres => plain
+            .query_row(&old_lock, &crate::support::lease::lock_params(&lease))
+            .await
+            .unwrap()
+            .is_some(),
+        _ => {
+            plain
+                .execute(&old_lock, &crate::support::lease::lock_params(&lease))
+                .await
+                .unwrap()
+                == 1
+        }
+    };
+    assert!(locked, "the old check-and-lock refused a held lease");
     let advanced = tokio::time::timeout(Duration::from_secs(10), store.advance_epoch()).await;
     assert!(
         matches!(advanced, Ok(Ok(_))),
         "the negative control's advance did not go through: the test could not tell"
     );
-    plain.execute_batch("ROLLBACK").await.unwrap();
+    plain
+        .execute_batch(fenced_guard::dialect::rollback(d))
+        .await
+        .unwrap();
     F::Backend::give_back(plain);
 }
 
@@ -438,8 +464,8 @@ macro_rules! transactions {
             a_fenced_statement_cannot_end_it_or_write_the_guards_tables,
         );
     };
-    // The schedules whose database holds the epoch's row for a fenced transaction:
-    // Babelfish ignores SQL Server's `HOLDLOCK`.
+    // The schedules whose database holds the epoch for a fenced transaction, shared:
+    // PostgreSQL's row lock, SQL Server's application lock.
     (with_epoch_lock $setup:path) => {
         $crate::transactions!($setup);
         $crate::transactions!(@ $setup;
