@@ -51,7 +51,8 @@ pub enum Renewal {
     /// Neither renewed nor refused: another transaction holds its row locked, most
     /// likely the lease's own [fenced transaction](crate::transaction), whose lock
     /// fences it while it is open. Skipped so that the other leases of the statement
-    /// need not wait for it (PostgreSQL; SQL Server and SQLite wait); renew it again.
+    /// need not wait for it (PostgreSQL, and SQL Server, whose `READPAST` Babelfish
+    /// ignores; SQLite waits); renew it again.
     Locked,
 }
 

@@ -94,9 +94,9 @@ impl<E: Executor> Store<E> {
     /// applied lease's local deadline moves to its ttl after its statement was sent.
     ///
     /// [`Renewal::Refused`] has the causes listed for [`renew`](Store::renew); a lease
-    /// revoked locally is refused without being sent. [`Renewal::Locked`] (PostgreSQL)
-    /// is a lease whose row another transaction holds locked, its own fenced
-    /// transaction most likely: skipped rather than waited for, so that the other
+    /// revoked locally is refused without being sent. [`Renewal::Locked`] (PostgreSQL
+    /// and SQL Server) is a lease whose row another transaction holds locked, its own
+    /// fenced transaction most likely: skipped rather than waited for, so that the other
     /// leases of the statement are renewed at once; a [`BatchKeeper`] tries it again.
     ///
     /// # Errors
@@ -186,7 +186,7 @@ impl<E: Executor> Store<E> {
                     "a batched renewal returned {row:?}, expected a key, generation and owner"
                 )));
             };
-            // PostgreSQL's statement says 0 for a row it skipped as locked.
+            // PostgreSQL's and SQL Server's statements say 0 for a row skipped as locked.
             if row.get(3).and_then(Value::as_i64) == Some(0) {
                 locked.insert((key, generation, owner));
             } else {

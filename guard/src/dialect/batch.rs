@@ -93,9 +93,9 @@ fn batch_values(dialect: Dialect, table: &FencedTable, rows: usize) -> String {
 /// `now + its ttl` where its row still matches it as [`renew`](super::renew) requires
 /// (key, generation, owner, `expiry > now`, current epoch), so a late renewal never
 /// revives. Returns key, generation and owner of each row renewed; a lease without a
-/// row in the answer was refused. On PostgreSQL each row also carries 1, and the leases
-/// whose rows other transactions hold locked come back too, with 0: skipped, not
-/// refused (SQL Server's and SQLite's statements wait for such a row).
+/// row in the answer was refused. On PostgreSQL and SQL Server each row also carries 1,
+/// and the leases whose rows other transactions hold locked come back too, with 0:
+/// skipped, not refused (SQLite's single writer has no row locks to skip).
 ///
 /// A lease given twice is renewed once and returned once.
 pub fn renew_batch(dialect: Dialect, table: &FencedTable, rows: usize) -> String {
@@ -140,25 +140,42 @@ pub fn renew_batch(dialect: Dialect, table: &FencedTable, rows: usize) -> String
             returned.map(|c| q(dialect, c)).join(", ")
         ),
         // The leases go into a table variable first, which both the UPDATE and the
-        // read-back join. The read-back, in the UPDATE's transaction, returns the rows
+        // read-back join. The rows no other transaction holds are locked first
+        // (`READPAST` skips the others, a fenced transaction's lease among them) and only
+        // they are renewed; the read-back, in the UPDATE's transaction, returns the rows
         // that match the fence after it: those it renewed, held by its locks (a row
         // renewed too late to be unexpired now is not returned: refused, as it should).
+        // A skipped row is returned with a 0; its existence is read without waiting for
+        // its lock (`READUNCOMMITTED`), as PostgreSQL's statement reads it.
         Dialect::Mssql => {
             let key_type = dialect.key_column_type(table.key_type());
+            let key = q(dialect, table.key_column());
             let body = format!(
                 "INSERT INTO @fenced_batch (k, g, o, ttl) {values}; \
+                 INSERT INTO @fenced_unlocked (k) SELECT {ROW}.{key} FROM {name} AS {ROW} \
+                 WITH (UPDLOCK, READPAST, ROWLOCK) \
+                 WHERE {ROW}.{key} IN (SELECT k FROM @fenced_batch); \
                  UPDATE {ROW} SET {expiry} = DATEADD(millisecond, CAST({BATCH}.ttl AS int), {}) \
-                 FROM {name} AS {ROW} JOIN @fenced_batch AS {BATCH} ON {lease} WHERE {live}; \
-                 INSERT INTO @fenced_renewed (k, g, o) SELECT {} FROM {name} AS {ROW} \
-                 JOIN @fenced_batch AS {BATCH} ON {lease} WHERE {live};",
+                 FROM {name} AS {ROW} JOIN @fenced_batch AS {BATCH} ON {lease} \
+                 WHERE {live} AND {ROW}.{key} IN (SELECT k FROM @fenced_unlocked); \
+                 INSERT INTO @fenced_renewed (k, g, o, r) SELECT {}, 1 FROM {name} AS {ROW} \
+                 JOIN @fenced_batch AS {BATCH} ON {lease} \
+                 WHERE {live} AND {ROW}.{key} IN (SELECT k FROM @fenced_unlocked); \
+                 INSERT INTO @fenced_renewed (k, g, o, r) SELECT {BATCH}.k, {BATCH}.g, \
+                 {BATCH}.o, 0 FROM @fenced_batch AS {BATCH} \
+                 WHERE {BATCH}.k NOT IN (SELECT k FROM @fenced_unlocked) \
+                 AND EXISTS (SELECT 1 FROM {name} AS fenced_locked WITH (READUNCOMMITTED) \
+                 WHERE fenced_locked.{key} = {BATCH}.k);",
                 dialect.clock(),
                 returned.map(|c| at(dialect, ROW, c)).join(", ")
             );
             format!(
                 "DECLARE @fenced_batch TABLE (k {key_type}, g bigint, o uniqueidentifier, \
                  ttl bigint); \
-                 DECLARE @fenced_renewed TABLE (k {key_type}, g bigint, o uniqueidentifier); \
-                 {} SELECT k, g, o FROM @fenced_renewed",
+                 DECLARE @fenced_unlocked TABLE (k {key_type}); \
+                 DECLARE @fenced_renewed TABLE (k {key_type}, g bigint, o uniqueidentifier, \
+                 r int); \
+                 {} SELECT k, g, o, r FROM @fenced_renewed",
                 mssql::in_transaction(&body)
             )
         }
@@ -300,7 +317,7 @@ mod tests {
         sqlite_renew_batch: renew_batch(Dialect::Sqlite, &table(), 2) =>
             r#"WITH fenced_batch (k, g, o, ttl) AS (VALUES (?1, ?2, ?3, ?4), (?5, ?6, ?7, ?8)) UPDATE "app"."Job" AS fenced_row SET "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + fenced_batch.ttl FROM fenced_batch WHERE fenced_row."ReportId" = fenced_batch.k AND fenced_row."Generation" = fenced_batch.g AND fenced_row."LeaseOwner" = fenced_batch.o AND fenced_row."LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND fenced_row."LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) RETURNING "ReportId", "Generation", "LeaseOwner""#,
         mssql_renew_batch: renew_batch(Dialect::Mssql, &table(), 2) =>
-            "DECLARE @fenced_batch TABLE (k bigint, g bigint, o uniqueidentifier, ttl bigint); DECLARE @fenced_renewed TABLE (k bigint, g bigint, o uniqueidentifier); DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; INSERT INTO @fenced_batch (k, g, o, ttl) VALUES (@P1, @P2, @P3, @P4), (@P5, @P6, @P7, @P8); UPDATE fenced_row SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(fenced_batch.ttl AS int), SYSUTCDATETIME()) FROM [app].[Job] AS fenced_row JOIN @fenced_batch AS fenced_batch ON fenced_row.[ReportId] = fenced_batch.k AND fenced_row.[Generation] = fenced_batch.g AND fenced_row.[LeaseOwner] = fenced_batch.o WHERE fenced_row.[LeaseUntilUtc] > SYSUTCDATETIME() AND fenced_row.[LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1); INSERT INTO @fenced_renewed (k, g, o) SELECT fenced_row.[ReportId], fenced_row.[Generation], fenced_row.[LeaseOwner] FROM [app].[Job] AS fenced_row JOIN @fenced_batch AS fenced_batch ON fenced_row.[ReportId] = fenced_batch.k AND fenced_row.[Generation] = fenced_batch.g AND fenced_row.[LeaseOwner] = fenced_batch.o WHERE fenced_row.[LeaseUntilUtc] > SYSUTCDATETIME() AND fenced_row.[LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1); IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; DECLARE @fenced_error int = 1000000 + ERROR_NUMBER(), @fenced_message nvarchar(2048) = ERROR_MESSAGE(); THROW @fenced_error, @fenced_message, 1; END CATCH; SELECT k, g, o FROM @fenced_renewed",
+            "DECLARE @fenced_batch TABLE (k bigint, g bigint, o uniqueidentifier, ttl bigint); DECLARE @fenced_unlocked TABLE (k bigint); DECLARE @fenced_renewed TABLE (k bigint, g bigint, o uniqueidentifier, r int); DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; INSERT INTO @fenced_batch (k, g, o, ttl) VALUES (@P1, @P2, @P3, @P4), (@P5, @P6, @P7, @P8); INSERT INTO @fenced_unlocked (k) SELECT fenced_row.[ReportId] FROM [app].[Job] AS fenced_row WITH (UPDLOCK, READPAST, ROWLOCK) WHERE fenced_row.[ReportId] IN (SELECT k FROM @fenced_batch); UPDATE fenced_row SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(fenced_batch.ttl AS int), SYSUTCDATETIME()) FROM [app].[Job] AS fenced_row JOIN @fenced_batch AS fenced_batch ON fenced_row.[ReportId] = fenced_batch.k AND fenced_row.[Generation] = fenced_batch.g AND fenced_row.[LeaseOwner] = fenced_batch.o WHERE fenced_row.[LeaseUntilUtc] > SYSUTCDATETIME() AND fenced_row.[LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1) AND fenced_row.[ReportId] IN (SELECT k FROM @fenced_unlocked); INSERT INTO @fenced_renewed (k, g, o, r) SELECT fenced_row.[ReportId], fenced_row.[Generation], fenced_row.[LeaseOwner], 1 FROM [app].[Job] AS fenced_row JOIN @fenced_batch AS fenced_batch ON fenced_row.[ReportId] = fenced_batch.k AND fenced_row.[Generation] = fenced_batch.g AND fenced_row.[LeaseOwner] = fenced_batch.o WHERE fenced_row.[LeaseUntilUtc] > SYSUTCDATETIME() AND fenced_row.[LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1) AND fenced_row.[ReportId] IN (SELECT k FROM @fenced_unlocked); INSERT INTO @fenced_renewed (k, g, o, r) SELECT fenced_batch.k, fenced_batch.g, fenced_batch.o, 0 FROM @fenced_batch AS fenced_batch WHERE fenced_batch.k NOT IN (SELECT k FROM @fenced_unlocked) AND EXISTS (SELECT 1 FROM [app].[Job] AS fenced_locked WITH (READUNCOMMITTED) WHERE fenced_locked.[ReportId] = fenced_batch.k); IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; DECLARE @fenced_error int = 1000000 + ERROR_NUMBER(), @fenced_message nvarchar(2048) = ERROR_MESSAGE(); THROW @fenced_error, @fenced_message, 1; END CATCH; SELECT k, g, o, r FROM @fenced_renewed",
         postgres_claim_any: claim(Dialect::Postgres, &table(), 0, &[]) =>
             r#"WITH fenced_claim AS (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR UPDATE SKIP LOCKED) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) FROM fenced_claim WHERE fenced_row."ReportId" = fenced_claim.k AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
         postgres_claim_filtered_keys: claim(Dialect::Postgres, &table(), 2, &[(&queue(), Test::Compare(Comparison::Eq)), (&queue(), Test::IsNotNull)]) =>
