@@ -2,7 +2,10 @@
 //! never reuses a connection whose state is unknown (a network error, a cancellation,
 //! a transaction left open).
 
+mod socket;
+
 use std::borrow::Cow;
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +21,25 @@ use crate::error::{Error, Result};
 use crate::transaction::{Deadline, Lend};
 use crate::value::{Key, Value};
 
-type Connection = Client<Compat<TcpStream>>;
+/// A pooled connection: the tiberius client, and the pool's view of its socket.
+struct Connection {
+    client: Client<Compat<socket::Socket>>,
+    watch: socket::Watch,
+}
+
+impl Deref for Connection {
+    type Target = Client<Compat<socket::Socket>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.client
+    }
+}
+
+impl DerefMut for Connection {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.client
+    }
+}
 
 /// The default number of pooled connections of [`Mssql::connect`].
 const DEFAULT_MAX_CONNECTIONS: usize = 8;
@@ -98,7 +119,10 @@ impl MssqlOptions {
 /// answered it with an error and no transaction is left open. A connection whose
 /// statement failed otherwise (network, protocol), or whose future was dropped
 /// mid-statement (cancellation, timeout), is closed and never reused, since its
-/// protocol state is unknown. Cheap to clone (clones share the pool).
+/// protocol state is unknown. An idle connection that the server ended meanwhile (a
+/// restart, a failover, an idle reaper, `KILL`) is seen closed before it is lent, and
+/// another is opened: a statement is never sent into a connection already closed.
+/// Cheap to clone (clones share the pool).
 ///
 /// The expiry column is `datetime2(7)`, written and compared with `SYSUTCDATETIME()`.
 /// [`Value::Null`] is sent as a null `nvarchar`, which SQL Server converts implicitly to
@@ -175,17 +199,20 @@ impl Mssql {
             .await
             .map_err(Error::MssqlConnect)?;
         tcp.set_nodelay(true).map_err(Error::MssqlConnect)?;
+        let (socket, watch) = socket::watched(tcp);
         // Boxed: tiberius's login future is large enough that, inlined into a caller's
         // own deep future, it overflowed a 2 MiB task stack in debug builds.
-        let mut client = Box::pin(Client::connect(config.clone(), tcp.compat_write())).await?;
+        let mut client = Box::pin(Client::connect(config.clone(), socket.compat_write())).await?;
         if let Some(batch) = session {
             client.simple_query(batch).await?.into_results().await?;
         }
-        Ok(client)
+        Ok(Connection { client, watch })
     }
 
     /// A pooled connection, or a new one. Nothing of the caller's statement was sent
-    /// if this fails: a failed login or session batch is [`Error::NotExecuted`].
+    /// if this fails: a failed login or session batch is [`Error::NotExecuted`]. An
+    /// idle connection the server closed (or that received anything while idle) is
+    /// discarded first, never lent.
     async fn checkout(&self) -> Result<Checkout<Connection>> {
         let Inner {
             config,
@@ -193,6 +220,11 @@ impl Mssql {
             checkout_timeout,
             pool,
         } = &*self.inner;
+        while let Some(idle) = pool.take_idle() {
+            if idle.conn_ref().watch.is_idle_and_open() {
+                return Ok(idle);
+            }
+        }
         pool.checkout_within(*checkout_timeout, || async {
             Self::open(config, session.as_deref())
                 .await
@@ -396,22 +428,22 @@ impl Executor for LentMssql {
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
         self.deadline.remaining()?;
-        client::execute_counted(self.conn.lock().await.conn(), sql, params).await
+        client::execute_counted(&mut self.conn.lock().await.conn().client, sql, params).await
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
         self.deadline.remaining()?;
-        client::last_row(self.conn.lock().await.conn(), sql, params).await
+        client::last_row(&mut self.conn.lock().await.conn().client, sql, params).await
     }
 
     async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
         self.deadline.remaining()?;
-        client::last_rows(self.conn.lock().await.conn(), sql, params).await
+        client::last_rows(&mut self.conn.lock().await.conn().client, sql, params).await
     }
 
     /// The transaction's own statements: never refused for the deadline.
     async fn execute_batch(&self, sql: &str) -> Result<()> {
-        client::batch(self.conn.lock().await.conn(), sql).await
+        client::batch(&mut self.conn.lock().await.conn().client, sql).await
     }
 }
 

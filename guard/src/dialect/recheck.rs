@@ -56,8 +56,12 @@ pub(crate) fn recheck(
             still_fenced(table, params + 1)
         )));
     }
-    let lexed = lex::lex(dialect, sql)
-        .map_err(|problem| format!("it does not split into {dialect} tokens: {}", problem.message))?;
+    let lexed = lex::lex(dialect, sql).map_err(|problem| {
+        format!(
+            "it does not split into {dialect} tokens: {}",
+            problem.message
+        )
+    })?;
     if !can_write(sql, &lexed) {
         return Ok(Recheck::Unneeded);
     }
@@ -77,7 +81,9 @@ fn can_write(sql: &str, lexed: &Lexed) -> bool {
 }
 
 /// Words a PostgreSQL statement that may take a `WITH` clause begins with.
-const TAKES_WITH: &[&str] = &["SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "VALUES", "TABLE"];
+const TAKES_WITH: &[&str] = &[
+    "SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "VALUES", "TABLE",
+];
 
 /// `sql` with `entry` as the first entry of its `WITH` clause, one added if it has none.
 fn with_check(sql: &str, lexed: &Lexed, entry: &str) -> Result<String, String> {
@@ -90,9 +96,11 @@ fn with_check(sql: &str, lexed: &Lexed, entry: &str) -> Result<String, String> {
     };
     let is = |i: usize, w: &str| word(i).is_some_and(|x| x.eq_ignore_ascii_case(w));
     if several(lexed) {
-        return Err("it holds more than one statement; send each through the `Fenced` \
+        return Err(
+            "it holds more than one statement; send each through the `Fenced` \
                     on its own"
-            .into());
+                .into(),
+        );
     }
     if is(0, "WITH") {
         let after = if is(1, "RECURSIVE") { 1 } else { 0 };
@@ -166,7 +174,10 @@ mod tests {
         else {
             panic!()
         };
-        assert!(text.ends_with("), x AS (SELECT 1) INSERT INTO line SELECT * FROM x"), "{text}");
+        assert!(
+            text.ends_with("), x AS (SELECT 1) INSERT INTO line SELECT * FROM x"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -196,7 +207,10 @@ mod tests {
     #[test]
     fn several_statements_are_refused() {
         assert!(pg("INSERT INTO line VALUES (1); DELETE FROM line").is_err());
-        assert!(matches!(pg("INSERT INTO line VALUES (1);"), Ok(Recheck::Within(_))));
+        assert!(matches!(
+            pg("INSERT INTO line VALUES (1);"),
+            Ok(Recheck::Within(_))
+        ));
     }
 
     #[test]
@@ -205,12 +219,13 @@ mod tests {
             recheck(Dialect::Sqlite, &table(), "INSERT INTO line VALUES (?1)", 1),
             Ok(Recheck::Before)
         );
-        let Ok(Recheck::Within(text)) =
-            recheck(Dialect::Mssql, &table(), "SELECT @P1", 1)
-        else {
+        let Ok(Recheck::Within(text)) = recheck(Dialect::Mssql, &table(), "SELECT @P1", 1) else {
             panic!()
         };
-        assert!(text.contains("THROW 51001") && text.ends_with("SELECT @P1"), "{text}");
+        assert!(
+            text.contains("THROW 51001") && text.ends_with("SELECT @P1"),
+            "{text}"
+        );
         assert!(text.contains("= @P2 AND"), "{text}");
     }
 }

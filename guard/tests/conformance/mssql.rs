@@ -639,3 +639,148 @@ pub mod connections {
         assert_eq!(open, Some(0), "nothing of the old transaction is left");
     }
 }
+
+/// The server ends every idle connection of the pool (`KILL`, as a restart, a failover
+/// or an idle reaper would): the pool sees each closed before it lends it and opens
+/// another, so every statement after it is applied, never failed with no answer.
+mod killed {
+    use std::time::Duration;
+
+    use fenced_guard::{Executor, FencedTable, Lease, Mssql, MssqlOptions, Store, Value};
+    use tokio_util::compat::TokioAsyncWriteCompatExt;
+    use uuid::Uuid;
+
+    use crate::support::Place;
+    use crate::support::mssql::{TestSchema, connect};
+
+    const CONNECTIONS: usize = 4;
+
+    /// The sessions of the program named `application`.
+    async fn sessions(admin: &Mssql, application: &str) -> Vec<i64> {
+        admin
+            .query_rows(
+                "SELECT CAST(session_id AS bigint) FROM sys.dm_exec_sessions \
+                 WHERE program_name = @P1",
+                &[Value::from(application)],
+            )
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|row| row[0].as_i64().expect("a session id"))
+            .collect()
+    }
+
+    /// Ends every session of `application` and waits until the server shows none.
+    async fn kill_all(admin: &Mssql, application: &str) -> usize {
+        let killed = sessions(admin, application).await;
+        for id in &killed {
+            // A session id the server gave, an integer: `KILL` takes no parameter. One
+            // that ended meanwhile is refused; the wait below sees every one gone.
+            let _ = admin.execute_batch(&format!("KILL {id}")).await;
+        }
+        for _ in 0..1000 {
+            if sessions(admin, application).await.is_empty() {
+                return killed.len();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the killed sessions never ended");
+    }
+
+    async fn store(place: &TestSchema, application: &str) -> (Store<Mssql>, Vec<Uuid>) {
+        let url = format!("{};Application Name={application}", place.url());
+        let options = MssqlOptions::default()
+            .max_connections(CONNECTIONS)
+            .open_at_connect(CONNECTIONS);
+        let table = FencedTable::builder()
+            .table(place.qualified("Killed"))
+            .build()
+            .unwrap();
+        let store = Store::new(connect(&url, options).await, table);
+        store.create_schema().await.unwrap();
+        let keys: Vec<Uuid> = (0..CONNECTIONS * 2).map(|_| Uuid::new_v4()).collect();
+        for key in &keys {
+            store.provision(*key).await.unwrap();
+        }
+        (store, keys)
+    }
+
+    /// Acquires every key, `CONNECTIONS` at a time, which leaves the pool full.
+    async fn acquire_all(store: &Store<Mssql>, keys: &[Uuid]) -> Vec<Lease> {
+        let mut leases = Vec::new();
+        for chunk in keys.chunks(CONNECTIONS) {
+            let tasks: Vec<_> = chunk
+                .iter()
+                .map(|key| {
+                    let (store, key) = (store.clone(), *key);
+                    tokio::spawn(async move {
+                        store
+                            .try_acquire(key, Duration::from_secs(60))
+                            .await
+                            .unwrap()
+                            .expect("a provisioned, free row")
+                    })
+                })
+                .collect();
+            for task in tasks {
+                leases.push(task.await.unwrap());
+            }
+        }
+        leases
+    }
+
+    /// Three rounds: acquire every key, kill every session, renew and release every
+    /// lease. Negative control: a connection of the test's own, killed the same way,
+    /// fails its next statement with no answer, which says nothing of whether it ran.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn statements_after_the_server_ended_idle_connections_are_applied() {
+        let Some(place) = TestSchema::create("fenced_killed_", 1).await else {
+            return;
+        };
+        let application = format!("fenced_{}", Uuid::new_v4().simple());
+        let (store, keys) = store(&place, &application).await;
+        for round in 0..3 {
+            let leases = acquire_all(&store, &keys).await;
+            let killed = kill_all(place.admin(), &application).await;
+            assert!(
+                killed >= CONNECTIONS,
+                "round {round}: {killed} sessions killed"
+            );
+            for lease in &leases {
+                let renewed = store.renew(lease).await;
+                assert!(
+                    matches!(renewed, Ok(fenced_guard::Outcome::Applied)),
+                    "round {round}: {renewed:?}"
+                );
+            }
+            for lease in &leases {
+                assert!(store.release(lease).await.unwrap().is_applied());
+            }
+        }
+
+        let control = format!("fenced_{}", Uuid::new_v4().simple());
+        let config = tiberius::Config::from_ado_string(&format!(
+            "{};Application Name={control}",
+            place.url()
+        ))
+        .unwrap();
+        let tcp = tokio::net::TcpStream::connect(config.get_addr())
+            .await
+            .unwrap();
+        let mut client = Box::pin(tiberius::Client::connect(config, tcp.compat_write()))
+            .await
+            .unwrap();
+        client
+            .simple_query("SELECT 1")
+            .await
+            .unwrap()
+            .into_results()
+            .await
+            .unwrap();
+        assert_eq!(kill_all(place.admin(), &control).await, 1);
+        let after = async { client.simple_query("SELECT 1").await?.into_results().await }.await;
+        assert!(after.is_err(), "a killed connection answered: {after:?}");
+        drop(client);
+        place.teardown().await;
+    }
+}

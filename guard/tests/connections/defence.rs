@@ -159,7 +159,12 @@ pub async fn every_stale_statement_is_refused_with_no_transaction<P: Place>(plac
     for (sql, returns) in &statements {
         let stale = line("A's stale line");
         if *returns {
-            fenced.store().backend().query_row(sql, &stale).await.unwrap();
+            fenced
+                .store()
+                .backend()
+                .query_row(sql, &stale)
+                .await
+                .unwrap();
         } else {
             fenced.store().backend().execute(sql, &stale).await.unwrap();
         }
@@ -247,7 +252,9 @@ mod postgres {
         tokio::spawn(connection);
         let mut tx = client.transaction().await.unwrap();
         let fenced = own.on(&mut tx).unwrap().fence(&a).await.unwrap().unwrap();
-        let call = fenced.execute("CALL pg_catalog.some_procedure($1)", &[1_i64.into()]).await;
+        let call = fenced
+            .execute("CALL pg_catalog.some_procedure($1)", &[1_i64.into()])
+            .await;
         assert!(
             matches!(&call, Err(Error::StatementRefused { reason }) if reason.contains("WITH clause")),
             "{call:?}"

@@ -255,13 +255,19 @@ async fn a_snapshot_older_than_an_epoch_advance_cannot_fence() {
         .await
         .map(|s| s.into_results());
     let lock = fenced_guard::dialect::lock(own.dialect(), own.table());
-    let refusal_at = lock.find("IF EXISTS (SELECT 1 FROM sys.dm_exec_sessions").unwrap();
+    let refusal_at = lock
+        .find("IF EXISTS (SELECT 1 FROM sys.dm_exec_sessions")
+        .unwrap();
     let refusal_end = refusal_at + lock[refusal_at..].find(", 1;").unwrap() + 4;
     let old_lock = format!("{}{}", &lock[..refusal_at], &lock[refusal_end..]);
 
     for (statement, control) in [(None, false), (Some(old_lock), true)] {
         crate::support::row::expire(&own, &key).await;
-        let a = own.try_acquire(key.clone(), TTL).await.unwrap().expect("the row is free");
+        let a = own
+            .try_acquire(key.clone(), TTL)
+            .await
+            .unwrap()
+            .expect("the row is free");
         batch(
             &mut client,
             "SET TRANSACTION ISOLATION LEVEL SNAPSHOT; BEGIN TRANSACTION",

@@ -422,7 +422,10 @@ where
             format!("{}{}", &lock[..at], &lock[end..]).replace(" WITH (HOLDLOCK)", "")
         }
     };
-    assert_ne!(lock, old_lock, "the check-and-lock statement no longer locks the epoch");
+    assert_ne!(
+        lock, old_lock,
+        "the check-and-lock statement no longer locks the epoch"
+    );
     let locked = match d {
         fenced_guard::Dialect::Postgres => plain
             .query_row(&old_lock, &crate::support::lease::lock_params(&lease))
