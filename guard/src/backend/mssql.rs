@@ -2,6 +2,7 @@
 //! never reuses a connection whose state is unknown (a network error, a cancellation,
 //! a transaction left open).
 
+mod params;
 mod socket;
 
 use std::borrow::Cow;
@@ -125,8 +126,9 @@ impl MssqlOptions {
 /// Cheap to clone (clones share the pool).
 ///
 /// The expiry column is `datetime2(7)`, written and compared with `SYSUTCDATETIME()`.
-/// [`Value::Null`] is sent as a null `nvarchar`, which SQL Server converts implicitly to
-/// every column type this crate declares except `varbinary`.
+/// A [`Value::Null`] parameter is written into the statement as the keyword `NULL`,
+/// which the server types from its place (the column assigned or compared): tiberius
+/// would send an untyped null, which Babelfish refuses.
 #[cfg(feature = "mssql")]
 #[derive(Clone)]
 pub struct Mssql {
@@ -260,7 +262,7 @@ impl Mssql {
     /// Every result set of the batch.
     async fn results(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<tiberius::Row>>> {
         let mut checkout = self.checkout().await?;
-        let params = refs(params);
+        let (sql, params) = params::inline_nulls(sql, params);
         let results = async {
             checkout
                 .conn()
@@ -380,9 +382,7 @@ pub(crate) fn decode(row: tiberius::Row) -> Result<Vec<Value>> {
         .collect()
 }
 
-pub(crate) fn refs(params: &[Value]) -> Vec<&dyn tiberius::ToSql> {
-    params.iter().map(|p| p as &dyn tiberius::ToSql).collect()
-}
+pub(crate) use params::inline_nulls;
 
 /// A connection of an [`Mssql`] pool, lent for a fenced transaction.
 #[cfg(feature = "mssql")]

@@ -3,7 +3,7 @@
 use tiberius::Client;
 use tokio::sync::Mutex;
 
-use crate::backend::mssql::{decode, refs, with_row_count};
+use crate::backend::mssql::{decode, inline_nulls, with_row_count};
 use crate::backend::{Executor, InTransaction};
 use crate::connection::IntoExecutor;
 use crate::dialect::Dialect;
@@ -81,7 +81,7 @@ async fn last_result_set<S>(
 where
     S: futures_io::AsyncRead + futures_io::AsyncWrite + Unpin + Send,
 {
-    let params = refs(params);
+    let (sql, params) = inline_nulls(sql, params);
     let results = client.query(sql, &params).await?.into_results().await?;
     Ok(results.into_iter().next_back().unwrap_or_default())
 }

@@ -45,9 +45,7 @@ async fn the_protocol_on_a_client_and_its_transactions() {
     let mut client = client(schema.url()).await;
     let key = Key::from(Uuid::new_v4());
 
-    // Babelfish rejects the untyped null tiberius sends (a documented departure).
-    let nulls = !crate::support::mssql::is_babelfish(own.backend()).await;
-    let lease = protocol(&own.on(&mut client).unwrap(), &key, nulls).await;
+    let lease = protocol(&own.on(&mut client).unwrap(), &key, true).await;
 
     batch(&mut client, "BEGIN TRANSACTION").await;
     assert!(fenced_lines(&schema, own.on(&mut client).unwrap(), &lease, "line 0").await);
