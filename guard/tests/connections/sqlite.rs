@@ -129,3 +129,45 @@ fn synchronous_code_drives_a_rusqlite_connection() {
     assert!(ready(std::pin::pin!(on.provision(key.clone()))).unwrap());
     assert!(!ready(std::pin::pin!(on.provision(key))).unwrap());
 }
+
+/// A caller's transaction whose snapshot was taken before an epoch advance cannot fence
+/// a lease issued before it: its check-and-lock statement writes, and SQLite refuses a
+/// write on a snapshot another connection's commit made old (`SQLITE_BUSY_SNAPSHOT`).
+/// Negative control: a read in the same transaction still finds the epoch as it was, so
+/// a check that only read it would pass.
+#[tokio::test]
+async fn a_snapshot_older_than_an_epoch_advance_cannot_fence() {
+    let place = TempDatabase::new("snapshot.db");
+    let own = Store::new(place.connect().await, reports(&place));
+    own.create_schema().await.unwrap();
+    let conn = rusqlite::Connection::open(place.path()).unwrap();
+    let key = Key::from(Uuid::new_v4());
+    own.provision(key.clone()).await.unwrap();
+    let a = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
+    let current_epoch = fenced_guard::dialect::current_epoch(own.dialect(), own.table());
+
+    conn.execute_batch("BEGIN").unwrap();
+    let before: i64 = conn
+        .query_row(&current_epoch, [], |row| row.get(0))
+        .unwrap();
+    let advanced = own.advance_epoch().await.unwrap();
+    assert!(advanced > before);
+
+    let fenced = own.on(&conn).unwrap().fence(&a).await;
+    match &fenced {
+        Err(error) => assert_eq!(error.database_code().as_deref(), Some("517"), "{error}"),
+        Ok(fenced) => assert!(
+            fenced.is_none(),
+            "a lease from before the advance was fenced"
+        ),
+    }
+    drop(fenced);
+    let read: i64 = conn
+        .query_row(&current_epoch, [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(
+        read, before,
+        "the transaction's snapshot was not older than the advance"
+    );
+    conn.execute_batch("ROLLBACK").unwrap();
+}
