@@ -45,8 +45,12 @@
 //! PostgreSQL the server enforces it as well: before each statement, pipelined with it,
 //! the transaction's `statement_timeout` and `idle_in_transaction_session_timeout` are
 //! set to the time left, so a holder that hangs, or keeps writing, is disconnected at
-//! the deadline and its transaction rolled back. SQL Server and SQLite have no
-//! server-side bound: a holder that hangs holds the lock until its connection closes.
+//! the deadline and its transaction rolled back. SQL Server and SQLite have no such
+//! setting, so the guard ends the transaction itself at the deadline: on SQL Server it
+//! closes the connection (the server rolls back, cancelling a statement still
+//! running); on SQLite it interrupts a running statement and rolls back. Either way a
+//! holder that hangs holds the lock no longer than the timeout. In the caller's own
+//! transaction ([`Store::fence`]), the caller bounds it.
 //!
 //! # What a `Fenced` refuses
 //!

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tiberius::{Client, ColumnData, Config};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
 use crate::backend::{Executor, InTransaction};
@@ -389,6 +390,11 @@ pub(crate) use params::inline_nulls;
 pub struct LentMssql {
     conn: tokio::sync::Mutex<Checkout<Connection>>,
     deadline: Deadline,
+    /// Closes the connection at the deadline ([`Lend::bound`]) unless it ends first.
+    closer: socket::Closer,
+    /// Cancelled when the connection is given back or dropped: the closer stands down.
+    ended: CancellationToken,
+    _ended_on_drop: DropGuard,
 }
 
 impl std::fmt::Debug for LentMssql {
@@ -401,21 +407,37 @@ impl Lend for Mssql {
     type Lent = LentMssql;
 
     async fn lend(&self) -> Result<LentMssql> {
+        let mut conn = self.checkout().await?;
+        let closer = conn.conn().watch.closer();
+        let ended = CancellationToken::new();
         Ok(LentMssql {
-            conn: tokio::sync::Mutex::new(self.checkout().await?),
+            conn: tokio::sync::Mutex::new(conn),
             deadline: Deadline::default(),
+            closer,
+            _ended_on_drop: ended.clone().drop_guard(),
+            ended,
         })
     }
 
     fn give_back(lent: LentMssql) {
+        lent.ended.cancel();
         lent.conn.into_inner().give_back();
     }
 
-    /// SQL Server has no bound of its own on a transaction: statements past the
-    /// deadline are refused, and a holder that hangs holds the lock until its
-    /// connection closes.
+    /// SQL Server has no bound of its own on a transaction. Statements past the
+    /// deadline are refused unsent, and at the deadline the connection is closed unless
+    /// the transaction ended first: the server then rolls it back, cancelling a
+    /// statement still running, and the lease's row is free for a successor even while
+    /// the holder hangs.
     fn bound(lent: &LentMssql, deadline: Instant, timeout: Duration) {
         lent.deadline.set(deadline, timeout);
+        let (closer, ended) = (lent.closer.clone(), lent.ended.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline.into()) => closer.close(),
+                () = ended.cancelled() => {}
+            }
+        });
     }
 }
 

@@ -19,6 +19,7 @@ use crate::transaction::{Deadline, Lend};
 use crate::value::{Key, Value};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, Statement, params_from_iter};
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 mod prepared;
 
@@ -524,9 +525,15 @@ pub(crate) fn decode(index: usize, value: ValueRef<'_>) -> rusqlite::Result<Valu
 /// from its `BEGIN IMMEDIATE`, so only that first statement can wait.
 #[cfg(feature = "sqlite")]
 pub struct LentSqlite {
-    conn: std::sync::Mutex<Checkout<PreparedConnection>>,
+    conn: Arc<std::sync::Mutex<Checkout<PreparedConnection>>>,
     busy_timeout: Duration,
     deadline: Deadline,
+    /// Stops a statement running on the connection, from any thread.
+    interrupt: Arc<rusqlite::InterruptHandle>,
+    /// Cancelled when the connection is given back or dropped: the deadline's rollback
+    /// ([`Lend::bound`]) stands down.
+    ended: CancellationToken,
+    _ended_on_drop: DropGuard,
 }
 
 impl std::fmt::Debug for LentSqlite {
@@ -557,25 +564,57 @@ impl Lend for Sqlite {
     type Lent = LentSqlite;
 
     async fn lend(&self) -> Result<LentSqlite> {
+        let mut checkout = self.checkout().await?;
+        let interrupt = Arc::new(checkout.conn().conn().get_interrupt_handle());
+        let ended = CancellationToken::new();
         Ok(LentSqlite {
-            conn: std::sync::Mutex::new(self.checkout().await?),
+            conn: Arc::new(std::sync::Mutex::new(checkout)),
             busy_timeout: self.inner.options.busy_timeout,
             deadline: Deadline::default(),
+            interrupt,
+            _ended_on_drop: ended.clone().drop_guard(),
+            ended,
         })
     }
 
-    /// SQLite has no bound of its own on a transaction: statements past the deadline
-    /// are refused, and a holder that hangs holds the write lock until its connection
-    /// closes.
+    /// SQLite has no bound of its own on a transaction. Statements past the deadline
+    /// are refused unsent, and at the deadline, unless the transaction ended first, a
+    /// statement still running is interrupted and the transaction rolled back: the
+    /// write lock is free for a successor even while the holder hangs.
     fn bound(lent: &LentSqlite, deadline: Instant, timeout: Duration) {
         lent.deadline.set(deadline, timeout);
+        let conn = Arc::downgrade(&lent.conn);
+        let (interrupt, ended) = (Arc::clone(&lent.interrupt), lent.ended.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline.into()) => {}
+                () = ended.cancelled() => return,
+            }
+            interrupt.interrupt();
+            // The lock waits for the interrupted statement to return.
+            let _ = tokio::task::spawn_blocking(move || {
+                let Some(conn) = conn.upgrade() else { return };
+                let mut checkout = conn
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let conn = checkout.conn().conn();
+                if !ended.is_cancelled() && !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+            })
+            .await;
+        });
     }
 
+    /// Given back to the pool, unless the deadline's rollback holds it at this very
+    /// moment: then it is closed.
     fn give_back(lent: LentSqlite) {
-        lent.conn
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .give_back();
+        lent.ended.cancel();
+        if let Ok(conn) = Arc::try_unwrap(lent.conn) {
+            conn.into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .give_back();
+        }
     }
 }
 

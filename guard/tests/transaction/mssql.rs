@@ -47,3 +47,100 @@ impl Fixture for TestSchema {
 }
 
 crate::transactions!(with_epoch_lock setup);
+
+mod bound {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use fenced_guard::{Executor, Key, Lease, Lend, Mssql, Store, Value};
+
+    use crate::suite::{reports, setup};
+    use crate::support::Place;
+    use crate::support::lines::{insert_line, line_count};
+    use crate::support::mssql::TestSchema;
+
+    const LEASE_TTL: Duration = Duration::from_secs(1);
+    const TIMEOUT: Duration = Duration::from_secs(2);
+    /// How long the holder keeps its transaction: far past `TIMEOUT`.
+    const HOLD: Duration = Duration::from_secs(30);
+
+    /// Acquires `key` once its lease has expired by the database's clock, waiting for
+    /// the row as long as another transaction holds it.
+    async fn acquire_within(store: &Store<Mssql>, key: &Key) -> Lease {
+        loop {
+            if let Some(lease) = store
+                .try_acquire(key.clone(), Duration::from_secs(60))
+                .await
+                .expect("acquire")
+            {
+                return lease;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The holder of a fenced transaction with a 2 s timeout writes a line and hangs,
+    /// never ending it; its 1 s lease expires. A successor's acquisition, which waits
+    /// for the row, goes through while the holder still holds its `FencedTransaction`:
+    /// the guard closed the connection at the deadline, and the server rolled the
+    /// transaction back, line included. Negative control: a lent connection whose
+    /// transaction has no bound keeps the successor waiting well past the timeout.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_timeout_bounds_a_successors_wait() {
+        let Some(place) = TestSchema::create("fenced_bound_", 2).await else {
+            return;
+        };
+        let place = Arc::new(place);
+        let (store, key) = setup(&*place).await;
+        let lease = store
+            .try_acquire(key.clone(), LEASE_TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        let tx = store.transaction(&lease, TIMEOUT).await.unwrap().unwrap();
+        tx.execute(
+            &insert_line(&*place, &store),
+            &[Value::from(&key), Value::from("held")],
+        )
+        .await
+        .unwrap();
+
+        let successor = Store::new(place.connect().await, reports(&*place));
+        let next = tokio::time::timeout(HOLD, acquire_within(&successor, &key))
+            .await
+            .expect("the successor waited as long as the holder held its transaction");
+        assert_eq!(next.generation(), lease.generation() + 1);
+        // The holder still holds its transaction, which the server rolled back.
+        assert!(tx.commit().await.is_err(), "committed past its timeout");
+        assert_eq!(line_count(&*place, &store, &key).await, 0);
+
+        // Negative control: a transaction on a lent connection with no bound.
+        assert!(successor.release(&next).await.unwrap().is_applied());
+        let lease = store
+            .try_acquire(key.clone(), LEASE_TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        let plain = store.backend().lend().await.unwrap();
+        plain.execute_batch("BEGIN TRANSACTION").await.unwrap();
+        let lock = fenced_guard::dialect::lock(store.dialect(), store.table());
+        let locked = plain
+            .execute(&lock, &crate::support::lease::lock_params(&lease))
+            .await
+            .unwrap();
+        assert_eq!(locked, 1);
+        let waiter = tokio::spawn({
+            let (successor, key) = (successor.clone(), key.clone());
+            async move { acquire_within(&successor, &key).await }
+        });
+        tokio::time::sleep(3 * TIMEOUT).await;
+        assert!(
+            !waiter.is_finished(),
+            "the negative control's successor acquired: the test could not tell"
+        );
+        plain.execute_batch("ROLLBACK TRANSACTION").await.unwrap();
+        Mssql::give_back(plain);
+        waiter.await.unwrap();
+        place.teardown().await;
+    }
+}

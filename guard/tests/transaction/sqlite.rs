@@ -38,3 +38,88 @@ impl Fixture for TempDatabase {
 }
 
 crate::transactions!(with_epoch_lock setup);
+
+mod bound {
+    use std::time::Duration;
+
+    use fenced_guard::{Executor, Key, Lease, Lend, Sqlite, SqliteOptions, Store, Value};
+
+    use crate::suite::{reports, setup};
+    use crate::support::Place;
+    use crate::support::lines::{insert_line, line_count};
+    use crate::support::sqlite::TempDatabase;
+
+    const LEASE_TTL: Duration = Duration::from_secs(1);
+    const TIMEOUT: Duration = Duration::from_secs(2);
+    /// How long the holder keeps its transaction: far past `TIMEOUT`.
+    const HOLD: Duration = Duration::from_secs(30);
+
+    /// Acquires `key` once its lease has expired, trying again while another
+    /// connection holds the write lock past the busy timeout.
+    async fn acquire_within(store: &Store<Sqlite>, key: &Key) -> Lease {
+        loop {
+            match store
+                .try_acquire(key.clone(), Duration::from_secs(60))
+                .await
+            {
+                Ok(Some(lease)) => return lease,
+                Ok(None) => {}
+                Err(error) if error.database_code().as_deref() == Some("5") => {}
+                Err(error) => panic!("acquire: {error}"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The holder of a fenced transaction with a 2 s timeout writes a line and hangs,
+    /// never ending it; its 1 s lease expires. A successor, which needs the database's
+    /// write lock, acquires while the holder still holds its `FencedTransaction`: at the
+    /// deadline the guard rolled the transaction back, line included. Negative control:
+    /// a lent connection whose transaction has no bound keeps the successor out well
+    /// past the timeout.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_timeout_bounds_a_successors_wait() {
+        let place = TempDatabase::with_options(
+            "bound.db",
+            SqliteOptions::default().busy_timeout(Duration::from_millis(500)),
+        );
+        let (store, key) = setup(&place).await;
+        let lease = store
+            .try_acquire(key.clone(), LEASE_TTL)
+            .await
+            .unwrap()
+            .unwrap();
+        let tx = store.transaction(&lease, TIMEOUT).await.unwrap().unwrap();
+        tx.execute(
+            &insert_line(&place, &store),
+            &[Value::from(&key), Value::from("held")],
+        )
+        .await
+        .unwrap();
+
+        let successor = Store::new(place.connect().await, reports(&place));
+        let next = tokio::time::timeout(HOLD, acquire_within(&successor, &key))
+            .await
+            .expect("the successor waited as long as the holder held its transaction");
+        assert_eq!(next.generation(), lease.generation() + 1);
+        assert!(tx.commit().await.is_err(), "committed past its timeout");
+        assert_eq!(line_count(&place, &store, &key).await, 0);
+
+        // Negative control: a transaction on a lent connection with no bound.
+        assert!(successor.release(&next).await.unwrap().is_applied());
+        let plain = store.backend().lend().await.unwrap();
+        plain.execute_batch("BEGIN IMMEDIATE").await.unwrap();
+        let waiter = tokio::spawn({
+            let (successor, key) = (successor.clone(), key.clone());
+            async move { acquire_within(&successor, &key).await }
+        });
+        tokio::time::sleep(3 * TIMEOUT).await;
+        assert!(
+            !waiter.is_finished(),
+            "the negative control's successor acquired: the test could not tell"
+        );
+        plain.execute_batch("ROLLBACK").await.unwrap();
+        Sqlite::give_back(plain);
+        waiter.await.unwrap();
+    }
+}

@@ -12,7 +12,7 @@
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -32,7 +32,27 @@ pub(super) fn watched(tcp: TcpStream) -> (Socket, Watch) {
     (Socket(Arc::clone(&tcp)), Watch(tcp))
 }
 
+/// What closes the connection from outside, at a fenced transaction's deadline; it
+/// keeps the socket open no longer than the client does.
+#[derive(Clone, Debug)]
+pub(super) struct Closer(Weak<TcpStream>);
+
+impl Closer {
+    /// Shuts the connection in both directions, if it is still open: the server sees it
+    /// end and rolls back its transaction; the client's next read finds the end.
+    pub(super) fn close(&self) {
+        if let Some(tcp) = self.0.upgrade() {
+            let _ = socket2::SockRef::from(&*tcp).shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
 impl Watch {
+    /// What closes this connection from outside.
+    pub(super) fn closer(&self) -> Closer {
+        Closer(Arc::downgrade(&self.0))
+    }
+
     /// Whether the idle connection can take a statement: nothing has arrived on it,
     /// neither the server's end of the connection nor any byte.
     pub(super) fn is_idle_and_open(&self) -> bool {
