@@ -13,9 +13,8 @@ use std::time::Duration;
 /// The repository over any backend: `Postgres::connect(..)`, `Sqlite::open(..)`,
 /// `Mssql::connect(..)`.
 fn reports<B: Backend>(backend: B) -> fenced::Result<Reports<B>> {
-    // The article's table: ReportId, Generation, LeaseOwner, LeaseUntilUtc,
-    // PublishedGeneration, plus the application's own columns. Every name is validated
-    // and quoted exactly as declared, on every database.
+    // The article's table (ReportId, Generation, LeaseOwner, LeaseUntilUtc, ...) and the
+    // application's columns; every name validated and quoted as declared.
     let table = FencedTable::builder()
         .table("ReportPublication")
         .column("Payload", ColumnType::Text)
