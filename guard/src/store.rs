@@ -861,7 +861,7 @@ impl<B: Executor> Store<B> {
 
     /// [`resolve`](Store::resolve), for a write to `lease`'s key: an id applied to
     /// another key is [`Error::OperationReused`].
-    async fn resolve_on(&self, op: Uuid, lease: &Lease) -> Result<Resolution> {
+    pub(crate) async fn resolve_on(&self, op: Uuid, lease: &Lease) -> Result<Resolution> {
         let row = self
             .backend
             .query_row(

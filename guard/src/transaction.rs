@@ -73,6 +73,40 @@
 //! `DO`, `COPY`, DDL) is refused. A function that writes, called from a plain
 //! `SELECT`, is not seen as a write.
 
+//!
+//! # Operation ids
+//!
+//! A transaction whose commit acknowledgement is lost (a connection cut, a timeout)
+//! may or may not have committed. [`Fenced::record`], called first, records an
+//! operation id in the outcomes table inside the transaction: it commits with the
+//! transaction's writes or not at all, so [`Store::resolve`] then tells whether they
+//! landed, and a retry with the same id finds
+//! [`OperationOutcome::AlreadyApplied`] and rolls back instead of writing twice:
+//!
+//! ```no_run
+//! # async fn run(store: &fenced_guard::Store<fenced_guard::Postgres>, lease: &fenced_guard::Lease, op: uuid::Uuid) -> fenced_guard::Result<()> {
+//! use fenced_guard::OperationOutcome;
+//!
+//! let Some(tx) = store.transaction(lease, std::time::Duration::from_secs(5)).await? else {
+//!     return Ok(()); // the lease is gone
+//! };
+//! match tx.record(op).await? {
+//!     OperationOutcome::Applied => {
+//!         tx.execute("INSERT INTO report_line (report, line) VALUES ($1, $2)", &[
+//!             lease.key().into(),
+//!             "line 1".into(),
+//!         ])
+//!         .await?;
+//!         tx.commit().await?; // on an error here: `store.resolve(op)`
+//!     }
+//!     // An earlier attempt committed; or the lease no longer holds.
+//!     OperationOutcome::AlreadyApplied { .. } | OperationOutcome::Refused => {
+//!         tx.rollback().await?
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
 use std::ops::Deref;
 use std::time::{Duration, Instant};
 
@@ -81,6 +115,7 @@ use crate::dialect;
 use crate::dialect::recheck::Recheck;
 use crate::error::{Error, Result};
 use crate::lease::{AsLease, Lease};
+use crate::operation::{OperationOutcome, Resolution};
 use crate::outcome::Outcome;
 use crate::store::Store;
 use crate::trace;
@@ -166,6 +201,54 @@ impl<'l, E: Executor> Fenced<'l, E> {
             .query_row(sql, params)
             .await
             .map_err(ended)
+    }
+
+    /// Records operation id `op` in the outcomes table inside the transaction, so that
+    /// it commits with the transaction's writes or not at all; see
+    /// [Operation ids](crate::transaction#operation-ids). Call it first, before the
+    /// transaction's writes: [`OperationOutcome::AlreadyApplied`] means an earlier
+    /// attempt with `op` committed, and this transaction must roll back rather than
+    /// write a second time.
+    ///
+    /// [`OperationOutcome::Refused`]: the lease's row no longer carries the lease (the
+    /// transaction ended under the `Fenced`); nothing was recorded. A concurrent attempt
+    /// with the same `op` that has not committed yet is waited for, as its lock
+    /// requires.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OperationReused`] when `op` was applied to another key;
+    /// [`Error::NotInTransaction`] when the transaction has ended;
+    /// [`Error::TransactionTimedOut`] past the timeout of [`Store::transaction`]; any
+    /// database error.
+    pub async fn record(&self, op: uuid::Uuid) -> Result<OperationOutcome> {
+        self.in_time()?;
+        if self.store.backend().transaction_open() == Some(false) {
+            return Err(Error::NotInTransaction(
+                "the fenced transaction has ended: its statements would run unfenced",
+            ));
+        }
+        let params = [
+            Value::Uuid(op),
+            Value::from(self.lease.key()),
+            Value::I64(self.lease.generation()),
+            Value::Uuid(self.lease.owner()),
+        ];
+        let sql = &self.store.statements().record_in_transaction;
+        let recorded = match self.store.backend().execute(sql, &params).await {
+            Ok(rows) => rows == 1,
+            // SQL Server without its lock hints (Babelfish): two attempts raced to the
+            // key, and the other committed.
+            Err(error) if crate::operation::is_unique_violation(&error) => false,
+            Err(error) => return Err(ended(error)),
+        };
+        if recorded {
+            return Ok(OperationOutcome::Applied);
+        }
+        Ok(match self.store.resolve_on(op, self.lease).await? {
+            Resolution::Applied { generation } => OperationOutcome::AlreadyApplied { generation },
+            Resolution::NotApplied => OperationOutcome::Refused,
+        })
     }
 
     /// The checks every caller statement passes before it is sent, and the statement as

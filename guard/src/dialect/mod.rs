@@ -526,6 +526,47 @@ pub fn record_operation(dialect: Dialect, table: &FencedTable) -> String {
     )
 }
 
+/// A fenced transaction's record of operation id 1, made inside it while the lease's
+/// row still carries the lease (key 2, generation 3, owner 4, current epoch): inserts
+/// the outcome, with the row's key and generation, unless the id is recorded already.
+/// Changes one row when it recorded; none when the id was recorded before, or the
+/// lease no longer holds ([`resolve_operation_on_key`] tells which). Committed or
+/// rolled back with the transaction.
+pub fn record_in_transaction(dialect: Dialect, table: &FencedTable) -> String {
+    let ops = table.operations_table().quoted(dialect);
+    let [op, key, generation, at] = operation_columns(dialect);
+    let p = |n| dialect.placeholder(n);
+    let row = |c: &Identifier| format!("fenced_row.{}", q(dialect, c));
+    let select = format!(
+        "SELECT {}, {}, {}, {} FROM {} AS fenced_row WHERE {} = {} AND {} = {} AND {} = {} \
+         AND {} = {}",
+        p(1),
+        row(table.key_column()),
+        row(table.generation_column()),
+        dialect.clock(),
+        table.name().quoted(dialect),
+        row(table.key_column()),
+        p(2),
+        row(table.generation_column()),
+        p(3),
+        row(table.owner_column()),
+        p(4),
+        row(table.epoch_column()),
+        epoch_subquery(dialect, table),
+    );
+    match dialect {
+        // A concurrent attempt's uncommitted record is waited for, then skipped.
+        Dialect::Postgres | Dialect::Sqlite => format!(
+            "INSERT INTO {ops} ({op}, {key}, {generation}, {at}) {select} ON CONFLICT DO NOTHING"
+        ),
+        Dialect::Mssql => format!(
+            "INSERT INTO {ops} ({op}, {key}, {generation}, {at}) {select} AND NOT EXISTS \
+             (SELECT 1 FROM {ops} WITH (UPDLOCK, HOLDLOCK) WHERE {op} = {})",
+            p(1)
+        ),
+    }
+}
+
 /// Inserts the row for key `1` with generation 0 and published generation 0 if absent;
 /// an existing row, and its generation, are left untouched.
 pub fn provision(dialect: Dialect, table: &FencedTable) -> String {
@@ -960,6 +1001,7 @@ pub(crate) struct Statements {
     pub(crate) resolve_operation_on_key: String,
     pub(crate) inspect: String,
     pub(crate) record_operation: String,
+    pub(crate) record_in_transaction: String,
     pub(crate) advance_epoch: String,
     pub(crate) current_epoch: String,
     pub(crate) acquire: String,
@@ -979,6 +1021,7 @@ impl Statements {
             resolve_operation_on_key: resolve_operation_on_key(dialect, table),
             inspect: inspect(dialect, table),
             record_operation: record_operation(dialect, table),
+            record_in_transaction: record_in_transaction(dialect, table),
             advance_epoch: advance_epoch(dialect, table),
             current_epoch: current_epoch(dialect, table),
             acquire: acquire(dialect, table),

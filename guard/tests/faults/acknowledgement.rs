@@ -200,6 +200,15 @@ macro_rules! acknowledgement_tests {
         fn work_whose_every_publication_attempt_fails_names_its_operation_id() {
             crate::block_on(async { with_setup($setup, every_attempt_fails).await });
         }
+
+        /// A fenced transaction that recorded an operation id, whose commit was
+        /// acknowledged to nobody: the id resolves applied, and a retry with it finds
+        /// it applied and writes nothing. Negative control: the same lost commit with no
+        /// record leaves nothing that tells whether it landed.
+        #[test]
+        fn a_fenced_transactions_lost_commit_resolves_by_its_operation_id() {
+            crate::block_on(async { with_setup($setup, lost_commit_of_a_transaction).await });
+        }
     };
 }
 
@@ -483,4 +492,58 @@ pub async fn every_attempt_fails<B: Wired>(s: Arc<Setup<B>>) {
         let next = acquire(&s, TTL).await;
         assert_eq!(next.generation(), 2, "the row was released after the work");
     }
+}
+
+pub async fn lost_commit_of_a_transaction<B: Wired>(s: Arc<Setup<B>>)
+where
+    B::Backend: fenced_guard::Lend,
+{
+    let lease = acquire(&s, TTL).await;
+    let op = Uuid::new_v4();
+    let tx = s.store.transaction(&lease, TTL).await.unwrap().unwrap();
+    assert_eq!(tx.record(op).await.unwrap(), OperationOutcome::Applied);
+    let written = tx.store().update(&lease, &columns("report")).await;
+    assert_eq!(written.unwrap(), Outcome::Applied);
+    s.proxy.arm(Fault::CutAfterCommit);
+    let lost = tx.commit().await;
+    assert_eq!(s.proxy.fired(), 1, "the cut happened on the commit");
+    assert!(
+        lost.as_ref().is_err_and(is_lost_connection),
+        "a lost commit is an error that may have committed: {lost:?}"
+    );
+
+    // The server committed: the operation id says so, and so does the row.
+    assert_eq!(
+        s.direct.resolve(op).await.unwrap(),
+        Resolution::Applied {
+            generation: lease.generation()
+        }
+    );
+    assert_eq!(published(&s).await.1.as_deref(), Some("report"));
+
+    // A retry with the same id finds it applied, and rolls back before writing.
+    let retry = s.store.transaction(&lease, TTL).await.unwrap().unwrap();
+    assert_eq!(
+        retry.record(op).await.unwrap(),
+        OperationOutcome::AlreadyApplied {
+            generation: lease.generation()
+        }
+    );
+    retry.rollback().await.unwrap();
+    assert_eq!(published(&s).await.1.as_deref(), Some("report"));
+
+    // Negative control: the same lost commit with no record.
+    let unrecorded = Uuid::new_v4();
+    let tx = s.store.transaction(&lease, TTL).await.unwrap().unwrap();
+    let written = tx.store().update(&lease, &columns("unrecorded")).await;
+    assert_eq!(written.unwrap(), Outcome::Applied);
+    s.proxy.arm(Fault::CutAfterCommit);
+    let lost = tx.commit().await;
+    assert!(lost.as_ref().is_err_and(is_lost_connection), "{lost:?}");
+    assert_eq!(published(&s).await.1.as_deref(), Some("unrecorded"));
+    assert_eq!(
+        s.direct.resolve(unrecorded).await.unwrap(),
+        Resolution::NotApplied,
+        "the control landed, and nothing can tell"
+    );
 }

@@ -222,7 +222,8 @@ impl Unit {
     /// The unit begins a statement: what the cuts are armed for.
     fn begins_statement(self) -> bool {
         match self {
-            Unit::Pg(kind) => kind == b'E',
+            // `Execute`, or a simple `Query` (a transaction's `COMMIT`).
+            Unit::Pg(kind) => kind == b'E' || kind == b'Q',
             Unit::Tds { kind, begins, .. } => begins && matches!(kind, TDS_SQL_BATCH | TDS_RPC),
             Unit::Tls | Unit::Opaque => false,
         }

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use fenced_guard::{Executor, FencedTable, Key, Lease, Lend, Outcome, Store, Value};
+use fenced_guard::{
+    Executor, FencedTable, Key, Lease, Lend, OperationOutcome, Outcome, Resolution, Store, Value,
+};
 use uuid::Uuid;
 
 use crate::support::Place;
@@ -453,6 +455,73 @@ where
     F::Backend::give_back(plain);
 }
 
+/// A transaction that records an operation id commits the record with its lines: the
+/// id then resolves applied, and a retry of it (here under the same lease, as a retry
+/// after a lost acknowledgement is) finds it applied and writes nothing. An id applied
+/// to another key is refused. Negative control: the same lines committed without a
+/// record leave nothing to resolve.
+pub async fn an_operation_id_commits_with_the_transaction_and_applies_once<F: Fixture>(
+    place: Arc<F>,
+) where
+    F::Backend: Lend,
+{
+    let (store, key) = setup(&*place).await;
+    let lease = acquire(&store, &key).await;
+    let insert = insert_line(&*place, &store);
+    let op = Uuid::new_v4();
+
+    let tx = store.transaction(&lease, TIMEOUT).await.unwrap().unwrap();
+    assert_eq!(tx.record(op).await.unwrap(), OperationOutcome::Applied);
+    tx.execute(&insert, &[Value::from(&key), Value::from("line 0")])
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        store.resolve(op).await.unwrap(),
+        Resolution::Applied {
+            generation: lease.generation()
+        }
+    );
+
+    let retry = store.transaction(&lease, TIMEOUT).await.unwrap().unwrap();
+    assert_eq!(
+        retry.record(op).await.unwrap(),
+        OperationOutcome::AlreadyApplied {
+            generation: lease.generation()
+        }
+    );
+    retry.rollback().await.unwrap();
+    assert_eq!(line_count(&*place, &store, &key).await, 1);
+
+    let other = Key::from(Uuid::new_v4());
+    store.provision(other.clone()).await.unwrap();
+    let other_lease = acquire(&store, &other).await;
+    let tx = store
+        .transaction(&other_lease, TIMEOUT)
+        .await
+        .unwrap()
+        .unwrap();
+    let reused = tx.record(op).await;
+    assert!(
+        matches!(reused, Err(fenced_guard::Error::OperationReused { .. })),
+        "{reused:?}"
+    );
+    tx.rollback().await.unwrap();
+
+    // Negative control: lines committed with no record, which nothing can resolve.
+    let unrecorded = Uuid::new_v4();
+    let tx = store.transaction(&lease, TIMEOUT).await.unwrap().unwrap();
+    tx.execute(&insert, &[Value::from(&key), Value::from("line 1")])
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(line_count(&*place, &store, &key).await, 2);
+    assert_eq!(
+        store.resolve(unrecorded).await.unwrap(),
+        Resolution::NotApplied
+    );
+}
+
 /// Generates the tests for one backend; `$setup` returns `Option<Fixture>` (`None`: the
 /// backend does not run here).
 #[macro_export]
@@ -465,6 +534,7 @@ macro_rules! transactions {
             a_dropped_transaction_leaves_nothing,
             the_stale_worker_writes_no_lines,
             a_fenced_statement_cannot_end_it_or_write_the_guards_tables,
+            an_operation_id_commits_with_the_transaction_and_applies_once,
         );
     };
     // The schedules whose database holds the epoch for a fenced transaction, shared:
