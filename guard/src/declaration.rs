@@ -125,7 +125,28 @@ impl Declarations {
                 }
             ))
         })?;
-        builder(spec)?.build()
+        self.with_others(spec, builder(spec)?)?.build()
+    }
+
+    /// `table` with every other declared table, and their epoch and operations
+    /// tables, as tables a fenced transaction under its leases may not write.
+    fn with_others(
+        &self,
+        spec: &TableSpec,
+        mut table: FencedTableBuilder,
+    ) -> Result<FencedTableBuilder> {
+        for other in self
+            .config
+            .tables
+            .iter()
+            .filter(|t| !std::ptr::eq(*t, spec))
+        {
+            let built = builder(other)?.build()?;
+            for name in [built.name(), built.epoch_table(), built.operations_table()] {
+                table = table.other_fenced_table(name.to_string());
+            }
+        }
+        Ok(table)
     }
 
     /// Every declared table, built, in the order of the file.
@@ -137,7 +158,7 @@ impl Declarations {
         self.config
             .tables
             .iter()
-            .map(|spec| builder(spec)?.build())
+            .map(|spec| self.with_others(spec, builder(spec)?)?.build())
             .collect()
     }
 

@@ -278,6 +278,7 @@ pub struct FencedTable {
     key_type: KeyType,
     columns: Vec<Column>,
     stamp_timeline: bool,
+    others: Vec<QualifiedName>,
 }
 
 impl Default for FencedTable {
@@ -369,6 +370,18 @@ impl FencedTable {
         &self.columns
     }
 
+    /// The tables a fenced transaction under this table's leases may not write, its
+    /// own lease, epoch and operations tables first, then every other fenced table
+    /// and its epoch and operations tables ([`other_fenced_table`]): a lease of this
+    /// table is no lease of those.
+    ///
+    /// [`other_fenced_table`]: FencedTableBuilder::other_fenced_table
+    pub fn protected_tables(&self) -> impl Iterator<Item = &QualifiedName> {
+        [&self.name, &self.epoch_table, &self.operations_table]
+            .into_iter()
+            .chain(&self.others)
+    }
+
     /// `true` if `column` is one of the protocol's columns, which callers may not assign.
     pub fn is_protocol_column(&self, column: &str) -> bool {
         [
@@ -401,6 +414,7 @@ pub struct FencedTableBuilder {
     key_type: KeyType,
     columns: Vec<(String, ColumnType)>,
     stamp_timeline: bool,
+    others: Vec<String>,
 }
 
 impl Default for FencedTableBuilder {
@@ -419,6 +433,7 @@ impl Default for FencedTableBuilder {
             key_type: KeyType::Uuid,
             columns: Vec::new(),
             stamp_timeline: true,
+            others: Vec::new(),
         }
     }
 }
@@ -513,6 +528,16 @@ impl FencedTableBuilder {
         self
     }
 
+    /// Another fenced table, `name` or `schema.name`, or its epoch or operations
+    /// table: a fenced transaction under this table's leases refuses any statement
+    /// that writes it ([`crate::transaction`]), as it refuses this table's own. A
+    /// table built from `fenced.toml` ([`Declarations`](crate::Declarations)) names
+    /// every other table declared there, with theirs. Default: none.
+    pub fn other_fenced_table(mut self, name: impl Into<String>) -> Self {
+        self.others.push(name.into());
+        self
+    }
+
     /// Declares an application column for schema creation. Default: none.
     pub fn column(mut self, name: impl Into<String>, column_type: ColumnType) -> Self {
         self.columns.push((name.into(), column_type));
@@ -565,6 +590,11 @@ impl FencedTableBuilder {
                 })
                 .collect::<Result<_>>()?,
             stamp_timeline: self.stamp_timeline,
+            others: self
+                .others
+                .iter()
+                .map(|name| QualifiedName::parse(name))
+                .collect::<Result<_>>()?,
         };
         let mut names: Vec<&Identifier> = vec![
             &table.key,

@@ -58,7 +58,9 @@
 //! and a connection with no transaction open is [`Error::NotInTransaction`]. A
 //! [`Fenced`]'s statements are read by their database's lexer before they are sent:
 //! transaction control, and a write naming the lease's table, its epoch table or its
-//! operations table, are [`Error::StatementRefused`]. The lock is what fences them, so
+//! operations table, or another fenced table
+//! ([`FencedTable::protected_tables`](crate::FencedTable::protected_tables)), are
+//! [`Error::StatementRefused`]. The lock is what fences them, so
 //! a statement that ended the transaction would leave every later one unfenced; on
 //! rusqlite each statement first checks that its transaction is still open.
 //!
@@ -118,6 +120,7 @@ use crate::lease::{AsLease, Lease};
 use crate::operation::{OperationOutcome, Resolution};
 use crate::outcome::Outcome;
 use crate::store::Store;
+use crate::table::QualifiedName;
 use crate::trace;
 use crate::value::Value;
 
@@ -260,7 +263,7 @@ impl<'l, E: Executor> Fenced<'l, E> {
         self.in_time()?;
         let dialect = self.store.dialect();
         let table = self.store.table();
-        let protected = [table.name(), table.epoch_table(), table.operations_table()];
+        let protected: Vec<&QualifiedName> = table.protected_tables().collect();
         if let Some(reason) = dialect::screen::refusal(dialect, sql, &protected) {
             return Err(Error::StatementRefused { reason });
         }

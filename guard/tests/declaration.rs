@@ -204,3 +204,55 @@ async fn the_printed_schema_serves_the_declared_table_on_sql_server() {
     the_schema_serves_the_declared_table(backend, &schema, Dialect::Mssql).await;
     place.teardown().await;
 }
+
+/// Each declared table names every other, and their epoch and operations tables, as
+/// tables its fenced transactions may not write; with one table declared, none.
+#[test]
+fn a_declared_table_protects_the_other_declared_tables() {
+    let two = Declarations::from_toml(
+        r#"
+[[table]]
+name = "jobs"
+key = "job_id"
+operations_table = "job_operations"
+
+[[table]]
+name = "reports"
+key = "report_id"
+epoch_table = "report_epoch"
+operations_table = "report_operations"
+"#,
+    )
+    .expect("declaration");
+    let names = |table: &FencedTable| -> Vec<String> {
+        table.protected_tables().map(ToString::to_string).collect()
+    };
+    let jobs = two.table("jobs").expect("jobs");
+    assert_eq!(
+        names(&jobs),
+        [
+            "jobs",
+            "FencedEpoch",
+            "job_operations",
+            "reports",
+            "report_epoch",
+            "report_operations"
+        ]
+    );
+    let reports = two.table("reports").expect("reports");
+    assert_eq!(
+        names(&reports),
+        [
+            "reports",
+            "report_epoch",
+            "report_operations",
+            "jobs",
+            "FencedEpoch",
+            "job_operations"
+        ]
+    );
+    assert_eq!(two.tables().expect("tables"), [jobs, reports]);
+    // The control: declared alone, a table protects only its own.
+    let alone = declaration("").table("jobs").expect("declared");
+    assert_eq!(names(&alone).len(), 3);
+}

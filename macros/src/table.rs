@@ -131,5 +131,12 @@ fn builder_calls(table: &FencedTable, krate: &Path) -> Vec<TokenStream> {
         };
         calls.push(quote!(.column(#name, #krate::ColumnType::#column_type)));
     }
+    // The other declared tables and theirs: a fenced transaction under this table's
+    // leases may not write them.
+    let own = [table.name(), table.epoch_table(), table.operations_table()];
+    for other in table.protected_tables().filter(|t| !own.contains(t)) {
+        let other = other.to_string();
+        calls.push(quote!(.other_fenced_table(#other)));
+    }
     calls
 }

@@ -522,6 +522,155 @@ pub async fn an_operation_id_commits_with_the_transaction_and_applies_once<F: Fi
     );
 }
 
+/// The rows of `table`, or of its epoch or operations table, every column as stored
+/// (times as text), in key order: what must not change, byte for byte.
+async fn rows<E: Executor>(store: &Store<E>, table: &FencedTable) -> Vec<Vec<Vec<Value>>> {
+    let d = store.dialect();
+    let text = |column: &str| {
+        let column = fenced_guard::Identifier::new(column).unwrap().quoted(d);
+        match d {
+            fenced_guard::Dialect::Postgres => format!("CAST({column} AS text)"),
+            fenced_guard::Dialect::Sqlite => column,
+            fenced_guard::Dialect::Mssql => format!("CONVERT(nvarchar(60), {column}, 126)"),
+        }
+    };
+    let q = |column: &fenced_guard::Identifier| column.quoted(d);
+    let lease = format!(
+        "SELECT {}, {}, {}, {}, {}, {}, {} FROM {} ORDER BY 1",
+        q(table.key_column()),
+        q(table.generation_column()),
+        q(table.owner_column()),
+        text(table.expiry_column().as_str()),
+        q(table.published_column()),
+        q(table.epoch_column()),
+        payload_column(d),
+        table.name().quoted(d)
+    );
+    let epoch = format!(
+        "SELECT {}, {} FROM {} ORDER BY 1",
+        text("Id"),
+        text("Epoch"),
+        table.epoch_table().quoted(d)
+    );
+    let ops = format!(
+        "SELECT {}, {}, {}, {} FROM {} ORDER BY 1",
+        text("OperationId"),
+        text("Key"),
+        text("Generation"),
+        text("RecordedAt"),
+        table.operations_table().quoted(d)
+    );
+    let mut all = Vec::new();
+    for sql in [lease, epoch, ops] {
+        all.push(store.backend().query_rows(&sql, &[]).await.expect(&sql));
+    }
+    all
+}
+
+/// Statements that write a protected table under a spelling a target reading could
+/// miss (an alias named like the table, `USING`, a Unicode-escaped name, a derived
+/// table, DML nested in DML), and writes of another fenced table: each is refused, and
+/// nothing protected changes, byte for byte. Negative control: the first of them sent
+/// on a plain connection changes the lease's row.
+pub async fn no_spelling_writes_a_protected_table<F: Fixture>(place: Arc<F>)
+where
+    F::Backend: Lend,
+{
+    let other = FencedTable::builder()
+        .table(place.qualified("Other"))
+        .operations_table(place.qualified("OtherOperation"))
+        .column("Payload", fenced_guard::ColumnType::Text)
+        .build()
+        .unwrap();
+    let table = FencedTable::builder()
+        .table(place.qualified("Report"))
+        .column("Payload", fenced_guard::ColumnType::Text)
+        .other_fenced_table(place.qualified("Other"))
+        .other_fenced_table(place.qualified("OtherOperation"))
+        .build()
+        .unwrap();
+    let store = Store::new(place.connect().await, table);
+    store.create_schema().await.unwrap();
+    create_lines_table(&*place, &store).await;
+    let others = Store::new(place.connect().await, other.clone());
+    others.create_schema().await.unwrap();
+    let key = Key::from(Uuid::new_v4());
+    store.provision(key.clone()).await.unwrap();
+    others.provision(key.clone()).await.unwrap();
+    let lease = acquire(&store, &key).await;
+    let op = Uuid::new_v4();
+    let recorded = store.update_op(&lease, op, &payload("recorded")).await;
+    assert_eq!(recorded.unwrap(), OperationOutcome::Applied);
+
+    let d = store.dialect();
+    let t = store.table();
+    let (report, generation, key_column) = (
+        t.name().quoted(d),
+        t.generation_column().quoted(d),
+        t.key_column().quoted(d),
+    );
+    let bare = t.name().name().as_str();
+    let lines = crate::support::lines::lines_table(&*place, &store);
+    let ops = t.operations_table().quoted(d);
+    let other_name = other.name().quoted(d);
+    let mut statements = vec![
+        // An alias spelled like the lease table hides the target, read by SQL Server's
+        // rule; PostgreSQL and SQLite update the table itself.
+        format!("UPDATE {report} SET {generation} = 0 FROM {lines} AS {bare}"),
+        format!("DELETE FROM {ops}"),
+        format!("UPDATE {other_name} SET {} = 'x'", payload_column(d)),
+        format!("UPDATE {other_name} SET {generation} = 0"),
+        format!("DELETE FROM {}", other.operations_table().quoted(d)),
+    ];
+    match d {
+        fenced_guard::Dialect::Postgres => statements.extend([
+            format!("DELETE FROM {report} USING {lines} AS {bare}"),
+            format!(
+                "INSERT INTO U&\"{bare}\" ({key_column}) SELECT {key_column} FROM {report} \
+                 ON CONFLICT ({key_column}) DO UPDATE SET {generation} = 0"
+            ),
+        ]),
+        fenced_guard::Dialect::Mssql => statements.extend([
+            format!("UPDATE r SET {generation} = 0 FROM (SELECT * FROM {report}) AS r"),
+            format!(
+                "INSERT INTO {lines} SELECT d.k, N'x' FROM (UPDATE {report} SET {generation} = 0 \
+                 OUTPUT inserted.{key_column} AS k) AS d"
+            ),
+        ]),
+        fenced_guard::Dialect::Sqlite => {}
+    }
+    let before = (rows(&store, t).await, rows(&store, &other).await);
+    let tx = store.transaction(&lease, TIMEOUT).await.unwrap().unwrap();
+    for sql in &statements {
+        let refused = tx.execute(sql, &[]).await;
+        assert!(
+            matches!(refused, Err(fenced_guard::Error::StatementRefused { .. })),
+            "{sql}: {refused:?}"
+        );
+    }
+    tx.commit().await.unwrap();
+    assert_eq!((rows(&store, t).await, rows(&store, &other).await), before);
+
+    // Negative control: on a plain connection, the delete empties the operations table,
+    // and on PostgreSQL and SQLite the aliased update (with a line to join) rewrites the
+    // lease's row; SQL Server takes the alias for the target there.
+    store.backend().execute(&statements[1], &[]).await.unwrap();
+    assert_ne!(rows(&store, t).await[2], before.0[2]);
+    if d != fenced_guard::Dialect::Mssql {
+        store
+            .backend()
+            .execute(
+                &insert_line(&*place, &store),
+                &[Value::from(&key), Value::from("line")],
+            )
+            .await
+            .unwrap();
+        let rewritten = store.backend().execute(&statements[0], &[]).await.unwrap();
+        assert_eq!(rewritten, 1);
+        assert_ne!(rows(&store, t).await[0], before.0[0]);
+    }
+}
+
 /// Generates the tests for one backend; `$setup` returns `Option<Fixture>` (`None`: the
 /// backend does not run here).
 #[macro_export]
@@ -535,6 +684,7 @@ macro_rules! transactions {
             the_stale_worker_writes_no_lines,
             a_fenced_statement_cannot_end_it_or_write_the_guards_tables,
             an_operation_id_commits_with_the_transaction_and_applies_once,
+            no_spelling_writes_a_protected_table,
         );
     };
     // The schedules whose database holds the epoch for a fenced transaction, shared:
