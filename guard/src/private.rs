@@ -7,6 +7,7 @@ use crate::backend::{Backend, Executor};
 use crate::dialect::{self, Dialect, FencedSql};
 use crate::error::{Error, Result};
 use crate::lease::{AsLease, Lease};
+use crate::operation::OperationOutcome;
 use crate::outcome::Outcome;
 use crate::store::Store;
 use crate::table::{FencedTable, QualifiedName};
@@ -102,6 +103,37 @@ impl FencedWrite {
         }
         sql.push_str(parts.tail);
         Some(sql)
+    }
+
+    /// The final statement on `dialect`, recording operation id `params + 4` in the
+    /// outcomes table with the write ([`dialect::update_recorded`]'s shape); `None` for
+    /// a dialect the method is not written for.
+    fn render_recorded(&self, dialect: Dialect, table: &FencedTable) -> Option<String> {
+        let parts = self.parts[index(dialect)].as_ref()?;
+        let first = self.params + 1;
+        let mut update = String::from(parts.head);
+        if self.publish_once {
+            update.push_str(", ");
+            update.push_str(&dialect::publish_once_assignment(dialect, table, first));
+        }
+        update.push_str(parts.middle);
+        let mut filter = parts
+            .filter
+            .map(|filter| format!("({filter}) AND "))
+            .unwrap_or_default();
+        filter.push_str(&dialect::fence_predicate(dialect, table, first));
+        if self.publish_once {
+            filter.push_str(" AND ");
+            filter.push_str(&dialect::publish_once_predicate(dialect, table, first));
+        }
+        Some(dialect::recorded_update(
+            dialect,
+            table,
+            &update,
+            &filter,
+            parts.tail,
+            self.params + 4,
+        ))
     }
 
     /// Fails unless the method is written for `dialect`.
@@ -316,6 +348,45 @@ pub async fn execute<B: Backend>(
     store.execute_fenced(lease, &sql, &params).await
 }
 
+/// Runs an annotated method's statement on `store` as [`execute`] does, recording
+/// operation id `op` with the write: applied at most once, whatever the retries, and
+/// resolvable with [`Store::resolve`](crate::Store::resolve).
+pub async fn execute_op<B: Backend>(
+    store: &Store<B>,
+    write: &'static FencedWrite,
+    lease: &Lease,
+    op: uuid::Uuid,
+    params: Vec<Value>,
+) -> Result<OperationOutcome> {
+    write.check_table(store.table())?;
+    write.check_dialect(store.dialect())?;
+    // The plain statement, checked to carry the fence as its database reads it; the
+    // recorded one adds only the guard's own text around the same parts.
+    write.fenced_sql(store.table())?;
+    if write.params != params.len() {
+        return Err(Error::Config(format!(
+            "`{}` takes {} values, not {}",
+            write.method,
+            write.params,
+            params.len()
+        )));
+    }
+    store.check_key(lease.key())?;
+    if lease.is_revoked() {
+        return Ok(OperationOutcome::Refused);
+    }
+    let sql = write
+        .render_recorded(store.dialect(), store.table())
+        .ok_or_else(|| {
+            Error::Config(format!(
+                "`{}`: no {} statement",
+                write.method,
+                store.dialect()
+            ))
+        })?;
+    store.run_recorded(lease, op, &sql, params).await
+}
+
 /// Runs an annotated method's statement on the lease's own table inside a fenced
 /// transaction: [`execute`] on the transaction's store, with the lease it checked.
 pub async fn execute_in<E: Executor>(
@@ -389,8 +460,8 @@ impl TransactionWrite {
     }
 
     /// Fails unless `table` has the declared name (so the fenced transaction holds a
-    /// lease of the declared table), or if the statement writes `table` itself or its
-    /// epoch table, which only the guard's statements write.
+    /// lease of the declared table), or if the statement writes one of the tables a
+    /// fenced transaction may not ([`FencedTable::protected_tables`]).
     pub fn check_table(&self, table: &FencedTable) -> Result<()> {
         let declared = QualifiedName::parse(self.table)?;
         if !same_table(&declared, table.name(), true) {
@@ -403,7 +474,7 @@ impl TransactionWrite {
             )));
         }
         let target = QualifiedName::parse(self.target)?;
-        for guarded in [table.name(), table.epoch_table()] {
+        for guarded in table.protected_tables() {
             if same_table(&target, guarded, false) {
                 return Err(Error::Config(format!(
                     "`{}` writes {}, which only the guard's statements write",

@@ -988,7 +988,7 @@ impl<B: Executor> Store<B> {
         }
     }
 
-    async fn run_recorded(
+    pub(crate) async fn run_recorded(
         &self,
         lease: &Lease,
         op: Uuid,

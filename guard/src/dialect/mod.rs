@@ -912,28 +912,43 @@ fn recorded_write(
     filter: &str,
     op_param: usize,
 ) -> String {
+    let update = format!("UPDATE {} SET {set}", table.name().quoted(dialect));
+    recorded_update(dialect, table, &update, filter, "", op_param)
+}
+
+/// A fenced `UPDATE` of `table` that records operation id `op_param`, as
+/// [`update_recorded`] does: `update` is the statement up to its `WHERE`, `filter` its
+/// whole condition (the fence with the lease's key, generation and owner at
+/// `op_param - 3` to `op_param - 1` included), `tail` what follows the condition.
+pub(crate) fn recorded_update(
+    dialect: Dialect,
+    table: &FencedTable,
+    update: &str,
+    filter: &str,
+    tail: &str,
+    op_param: usize,
+) -> String {
     let ops = table.operations_table().quoted(dialect);
     let [op, key, generation, at] = operation_columns(dialect);
     let p = dialect.placeholder(op_param);
     let filter = format!("{filter} AND NOT EXISTS (SELECT 1 FROM {ops} WHERE {op} = {p})");
-    let name = table.name().quoted(dialect);
     match dialect {
         Dialect::Postgres => format!(
-            "WITH w AS (UPDATE {name} SET {set} WHERE {filter} RETURNING {key_col}, {gen_col}) \
+            "WITH w AS ({update} WHERE {filter}{tail} RETURNING {key_col}, {gen_col}) \
              INSERT INTO {ops} ({op}, {key}, {generation}, {at}) \
              SELECT {p}::uuid, w.{key_col}, w.{gen_col}, {} FROM w",
             dialect.clock(),
             key_col = q(dialect, table.key_column()),
             gen_col = q(dialect, table.generation_column()),
         ),
-        Dialect::Sqlite => plain_write(dialect, table, set, &filter),
+        Dialect::Sqlite => format!("{update} WHERE {filter}{tail}"),
         // The write and its record in one transaction, not `OUTPUT … INTO`, which
         // Babelfish fails on a table with a trigger. The record's key and generation are
         // the fence's own parameters: the row matched them. The count is the batch's
         // result row, whatever the session's `NOCOUNT`.
         Dialect::Mssql => {
             let body = format!(
-                "UPDATE {name} SET {set} WHERE {filter}; SET @fenced_rows = @@ROWCOUNT; \
+                "{update} WHERE {filter}{tail}; SET @fenced_rows = @@ROWCOUNT; \
                  IF @fenced_rows > 0 INSERT INTO {ops} ({op}, {key}, {generation}, {at}) \
                  VALUES (CAST({p} AS uniqueidentifier), {}, {}, {});",
                 dialect.placeholder(op_param - 3),
