@@ -1,7 +1,7 @@
 //! `TRUNCATE`.
 
-use super::super::lexer::TokenKind;
 use super::{ParamStyle, Parser, SqlError, Statement, StatementKind};
+use crate::lex::TokenKind;
 
 impl Parser<'_, '_> {
     pub(super) fn truncate(&mut self) -> Result<Statement, SqlError> {

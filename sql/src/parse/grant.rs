@@ -1,8 +1,8 @@
 //! `GRANT`.
 
-use super::super::lexer::{TokenKind, is_any_word, is_word};
-use super::super::words::words;
 use super::{Grant, ParamStyle, Parser, SqlError, Statement, StatementKind};
+use crate::lex::{TokenKind, is_any_word, is_word};
+use crate::words::words;
 
 impl Parser<'_, '_> {
     pub(super) fn grant(&mut self) -> Result<Statement, SqlError> {

@@ -17,8 +17,8 @@
 //! `WITH`), `assignments` (`SET` lists), `condition` (`WHERE`, `ON`) and `operand`
 //! (values).
 
-use super::lexer::{Token, TokenKind, is_any_word};
-use super::words::WordSet;
+use crate::lex::{Token, TokenKind, is_any_word};
+use crate::words::WordSet;
 
 mod assignments;
 mod condition;
@@ -34,7 +34,7 @@ mod tables;
 mod truncate;
 mod update;
 
-pub(crate) use super::lexer::is_word;
+pub use crate::lex::is_word;
 pub(crate) use find::find_statements_at;
 
 pub use find::{Found, find_statements};
@@ -143,14 +143,14 @@ pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statem
 /// What a caller of [`parse_found_for`] examines of an `INSERT` into a table: `None`,
 /// nothing past the target; else the name of the table's generation column, the only
 /// column whose values it examines.
-pub(crate) type Wanted<'a> = dyn Fn(&TableName) -> Option<&'a str> + 'a;
+pub type Wanted<'a> = dyn Fn(&TableName) -> Option<&'a str> + 'a;
 
 /// [`parse_found`] for a caller that looks no further than the target of an `INSERT`
 /// unless `wanted` accepts it: the insert is then parsed only as far as its target (its
 /// statement ends there, and only a missing target is an error). The `VALUES` rows of
 /// an insert `wanted` accepts are skipped whole, not parsed, unless the caller examines
 /// them: when its columns are not named, or name the generation column `wanted` gives.
-pub(crate) fn parse_found_for<'a, 'w>(
+pub fn parse_found_for<'a, 'w>(
     text: &'a str,
     tokens: &'a [Token],
     found: &Found,

@@ -1,8 +1,8 @@
 //! `SET` lists: the assignments of an update.
 
-use super::super::expr::{ColumnRef, Operand};
-use super::super::lexer::TokenKind;
 use super::{Assignment, Parser, SqlError};
+use crate::expr::{ColumnRef, Operand};
+use crate::lex::TokenKind;
 
 impl Parser<'_, '_> {
     pub(super) fn assignments(&mut self) -> Result<Vec<Assignment>, SqlError> {

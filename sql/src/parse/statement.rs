@@ -2,10 +2,10 @@
 
 use std::ops::Range;
 
-pub use super::super::expr::TableName;
-use super::super::expr::{Operand, Predicate};
-use super::super::lexer::{Token, TokenKind};
-use super::super::words::WordSet;
+pub use crate::expr::TableName;
+use crate::expr::{Operand, Predicate};
+use crate::lex::{Token, TokenKind};
+use crate::words::WordSet;
 
 /// What kind of statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 
 use std::ops::Range;
 
-use super::lexer::{self, TokenKind};
-use super::parse::{self, SqlError, StatementKind};
+use crate::lex::{self as lexer, TokenKind};
+use crate::parse::{self, SqlError, StatementKind};
 
 /// A `@name` placeholder in the statement.
 #[derive(Debug, Clone, PartialEq, Eq)]

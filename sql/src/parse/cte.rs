@@ -1,11 +1,11 @@
 //! Leading common table expressions (`WITH c AS (...)`): the tables they read and
 //! the conditions that restrict a write through them.
 
-use super::super::expr::Predicate;
-use super::super::lexer::{TokenKind, ident_text, is_any_word, is_word};
-use super::super::words::words;
 use super::find::matching_open;
 use super::{Parser, TableName, tables_in};
+use crate::expr::Predicate;
+use crate::lex::{TokenKind, ident_text, is_any_word, is_word};
+use crate::words::words;
 
 impl Parser<'_, '_> {
     pub(super) fn cte_tables(&mut self, first: usize, keyword: usize) -> Vec<(TableName, String)> {

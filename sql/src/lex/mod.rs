@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use super::words::{STATEMENT_WORDS, WordSet};
+use crate::words::{STATEMENT_WORDS, WordSet};
 
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +134,7 @@ static IDENT_CONTINUE: [bool; 256] = {
 /// statements inside are checked like any other.
 ///
 /// Of a text longer than 4 GiB, only the first 4 GiB are lexed (a token's range is
-/// 32 bits); the lint reads no file larger than [`crate::source::MAX_FILE_SIZE`].
+/// 32 bits).
 pub fn lex(text: &str) -> Lexed {
     let mut out = Lexed::default();
     lex_reusing(text, &mut out);
@@ -191,7 +191,7 @@ impl Marks {
 }
 
 /// [`lex`] into buffers already allocated: `out` is cleared first.
-pub(crate) fn lex_reusing(text: &str, out: &mut Lexed) {
+pub fn lex_reusing(text: &str, out: &mut Lexed) {
     let text = within_token_ranges(text);
     out.tokens.clear();
     out.comments.clear();
@@ -782,7 +782,7 @@ pub(crate) fn is_any_word(text: &str, token: &Token, words: &WordSet) -> bool {
 
 /// Whether `token` is the bare word `word`, ignoring ASCII case.
 #[inline]
-pub(crate) fn is_word(text: &str, token: &Token, word: &str) -> bool {
+pub fn is_word(text: &str, token: &Token, word: &str) -> bool {
     token.kind == TokenKind::Word
         && text.as_bytes()[token.range()].eq_ignore_ascii_case(word.as_bytes())
 }

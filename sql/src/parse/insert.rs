@@ -1,12 +1,12 @@
 //! `INSERT`, `REPLACE`, and the upserts `ON CONFLICT` and `ON DUPLICATE KEY`.
 
-use super::super::expr::Operand;
-use super::super::lexer::{TokenKind, ident_text, is_any_word};
-use super::super::words::words;
 use super::{
     InsertPart, ParamStyle, Parser, STOP_WORDS, SqlError, Statement, StatementKind, UpdateArm,
     is_name, tables_in,
 };
+use crate::expr::Operand;
+use crate::lex::{TokenKind, ident_text, is_any_word};
+use crate::words::words;
 
 impl Parser<'_, '_> {
     pub(super) fn insert(&mut self) -> Result<Statement, SqlError> {

@@ -2,10 +2,10 @@
 
 use std::ops::Range;
 
-use super::super::expr::Predicate;
-use super::super::lexer::{Token, TokenKind, ident_text, is_any_word};
-use super::super::words::{WordSet, words};
 use super::{Parser, STOP_WORDS, TableName, is_name};
+use crate::expr::Predicate;
+use crate::lex::{Token, TokenKind, ident_text, is_any_word};
+use crate::words::{WordSet, words};
 
 /// A possibly qualified name as written, unquoted: its last two parts are all the
 /// statements need, and they stay borrowed from the text.

@@ -1,0 +1,25 @@
+//! How fenced reads SQL: the one reading that the guard's run-time checks, the
+//! `#[fenced_write]` macro and `fenced-lint` share.
+//!
+//! - [`lex`]: a lexer that never fails, for T-SQL, PostgreSQL and SQLite text at once.
+//! - [`parse`]: a tolerant parser of the statements that write (`UPDATE`, `DELETE`,
+//!   `MERGE`, `INSERT`, `TRUNCATE`) and of `GRANT`; [`analyse`] finds and parses every
+//!   one of them in a text, and [`shape`] reads one statement for the macro.
+//! - [`executed_strings`]: the string literals a text executes as SQL.
+
+pub mod analyse;
+mod executed;
+pub mod expr;
+pub mod lex;
+pub mod parse;
+pub mod shape;
+mod words;
+
+pub use analyse::{Analysed, analyse, analyse_lexed, analyse_tokens};
+pub use executed::{executed_strings, executed_strings_lexed};
+pub use expr::{ColumnRef, CompareOp, Operand, Predicate};
+pub use parse::{
+    Assignment, Grant, InsertPart, ParamStyle, SqlError, Statement, StatementKind, TableName,
+    UpdateArm,
+};
+pub use shape::{Placeholder, SetShape, UpdateShape, parse_update};
