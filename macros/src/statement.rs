@@ -589,8 +589,8 @@ fn disagreement(sql: &str, dialect: Dialect) -> Option<lex::SqlProblem> {
     let mut theirs: Vec<(Range<usize>, Option<Theirs>)> = theirs
         .tokens
         .into_iter()
-        .map(|t| (t.range, Some(t.kind)))
-        .chain(theirs.comments.into_iter().map(|r| (r, None)))
+        .map(|t| (t.range(), Some(t.kind)))
+        .chain(theirs.comments.into_iter().map(|c| (c.range, None)))
         .collect();
     let mut ours: Vec<(Range<usize>, Option<Theirs>)> = ours
         .tokens

@@ -389,7 +389,7 @@ fn sent(dialect: Dialect, sql: &str, params: usize) -> Result<(), String> {
     }
     let bound: Vec<String> = (1..=params).map(|n| dialect.placeholder(n)).collect();
     for token in &lexed.tokens {
-        let text = &sql[token.range.clone()];
+        let text = &sql[token.range()];
         match token.kind {
             lex::TokenKind::Semicolon => return Err(refused("a `;`")),
             lex::TokenKind::Parameter if !bound.iter().any(|b| b == text) => {

@@ -8,18 +8,22 @@
 //! - [`executed_strings`]: the string literals a text executes as SQL.
 
 pub mod analyse;
+mod dialect;
+mod error;
 mod executed;
 pub mod expr;
 pub mod lex;
 pub mod parse;
+pub mod portable;
 pub mod shape;
 mod words;
 
 pub use analyse::{Analysed, analyse, analyse_lexed, analyse_tokens};
+pub use dialect::{Dialect, Reading};
+pub use error::SqlError;
 pub use executed::{executed_strings, executed_strings_lexed};
 pub use expr::{ColumnRef, CompareOp, Operand, Predicate};
 pub use parse::{
-    Assignment, Grant, InsertPart, ParamStyle, SqlError, Statement, StatementKind, TableName,
-    UpdateArm,
+    Assignment, Grant, InsertPart, ParamStyle, Statement, StatementKind, TableName, UpdateArm,
 };
 pub use shape::{Placeholder, SetShape, UpdateShape, parse_update};

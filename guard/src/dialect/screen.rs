@@ -80,7 +80,7 @@ pub(crate) fn refusal(dialect: Dialect, sql: &str, protected: &[&QualifiedName])
 }
 
 fn word<'a>(sql: &'a str, token: &Token) -> Option<&'a str> {
-    (token.kind == TokenKind::Word).then(|| &sql[token.range.clone()])
+    (token.kind == TokenKind::Word).then(|| &sql[token.range()])
 }
 
 fn is(sql: &str, token: Option<&Token>, words: &[&str]) -> bool {
@@ -168,7 +168,7 @@ fn protected_write(sql: &str, lexed: &Lexed, protected: &[&QualifiedName]) -> Op
     let mut i = 0;
     while i < tokens.len() {
         let token = &tokens[i];
-        let text = &sql[token.range.clone()];
+        let text = &sql[token.range()];
         match token.kind {
             TokenKind::LParen => depth += 1,
             TokenKind::RParen => {
@@ -229,7 +229,7 @@ fn protected_write(sql: &str, lexed: &Lexed, protected: &[&QualifiedName]) -> Op
                 }
             }
             let part = &tokens[last];
-            let name = unquoted(&sql[part.range.clone()], part.kind);
+            let name = unquoted(&sql[part.range()], part.kind);
             if named.is_none() {
                 named = protected
                     .iter()

@@ -1,30 +1,57 @@
-//! A total SQL lexer for T-SQL, PostgreSQL and SQLite text.
+//! One SQL lexer, with a reading per database and a tolerant one.
 //!
-//! It never fails: anything it does not recognise becomes a one-character
-//! [`TokenKind::Other`] token, so a strange construct costs one statement at most, never
-//! a file. Comments are returned separately (suppressions live in them). Lines that only
-//! hold `GO` (optionally with a count) become [`TokenKind::BatchSeparator`]; SQLCMD lines
-//! (`:setvar`, `:r`, ...) are skipped; `$(var)` and SSMS template placeholders
-//! (`<name, type, value>`) become [`TokenKind::Placeholder`].
+//! Each database's reading follows its own tokenizer where it decides where a token
+//! ends: quotes of every form, comments (nested or not), parameters, dollar quotes,
+//! numbers and operator runs (PostgreSQL's `scan.l` and "Lexical Structure", SQLite's
+//! `tokenize.c`, SQL Server's "Database identifiers", "Constants" and "Comments"). Like
+//! its server, it refuses a text it cannot split ([`lex_as`]); [`lex_caller`] reads a
+//! `#[fenced_write]` text, whose `@name` placeholders the macro binds.
+//!
+//! The tolerant reading ([`lex`]) is the lint's, for a file whose database it does not
+//! know: every database's quotes, parameters and operators at once, and it never fails.
+//! Anything it does not recognise becomes a one-character [`TokenKind::Other`] token, so
+//! a strange construct costs one statement at most, never a file. Lines that only hold
+//! `GO` (optionally with a count) become [`TokenKind::BatchSeparator`]; SQLCMD lines
+//! (`:setvar`, `:r`, ...) and psql meta-commands are skipped, as is `COPY ... FROM stdin`
+//! data; `$(var)` and SSMS template placeholders (`<name, type, value>`) become
+//! [`TokenKind::Placeholder`].
+//!
+//! In every reading, comments are returned apart from the tokens (suppressions live in
+//! them).
+
+mod marks;
+mod mode;
+mod mssql;
+mod postgres;
+mod quoted;
+mod scan;
+mod server;
+mod sqlite;
+mod tolerant;
 
 use std::ops::Range;
 
-use crate::words::{STATEMENT_WORDS, WordSet};
+pub(crate) use marks::Marks;
+
+use crate::words::WordSet;
+use crate::{Dialect, SqlError};
 
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenKind {
-    /// A bare word: keyword or identifier.
+    /// A keyword or a bare identifier.
     Word,
-    /// `[bracketed]`, `"quoted"` or `` `backticked` `` identifier.
+    /// A quoted identifier: `"x"`, and in their readings `[x]`, `` `x` ``, `U&"x"`.
     QuotedIdent,
-    /// A string literal (`'...'`, `N'...'`, `E'...'`, `$tag$...$tag$`).
+    /// A string literal: `'x'`, and in their readings `E'x'`, `N'x'`, `X'00'`, `B'01'`,
+    /// `U&'x'`, `$tag$x$tag$`.
     String,
-    /// A number.
+    /// A numeric literal (SQL Server's `$1.5` money included).
     Number,
-    /// A parameter or variable: `@x`, `@@ROWCOUNT`, `$1`, `?`, `?1`, `:name`.
+    /// A parameter or variable: `$1`, `?`, `?1`, `:x`, `@x`, `$x`, `#x`, `@@x`.
     Parameter,
-    /// `$(var)` or an SSMS template placeholder `<name, type, value>`.
+    /// `$(var)` or an SSMS template placeholder `<name, type, value>` (tolerant
+    /// reading).
     Placeholder,
     /// `(`
     LParen,
@@ -36,11 +63,11 @@ pub enum TokenKind {
     Semicolon,
     /// `.`
     Dot,
-    /// An operator such as `=`, `<>`, `<=`, `+`, `::`.
+    /// An operator, as the reading splits operator characters: `=`, `<>`, `::`, `->>`.
     Operator,
-    /// A `GO` line.
+    /// A `GO` line (tolerant reading).
     BatchSeparator,
-    /// Anything else, one character.
+    /// A character the reading gives no meaning to here (one character).
     Other,
 }
 
@@ -48,7 +75,7 @@ pub enum TokenKind {
 ///
 /// The range is kept in 32 bits: a token is lexed for every few bytes of a file, and
 /// half the size is half the memory written. [`lex`] reads at most the first 4 GiB of a
-/// text.
+/// text; the databases' readings refuse a longer one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {
     /// What it is.
@@ -102,31 +129,11 @@ pub struct Lexed {
     pub tokens: Vec<Token>,
     /// The comments, in order.
     pub comments: Vec<Comment>,
-    /// The tokens the analysis looks for.
+    /// The tokens the analysis looks for (tolerant reading).
     pub(crate) marks: Marks,
 }
 
-fn is_ident_start(c: char) -> bool {
-    c.is_alphabetic() || c == '_' || c == '#'
-}
-
-fn is_ident_continue(c: char) -> bool {
-    c.is_alphanumeric() || c == '_' || c == '$' || c == '#'
-}
-
-/// ASCII bytes that continue an identifier: letters, digits, `_`, `$`, `#`.
-static IDENT_CONTINUE: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 128 {
-        let c = b as u8;
-        table[b] = c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b'#';
-        b += 1;
-    }
-    table
-};
-
-/// Lexes `text`.
+/// Lexes `text` in the tolerant reading.
 ///
 /// A dollar-quoted string right after `AS` or `DO` is a function body
 /// (`CREATE FUNCTION ... AS $$ ... $$`, `DO $$ ... $$`): its contents are lexed as SQL,
@@ -141,72 +148,21 @@ pub fn lex(text: &str) -> Lexed {
     out
 }
 
-/// Tokens the analysis looks for, noted while lexing so that it need not look at every
-/// token again.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Marks {
-    /// The indices of the bare words that are statement keywords (`UPDATE`, `DELETE`,
-    /// `MERGE`, `INSERT`, `REPLACE`, `GRANT`, `TRUNCATE`), in order.
-    pub(crate) statement_words: Vec<usize>,
-    /// The indices of the tokens `EXEC`, `EXECUTE` and `sp_executesql` (quoted or not),
-    /// in order.
-    pub(crate) executing: Vec<usize>,
-    /// The indices of the string tokens right after the bare word `AS` or `DO`, in order.
-    pub(crate) bodies: Vec<usize>,
-    /// The indices of the operators `=` and `+=`, which may assign executed SQL to a
-    /// variable, in order.
-    pub(crate) assignments: Vec<usize>,
-}
-
-impl Marks {
-    /// Notes `token`, about to be pushed at index `index`; `raw` is its text and
-    /// `previous` the token before it, with its text.
-    #[inline(always)]
-    fn note(&mut self, index: usize, token: &Token, raw: &[u8], previous: Option<(&Token, &[u8])>) {
-        match token.kind {
-            TokenKind::Word => {
-                if STATEMENT_WORDS.contains(raw) {
-                    self.statement_words.push(index);
-                } else if executes(token.kind, raw) {
-                    self.executing.push(index);
-                }
-            }
-            TokenKind::QuotedIdent if executes(token.kind, raw) => {
-                self.executing.push(index);
-            }
-            TokenKind::Operator if matches!(raw, b"=" | b"+=") => {
-                self.assignments.push(index);
-            }
-            TokenKind::String
-                if previous.is_some_and(|(t, raw)| {
-                    t.kind == TokenKind::Word
-                        && (raw.eq_ignore_ascii_case(b"AS") || raw.eq_ignore_ascii_case(b"DO"))
-                }) =>
-            {
-                self.bodies.push(index);
-            }
-            _ => {}
-        }
-    }
-}
-
 /// [`lex`] into buffers already allocated: `out` is cleared first.
 pub fn lex_reusing(text: &str, out: &mut Lexed) {
     let text = within_token_ranges(text);
     out.tokens.clear();
     out.comments.clear();
     let mut marks = std::mem::take(&mut out.marks);
-    marks.statement_words.clear();
-    marks.executing.clear();
-    marks.bodies.clear();
-    marks.assignments.clear();
+    marks.clear();
     // About one token in six bytes of SQL: one allocation, not a dozen doublings. A
     // buffer too small is replaced, not grown: growing would copy its old capacity.
     let expected = text.len() / 6;
     if out.tokens.capacity() < expected {
         out.tokens = Vec::with_capacity(expected);
     }
-    lex_into(text, 0, 0, out, &mut marks);
+    // The tolerant reading never fails.
+    let _ = scan::scan::<mode::Tolerant>(text, 0, 0, out, &mut marks);
     out.marks = marks;
 }
 
@@ -219,508 +175,46 @@ fn within_token_ranges(text: &str) -> &str {
     &text[..end]
 }
 
-const MAX_BODY_NESTING: usize = 4;
-
-/// Lexes `text`, found at byte `base` of the outermost text, appending its tokens and
-/// comments to `out` with ranges in the outermost text.
-fn lex_into(text: &str, base: usize, nesting: usize, out: &mut Lexed, marks: &mut Marks) {
-    let bytes = text.as_bytes();
-    // The index in `out.tokens` of the first token of the current statement: after the
-    // last `;` or `GO` (for `COPY ... FROM stdin`).
-    let mut statement_start = out.tokens.len();
-    let mut i = 0;
-    let mut line_start = true;
-    while i < bytes.len() {
-        let b = bytes[i];
-        // Whitespace is at most a space; most bytes are not.
-        if b <= b' ' {
-            if b == b'\n' {
-                line_start = true;
-                i += 1;
-                continue;
-            }
-            if b.is_ascii_whitespace() {
-                i += 1;
-                continue;
-            }
-        }
-        let at_line_start = line_start;
-        line_start = false;
-        let start = i;
-        // GO batch separators and SQLCMD commands only at the start of a line.
-        if at_line_start {
-            if let Some(end) = go_line(bytes, i) {
-                out.tokens.push(Token::lexed(
-                    TokenKind::BatchSeparator,
-                    base + i..base + end,
-                ));
-                statement_start = out.tokens.len();
-                i = end;
-                continue;
-            }
-            if b == b':' && bytes.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic()) {
-                i = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
-                continue;
-            }
-            // A psql meta-command (`\set`, `\c db`, a stray `\.`): not SQL.
-            if b == b'\\' {
-                i = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
-                continue;
-            }
-        }
-        // The common case first: a word that is not a prefixed string (`N'...'`).
-        if (b.is_ascii_alphabetic() || b == b'_')
-            && !(bytes.get(i + 1) == Some(&b'\'')
-                && matches!(
-                    b,
-                    b'N' | b'n' | b'E' | b'e' | b'X' | b'x' | b'B' | b'b' | b'U' | b'u'
-                ))
-        {
-            i = ident_end(text, i + 1);
-            let token = Token::lexed(TokenKind::Word, base + start..base + i);
-            marks.note(out.tokens.len(), &token, &bytes[start..i], None);
-            out.tokens.push(token);
-            continue;
-        }
-        if b == b';' {
-            let copy = copy_from_stdin(text, base, &out.tokens[statement_start..]);
-            out.tokens
-                .push(Token::lexed(TokenKind::Semicolon, base + i..base + i + 1));
-            statement_start = out.tokens.len();
-            // The `;` ending `COPY ... FROM stdin`: the data follows on the next line, up
-            // to a line holding only `\.` (psql and pg_dump's layout). It is data, not SQL:
-            // a `'`, `"` or `[` in it must not open a quoted run that swallows what
-            // follows.
-            if copy {
-                i = copy_data_end(bytes, i + 1);
-                line_start = true;
-            } else {
-                i += 1;
-            }
-            continue;
-        }
-        let kind = match b {
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
-                out.comments.push(Comment {
-                    range: base + i..base + end,
-                    line: true,
-                });
-                i = end;
-                continue;
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                let end = block_comment_end(bytes, i + 2);
-                out.comments.push(Comment {
-                    range: base + i..base + end,
-                    line: false,
-                });
-                i = end;
-                continue;
-            }
-            b'\'' => {
-                i = quoted_end(bytes, i + 1, b'\'');
-                TokenKind::String
-            }
-            b'N' | b'n' | b'E' | b'e' | b'X' | b'x' | b'B' | b'b' | b'U' | b'u'
-                if bytes.get(i + 1) == Some(&b'\'') =>
-            {
-                let escapes = matches!(b, b'E' | b'e');
-                i = if escapes {
-                    backslash_quoted_end(bytes, i + 2)
-                } else {
-                    quoted_end(bytes, i + 2, b'\'')
-                };
-                TokenKind::String
-            }
-            b'"' => {
-                i = quoted_end(bytes, i + 1, b'"');
-                TokenKind::QuotedIdent
-            }
-            b'`' => {
-                i = quoted_end(bytes, i + 1, b'`');
-                TokenKind::QuotedIdent
-            }
-            b'[' => {
-                i = quoted_end(bytes, i + 1, b']');
-                TokenKind::QuotedIdent
-            }
-            b'$' => {
-                if bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
-                    i += 1;
-                    while i < bytes.len() && bytes[i].is_ascii_digit() {
-                        i += 1;
-                    }
-                    TokenKind::Parameter
-                } else if bytes.get(i + 1) == Some(&b'(') {
-                    i = memchr::memchr(b')', &bytes[i..]).map_or(bytes.len(), |n| i + n + 1);
-                    TokenKind::Placeholder
-                } else if let Some(end) = dollar_quoted_end(text, i) {
-                    let body_follows = out.tokens.last().is_some_and(|t| {
-                        t.kind == TokenKind::Word && {
-                            let word = &text[t.range().start - base..t.range().end - base];
-                            word.eq_ignore_ascii_case("AS") || word.eq_ignore_ascii_case("DO")
-                        }
-                    });
-                    if body_follows && nesting < MAX_BODY_NESTING {
-                        let tag_len = text[i + 1..].find('$').map_or(1, |n| n + 2);
-                        let body_start = i + tag_len;
-                        let body_end = if end - body_start >= tag_len
-                            && text[..end].ends_with(&text[i..body_start])
-                        {
-                            end - tag_len
-                        } else {
-                            end
-                        };
-                        out.tokens.push(Token::lexed(
-                            TokenKind::Semicolon,
-                            base + i..base + body_start,
-                        ));
-                        let before = out.tokens.len();
-                        lex_into(
-                            &text[body_start..body_end],
-                            base + body_start,
-                            nesting + 1,
-                            out,
-                            marks,
-                        );
-                        statement_start = before
-                            + out.tokens[before..]
-                                .iter()
-                                .rposition(|t| {
-                                    matches!(
-                                        t.kind,
-                                        TokenKind::Semicolon | TokenKind::BatchSeparator
-                                    )
-                                })
-                                .map_or(0, |p| p + 1);
-                        if body_end < end {
-                            out.tokens.push(Token::lexed(
-                                TokenKind::Semicolon,
-                                base + body_end..base + end,
-                            ));
-                            statement_start = out.tokens.len();
-                        }
-                        i = end;
-                        continue;
-                    }
-                    i = end;
-                    TokenKind::String
-                } else {
-                    i += 1;
-                    TokenKind::Other
-                }
-            }
-            // PostgreSQL JSON and array operators: `->`, `->>`, `#>`, `#>>`, `#-`, `@>`, `<@`.
-            b'-' if bytes.get(i + 1) == Some(&b'>') => {
-                i += if bytes.get(i + 2) == Some(&b'>') {
-                    3
-                } else {
-                    2
-                };
-                TokenKind::Operator
-            }
-            b'#' if matches!(bytes.get(i + 1), Some(b'>') | Some(b'-')) => {
-                i += if bytes.get(i + 1) == Some(&b'>') && bytes.get(i + 2) == Some(&b'>') {
-                    3
-                } else {
-                    2
-                };
-                TokenKind::Operator
-            }
-            b'@' if bytes.get(i + 1) == Some(&b'>') => {
-                i += 2;
-                TokenKind::Operator
-            }
-            b'<' if bytes.get(i + 1) == Some(&b'@') => {
-                i += 2;
-                TokenKind::Operator
-            }
-            b'@' => {
-                i += 1;
-                if bytes.get(i) == Some(&b'@') {
-                    i += 1;
-                }
-                i = ident_end(text, i);
-                TokenKind::Parameter
-            }
-            b'?' => {
-                i += 1;
-                while i < bytes.len() && bytes[i].is_ascii_digit() {
-                    i += 1;
-                }
-                TokenKind::Parameter
-            }
-            b':' if bytes.get(i + 1) == Some(&b':') => {
-                i += 2;
-                TokenKind::Operator
-            }
-            b':' if text[i + 1..].chars().next().is_some_and(is_ident_start) => {
-                i = ident_end(text, i + 1);
-                TokenKind::Parameter
-            }
-            b'<' if template_end(bytes, i).is_some() => {
-                i = template_end(bytes, i).unwrap_or(i + 1);
-                TokenKind::Placeholder
-            }
-            b'0'..=b'9' => {
-                i = number_end(bytes, i);
-                TokenKind::Number
-            }
-            b'.' if bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
-                i = number_end(bytes, i + 1);
-                TokenKind::Number
-            }
-            b'(' => {
-                i += 1;
-                TokenKind::LParen
-            }
-            b')' => {
-                i += 1;
-                TokenKind::RParen
-            }
-            b',' => {
-                i += 1;
-                TokenKind::Comma
-            }
-            b'.' => {
-                i += 1;
-                TokenKind::Dot
-            }
-            b'<' | b'>' | b'=' | b'!' | b'+' | b'-' | b'*' | b'/' | b'%' | b'|' | b'&' | b'^'
-            | b'~' => {
-                i += 1;
-                while i < bytes.len()
-                    && matches!(bytes[i], b'<' | b'>' | b'=' | b'|' | b'&')
-                    && operator_continues(&bytes[start..i], bytes[i])
-                {
-                    i += 1;
-                }
-                TokenKind::Operator
-            }
-            b'#' => {
-                i = ident_end(text, i + 1);
-                TokenKind::Word
-            }
-            _ => {
-                let c = text[i..].chars().next().unwrap_or('\0');
-                if is_ident_start(c) {
-                    i = ident_end(text, i);
-                    TokenKind::Word
-                } else {
-                    i += c.len_utf8();
-                    TokenKind::Other
-                }
-            }
-        };
-        let token = Token::lexed(kind, base + start..base + i);
-        if matches!(
-            kind,
-            TokenKind::Word | TokenKind::QuotedIdent | TokenKind::String | TokenKind::Operator
-        ) {
-            // The previous token is of this text: a nested body ends with a delimiter.
-            let previous = out.tokens.last().map(|t| {
-                let raw = bytes
-                    .get(t.range().start.wrapping_sub(base)..t.range().end.wrapping_sub(base))
-                    .unwrap_or_default();
-                (t, raw)
-            });
-            marks.note(out.tokens.len(), &token, &bytes[start..i], previous);
-        }
-        out.tokens.push(token);
+/// Splits `sql` as `dialect`'s server does.
+///
+/// # Errors
+///
+/// An unterminated string, quoted identifier, dollar quote or block comment, a number
+/// run into a word where the server refuses one, a text longer than 4 GiB: anything the
+/// server itself would fail to split.
+pub fn lex_as(dialect: Dialect, sql: &str) -> Result<Lexed, SqlError> {
+    match dialect {
+        Dialect::Postgres => strict::<mode::Postgres<false>>(sql),
+        Dialect::Sqlite => strict::<mode::Sqlite<false>>(sql),
+        Dialect::Mssql => strict::<mode::Mssql<false>>(sql),
     }
 }
 
-/// The end of a block comment whose body starts at `i`: comments nest.
-fn block_comment_end(bytes: &[u8], mut i: usize) -> usize {
-    let mut depth = 1;
-    while depth > 0 {
-        let Some(at) = memchr::memchr2(b'/', b'*', &bytes[i.min(bytes.len())..]) else {
-            return bytes.len();
-        };
-        let j = i + at;
-        if bytes[j] == b'/' && bytes.get(j + 1) == Some(&b'*') {
-            depth += 1;
-            i = j + 2;
-        } else if bytes[j] == b'*' && bytes.get(j + 1) == Some(&b'/') {
-            depth -= 1;
-            i = j + 2;
-        } else {
-            i = j + 1;
-        }
+/// Splits a `#[fenced_write]` text as `dialect` would once the macro has replaced every
+/// `@name` by that dialect's numbered parameter: `@name` is one [`TokenKind::Parameter`]
+/// in every dialect.
+///
+/// # Errors
+///
+/// As [`lex_as`].
+pub fn lex_caller(dialect: Dialect, sql: &str) -> Result<Lexed, SqlError> {
+    match dialect {
+        Dialect::Postgres => strict::<mode::Postgres<true>>(sql),
+        Dialect::Sqlite => strict::<mode::Sqlite<true>>(sql),
+        Dialect::Mssql => strict::<mode::Mssql<true>>(sql),
     }
-    i
 }
 
-/// Whether the tokens of a statement (ranges offset by `base` from `text`) make `COPY
-/// ... FROM STDIN`.
-fn copy_from_stdin(text: &str, base: usize, statement: &[Token]) -> bool {
-    let word = |t: &Token, w: &str| {
-        t.kind == TokenKind::Word
-            && text[t.range().start - base..t.range().end - base].eq_ignore_ascii_case(w)
-    };
-    statement.first().is_some_and(|t| word(t, "COPY"))
-        && statement
-            .windows(2)
-            .any(|pair| word(&pair[0], "FROM") && word(&pair[1], "STDIN"))
-}
-
-/// The end of COPY data starting after the `;` at `from - 1`: after the line that holds
-/// only `\.`, or the end of the text.
-fn copy_data_end(bytes: &[u8], from: usize) -> usize {
-    // The data starts on the line after the command.
-    let Some(newline) = memchr::memchr(b'\n', &bytes[from..]) else {
-        return bytes.len();
-    };
-    let mut line = from + newline + 1;
-    while line < bytes.len() {
-        let end = memchr::memchr(b'\n', &bytes[line..]).map_or(bytes.len(), |n| line + n);
-        let row = &bytes[line..end];
-        let row = row.strip_suffix(b"\r").unwrap_or(row);
-        if row == b"\\." {
-            return end;
-        }
-        line = end + 1;
+fn strict<M: mode::Mode>(sql: &str) -> Result<Lexed, SqlError> {
+    if within_token_ranges(sql).len() < sql.len() {
+        return Err(SqlError::new(
+            0..sql.len(),
+            "a text longer than 4 GiB, which is no statement",
+        ));
     }
-    bytes.len()
-}
-
-fn operator_continues(so_far: &[u8], next: u8) -> bool {
-    matches!(
-        (so_far, next),
-        (b"<", b'=')
-            | (b"<", b'>')
-            | (b">", b'=')
-            | (b"!", b'=')
-            | (b"|", b'|')
-            | (b"<", b'<')
-            | (b">", b'>')
-            | (b"+", b'=')
-            | (b"-", b'=')
-            | (b"*", b'=')
-            | (b"/", b'=')
-            | (b"=", b'=')
-            | (b"!", b'<')
-            | (b"!", b'>')
-    )
-}
-
-#[inline(always)]
-fn ident_end(text: &str, mut i: usize) -> usize {
-    // ASCII, the usual case, byte by byte; anything else by characters.
-    let bytes = text.as_bytes();
-    while i < bytes.len() && IDENT_CONTINUE[usize::from(bytes[i])] {
-        i += 1;
-    }
-    if i == bytes.len() || bytes[i].is_ascii() {
-        return i;
-    }
-    ident_end_unicode(text, i)
-}
-
-#[cold]
-fn ident_end_unicode(text: &str, mut i: usize) -> usize {
-    for c in text[i..].chars() {
-        if is_ident_continue(c) {
-            i += c.len_utf8();
-        } else {
-            break;
-        }
-    }
-    i
-}
-
-fn number_end(bytes: &[u8], mut i: usize) -> usize {
-    while i < bytes.len()
-        && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.' || bytes[i] == b'_')
-    {
-        if matches!(bytes[i], b'e' | b'E') && matches!(bytes.get(i + 1), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        i += 1;
-    }
-    i
-}
-
-/// The end of a quoted run whose closing character is doubled to escape it.
-fn quoted_end(bytes: &[u8], mut i: usize, close: u8) -> usize {
-    while let Some(at) = memchr::memchr(close, &bytes[i.min(bytes.len())..]) {
-        let j = i + at;
-        if bytes.get(j + 1) == Some(&close) {
-            i = j + 2;
-            continue;
-        }
-        return j + 1;
-    }
-    bytes.len()
-}
-
-fn backslash_quoted_end(bytes: &[u8], mut i: usize) -> usize {
-    while let Some(at) = memchr::memchr2(b'\\', b'\'', &bytes[i.min(bytes.len())..]) {
-        let j = i + at;
-        match bytes[j] {
-            b'\\' => i = j + 2,
-            _ if bytes.get(j + 1) == Some(&b'\'') => i = j + 2,
-            _ => return j + 1,
-        }
-    }
-    bytes.len()
-}
-
-fn dollar_quoted_end(text: &str, i: usize) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let mut j = i + 1;
-    while j < bytes.len() && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_') {
-        j += 1;
-    }
-    if bytes.get(j) != Some(&b'$') {
-        return None;
-    }
-    let tag = &text[i..=j];
-    let body = j + 1;
-    Some(
-        text[body..]
-            .find(tag)
-            .map_or(text.len(), |n| body + n + tag.len()),
-    )
-}
-
-/// A `GO` or `GO n` line starting at `i`: returns the end of the line.
-fn go_line(bytes: &[u8], i: usize) -> Option<usize> {
-    if !(bytes.get(i).is_some_and(|b| b.eq_ignore_ascii_case(&b'g'))
-        && bytes
-            .get(i + 1)
-            .is_some_and(|b| b.eq_ignore_ascii_case(&b'o')))
-    {
-        return None;
-    }
-    let end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
-    let rest = &bytes[i + 2..end];
-    let rest = match rest.iter().position(|b| *b == b'-') {
-        Some(p) if rest.get(p + 1) == Some(&b'-') => &rest[..p],
-        _ => rest,
-    };
-    let trimmed: Vec<u8> = rest
-        .iter()
-        .copied()
-        .filter(|b| !b.is_ascii_whitespace())
-        .collect();
-    let starts_with_space = rest.first().is_none_or(|b| b.is_ascii_whitespace());
-    (starts_with_space && trimmed.iter().all(u8::is_ascii_digit)).then_some(end)
-}
-
-/// An SSMS template placeholder `<name, type, value>` on one line: returns its end.
-fn template_end(bytes: &[u8], i: usize) -> Option<usize> {
-    let line_end = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n);
-    let close = i + memchr::memchr(b'>', &bytes[i..line_end])?;
-    let inner = &bytes[i + 1..close];
-    let commas = inner.iter().filter(|b| **b == b',').count();
-    let first = inner.first()?;
-    (commas == 2
-        && (first.is_ascii_alphabetic() || *first == b'_')
-        && !inner.contains(&b'<')
-        && !inner.contains(&b'\''))
-    .then_some(close + 1)
+    let mut out = Lexed::default();
+    scan::scan::<M>(sql, 0, 0, &mut out, &mut Marks::default()).map_err(|e| *e)?;
+    Ok(out)
 }
 
 /// The value of a string literal token (`'...'`, `N'...'`, `E'...'`, `$tag$...$tag$`)
@@ -813,6 +307,7 @@ pub fn ident_text<'a>(text: &'a str, token: &Token) -> &'a str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::words::STATEMENT_WORDS;
 
     fn kinds(text: &str) -> Vec<(TokenKind, &str)> {
         lex(text)
@@ -820,6 +315,135 @@ mod tests {
             .iter()
             .map(|t| (t.kind, &text[t.range()]))
             .collect()
+    }
+
+    fn own(d: Dialect, text: &str) -> Vec<(TokenKind, &str)> {
+        lex_as(d, text)
+            .unwrap()
+            .tokens
+            .iter()
+            .map(|t| (t.kind, &text[t.range()]))
+            .collect()
+    }
+
+    #[test]
+    fn each_dialect_splits_its_own_forms() {
+        use TokenKind::*;
+        let sql = "[a] `b` $$x$$ E'\\'' ?1 $1 :n @v /* /* */ x";
+        assert_eq!(
+            own(Dialect::Postgres, "$$x$$ E'\\'' $1 /* /* */ */ a"),
+            [
+                (String, "$$x$$"),
+                (String, "E'\\''"),
+                (Parameter, "$1"),
+                (Word, "a")
+            ]
+        );
+        assert_eq!(
+            own(Dialect::Sqlite, "[a] `b` ?1 :n @v $x /* /* */ y"),
+            [
+                (QuotedIdent, "[a]"),
+                (QuotedIdent, "`b`"),
+                (Parameter, "?1"),
+                (Parameter, ":n"),
+                (Parameter, "@v"),
+                (Parameter, "$x"),
+                (Word, "y")
+            ]
+        );
+        assert_eq!(
+            own(Dialect::Mssql, "[a]]b] N'x' @v @@ROWCOUNT /* /* */ */ 1x"),
+            [
+                (QuotedIdent, "[a]]b]"),
+                (String, "N'x'"),
+                (Parameter, "@v"),
+                (Parameter, "@@ROWCOUNT"),
+                (Number, "1"),
+                (Word, "x")
+            ]
+        );
+        // PostgreSQL's operator runs: a trailing sign is split off unless the run holds
+        // one of ~!@#%^&|`?.
+        assert_eq!(own(Dialect::Postgres, "a=-1")[1], (Operator, "="));
+        assert_eq!(own(Dialect::Postgres, "a!=-1")[1], (Operator, "!=-"));
+        // PostgreSQL nests the comment, which is then unterminated.
+        assert!(lex_as(Dialect::Postgres, sql).is_err());
+        // SQLite has no `E''`: the backslash does not escape, the string runs on.
+        assert!(lex_as(Dialect::Sqlite, sql).is_err());
+        assert!(lex_as(Dialect::Postgres, "'open").is_err());
+        assert!(lex_as(Dialect::Postgres, "/* /* */").is_err());
+        assert_eq!(lex_as(Dialect::Sqlite, "/* /* */").unwrap().tokens, []);
+        // Each server's refusals say what and where.
+        for (d, text, says) in [
+            (
+                Dialect::Postgres,
+                "a = 1x",
+                "a number run into a word (`1x`), which PostgreSQL refuses",
+            ),
+            (Dialect::Sqlite, "a = [b", "an unterminated `[`"),
+            (
+                Dialect::Mssql,
+                "a = [b",
+                "a `[` identifier without its closing `]`",
+            ),
+            (
+                Dialect::Postgres,
+                "a = $t$x",
+                "an unterminated dollar quote `$t$` (PostgreSQL)",
+            ),
+            (
+                Dialect::Mssql,
+                "a = 'x",
+                "an unterminated string literal (SQL Server)",
+            ),
+        ] {
+            let error = lex_as(d, text).unwrap_err();
+            assert_eq!(error.message, says, "{d}: {text}");
+            assert_eq!(error.range.end, text.len(), "{d}: {text}");
+        }
+    }
+
+    /// `#[fenced_write]`'s `@name` is one parameter in every reading of a caller's
+    /// text, also where the database reads `@` otherwise (PostgreSQL: an operator).
+    #[test]
+    fn a_caller_text_reads_at_names_as_placeholders() {
+        use TokenKind::*;
+        for d in Dialect::ALL {
+            let text = "a=@größe AND b = @_x$";
+            let caller: Vec<(TokenKind, std::string::String)> = lex_caller(d, text)
+                .unwrap()
+                .tokens
+                .iter()
+                .map(|t| (t.kind, text[t.range()].to_owned()))
+                .collect();
+            assert_eq!(caller[2], (Parameter, "@größe".to_owned()), "{d}");
+            assert_eq!(caller[6], (Parameter, "@_x".to_owned()), "{d}");
+        }
+        // The control: PostgreSQL's own reading makes `=@` one operator.
+        assert_eq!(own(Dialect::Postgres, "a=@b")[1], (Operator, "=@"));
+    }
+
+    /// PostgreSQL's Unicode-escaped name is one quoted name in its reading; the others
+    /// read `U & "x"`.
+    #[test]
+    fn unicode_escaped_names() {
+        use TokenKind::*;
+        let text = "UPDATE U&\"Rep\\006frt\" SET a = 1";
+        assert_eq!(
+            own(Dialect::Postgres, text)[1],
+            (QuotedIdent, "U&\"Rep\\006frt\"")
+        );
+        for d in [Dialect::Sqlite, Dialect::Mssql] {
+            assert_eq!(
+                own(d, text)[1..4],
+                [
+                    (Word, "U"),
+                    (Operator, "&"),
+                    (QuotedIdent, "\"Rep\\006frt\"")
+                ],
+                "{d}"
+            );
+        }
     }
 
     #[test]

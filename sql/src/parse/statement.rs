@@ -2,6 +2,7 @@
 
 use std::ops::Range;
 
+pub use crate::SqlError;
 pub use crate::expr::TableName;
 use crate::expr::{Operand, Predicate};
 use crate::lex::{Token, TokenKind};
@@ -172,14 +173,4 @@ pub struct Grant {
     pub schemas: Vec<String>,
     /// No `ON` clause (T-SQL database-wide permission) or `ON DATABASE::x`.
     pub database: bool,
-}
-
-/// A statement that could not be analysed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct SqlError {
-    /// What was expected, lowercase.
-    pub message: String,
-    /// Where, in bytes of the input.
-    pub range: Range<usize>,
 }
