@@ -13,6 +13,7 @@ mod error;
 mod executed;
 pub mod expr;
 pub mod lex;
+mod name;
 pub mod parse;
 pub mod portable;
 pub mod shape;
@@ -24,6 +25,6 @@ pub use error::SqlError;
 pub use executed::{executed_strings, executed_strings_lexed};
 pub use expr::{ColumnRef, CompareOp, Operand, Predicate};
 pub use parse::{
-    Assignment, Grant, InsertPart, ParamStyle, Statement, StatementKind, TableName, UpdateArm,
+    Assignment, Grant, InsertPart, ParamStyle, Statement, StatementKind, TableName, UpdateArm, Via,
 };
-pub use shape::{Placeholder, SetShape, UpdateShape, parse_update};
+pub use shape::{Placeholder, SetShape, UpdateShape, parse_update, parse_update_in};

@@ -4,8 +4,9 @@
 
 use std::ops::Range;
 
-use crate::lex::{self as lexer, TokenKind};
-use crate::parse::{self, SqlError, StatementKind};
+use crate::Reading;
+use crate::lex::{self as lexer, Token, TokenKind};
+use crate::parse::{self, SqlError, StatementKind, TableName, Via};
 
 /// A `@name` placeholder in the statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,14 +48,37 @@ pub struct UpdateShape {
     pub where_insert_at: usize,
     /// Byte range of the whole statement (without a trailing `;`).
     pub range: Range<usize>,
+    /// How the statement names its target: by its name, or (SQL Server) through an
+    /// alias, a derived table or a common table expression.
+    pub via: Via,
+    /// The table an `OUTPUT ... INTO` writes.
+    pub output_into: Option<TableName>,
+    /// The keywords of statements inside this one: T-SQL's composable DML (`INSERT ...
+    /// SELECT ... FROM (UPDATE ... OUTPUT ...) AS x`), PostgreSQL's data-modifying CTEs.
+    pub nested: Vec<Range<usize>>,
 }
 
-/// Parses a single statement written with `@name` placeholders.
+/// Parses a single statement written with `@name` placeholders, in the tolerant
+/// reading.
 ///
 /// Errors carry a byte range into `sql`: unparseable SQL, no statement, or more than one.
 pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
     let lexed = lexer::lex(sql);
-    let tokens = &lexed.tokens;
+    parse_update_in(Reading::Tolerant, sql, &lexed.tokens)
+}
+
+/// [`parse_update`] as `reading` reads `sql`, over its `tokens` in that reading
+/// ([`lexer::lex_caller`] for a `#[fenced_write]` text): which table it writes is
+/// decided by that database's rules.
+///
+/// # Errors
+///
+/// As [`parse_update`].
+pub fn parse_update_in(
+    reading: Reading,
+    sql: &str,
+    tokens: &[Token],
+) -> Result<UpdateShape, SqlError> {
     let placeholders = tokens
         .iter()
         .filter(|t| {
@@ -89,9 +113,18 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
             where_range: None,
             where_insert_at: last.range().end,
             range: first.range().start..last.range().end,
+            via: Via::Name,
+            output_into: None,
+            nested: Vec::new(),
         });
     };
-    let statement = parse::parse_found(sql, tokens, head)?;
+    let statement = parse::parse_found_in(reading, sql, tokens, head)?;
+    let nested = found
+        .iter()
+        .filter(|f| f.first != head.first)
+        .map(|f| tokens[f.keyword].range())
+        .filter(|r| r.start >= statement.range.start && r.end <= statement.range.end)
+        .collect();
     let rest = tokens
         .iter()
         .find(|t| t.range().start >= statement.range.end && t.kind != TokenKind::Semicolon);
@@ -129,12 +162,15 @@ pub fn parse_update(sql: &str) -> Result<UpdateShape, SqlError> {
         where_range,
         where_insert_at,
         range: statement.range,
+        via: statement.via,
+        output_into: statement.output_into,
+        nested,
     })
 }
 
 /// Where a `WHERE` clause belongs in a statement that has none.
-fn where_position(sql: &str, tokens: &[lexer::Token], range: &Range<usize>) -> usize {
-    let inside: Vec<&lexer::Token> = tokens
+fn where_position(sql: &str, tokens: &[Token], range: &Range<usize>) -> usize {
+    let inside: Vec<&Token> = tokens
         .iter()
         .filter(|t| t.range().start >= range.start && t.range().end <= range.end)
         .collect();

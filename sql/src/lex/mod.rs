@@ -281,12 +281,17 @@ pub fn is_word(text: &str, token: &Token, word: &str) -> bool {
         && text.as_bytes()[token.range()].eq_ignore_ascii_case(word.as_bytes())
 }
 
-/// The identifier a token denotes: quotes and brackets removed; for a template
-/// placeholder, its default value.
+/// The identifier a token denotes, as written between its quotes: quotes, brackets and
+/// PostgreSQL's `U&` removed (a doubled quote stays doubled, an escape undecoded); for
+/// a template placeholder, its default value.
 pub fn ident_text<'a>(text: &'a str, token: &Token) -> &'a str {
     let raw = &text[token.range()];
     match token.kind {
         TokenKind::QuotedIdent => {
+            let raw = match raw.get(..2) {
+                Some("U&" | "u&") => &raw[2..],
+                _ => raw,
+            };
             // The opening quote is ASCII; the closing one may be missing (end of input).
             let inner = &raw[1..];
             inner
@@ -433,6 +438,8 @@ mod tests {
             own(Dialect::Postgres, text)[1],
             (QuotedIdent, "U&\"Rep\\006frt\"")
         );
+        let lexed = lex_as(Dialect::Postgres, text).unwrap();
+        assert_eq!(ident_text(text, &lexed.tokens[1]), "Rep\\006frt");
         for d in [Dialect::Sqlite, Dialect::Mssql] {
             assert_eq!(
                 own(d, text)[1..4],

@@ -1,6 +1,8 @@
 //! `DELETE`.
 
-use super::{ParamStyle, Parser, SqlError, Statement, StatementKind};
+use super::tables::sql_server_only;
+use super::{ParamStyle, Parser, SqlError, Statement, StatementKind, Via};
+use crate::Reading;
 
 impl Parser<'_, '_> {
     pub(super) fn delete(&mut self) -> Result<Statement, SqlError> {
@@ -17,17 +19,24 @@ impl Parser<'_, '_> {
         if self.eat_word("OUTPUT") {
             self.skip_output();
         }
-        if self.eat_word("FROM") || self.eat_word("USING") {
+        let mut via = Via::Name;
+        let mut alternatives = Vec::new();
+        // SQL Server's second `FROM` (`DELETE a FROM t AS a`) can make an alias the
+        // target; PostgreSQL's `USING` never does.
+        let second_from = self.eat_word("FROM");
+        if second_from || self.eat_word("USING") {
             // A delete of a fenced row is flagged whatever its conditions.
             let from = self.table_list(&mut mentioned, &mut Vec::new());
-            if target.schema.is_none()
-                && let Some((table, table_alias)) = from.iter().find(|(_, a)| {
-                    a.as_deref()
-                        .is_some_and(|a| a.eq_ignore_ascii_case(&target.name))
-                })
-            {
-                names.push(table_alias.clone().unwrap_or_default());
-                target = table.clone();
+            if second_from && let Some(item) = self.aliased(&target, &from) {
+                names.push(item.alias.clone().unwrap_or_default());
+                let written_as = std::mem::replace(&mut target, item.table.clone());
+                via = match item.derived {
+                    Some(_) => Via::DerivedTable(written_as.range.clone()),
+                    None => Via::Alias(written_as.range.clone()),
+                };
+                if self.reading == Reading::Tolerant && !sql_server_only(&target) {
+                    alternatives.push(written_as);
+                }
             }
         }
         let _ = self.where_clause();
@@ -38,6 +47,9 @@ impl Parser<'_, '_> {
             kind: StatementKind::Delete,
             range: 0..0,
             target: Some(target),
+            via,
+            alternatives,
+            output_into: None,
             target_names: names,
             updates: Vec::new(),
             deletes: true,
@@ -45,5 +57,42 @@ impl Parser<'_, '_> {
             grant: None,
             mentioned,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lex::{lex, lex_as};
+    use crate::parse::{Via, find_statements, parse_found_in};
+    use crate::{Dialect, Reading};
+
+    fn target(reading: Reading, sql: &str) -> (String, bool) {
+        let tokens = match reading {
+            Reading::Dialect(d) => lex_as(d, sql).unwrap().tokens,
+            Reading::Tolerant => lex(sql).tokens,
+        };
+        let found = &find_statements(sql, &tokens)[0];
+        let statement = parse_found_in(reading, sql, &tokens, found).unwrap();
+        (
+            statement.target.map(|t| t.name).unwrap_or_default(),
+            statement.via != Via::Name,
+        )
+    }
+
+    /// SQL Server's second `FROM` resolves an alias; PostgreSQL's `USING` never does, in
+    /// any reading.
+    #[test]
+    fn only_sql_servers_second_from_resolves_an_alias() {
+        let tsql = "DELETE r FROM dbo.Report AS r WHERE r.id = 1";
+        assert_eq!(target(Dialect::Mssql.into(), tsql), ("Report".into(), true));
+        assert_eq!(target(Reading::Tolerant, tsql), ("Report".into(), true));
+        let using = "DELETE FROM \"Report\" USING line AS Report WHERE 1 = 1";
+        for reading in [Reading::Tolerant, Dialect::Postgres.into()] {
+            assert_eq!(
+                target(reading, using),
+                ("Report".into(), false),
+                "{reading:?}"
+            );
+        }
     }
 }

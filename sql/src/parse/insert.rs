@@ -1,7 +1,7 @@
 //! `INSERT`, `REPLACE`, and the upserts `ON CONFLICT` and `ON DUPLICATE KEY`.
 
 use super::{
-    InsertPart, ParamStyle, Parser, STOP_WORDS, SqlError, Statement, StatementKind, UpdateArm,
+    InsertPart, ParamStyle, Parser, STOP_WORDS, SqlError, Statement, StatementKind, UpdateArm, Via,
     is_name, tables_in,
 };
 use crate::expr::Operand;
@@ -37,6 +37,9 @@ impl Parser<'_, '_> {
                 kind: StatementKind::Insert,
                 range: 0..0,
                 target: Some(target),
+                via: Via::Name,
+                alternatives: Vec::new(),
+                output_into: None,
                 target_names: Vec::new(),
                 updates: Vec::new(),
                 deletes: replace,
@@ -108,6 +111,9 @@ impl Parser<'_, '_> {
             kind: StatementKind::Insert,
             range: 0..0,
             target: Some(target),
+            via: Via::Name,
+            alternatives: Vec::new(),
+            output_into: None,
             target_names: names,
             updates,
             deletes: replace,

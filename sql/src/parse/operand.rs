@@ -276,8 +276,8 @@ impl Parser<'_, '_> {
                         }
                     } else {
                         operand.columns.push(ColumnRef {
-                            qualifier: name.qualifier.map(str::to_owned),
-                            name: name.last.to_owned(),
+                            qualifier: name.qualifier.map(std::borrow::Cow::into_owned),
+                            name: name.last.to_string(),
                             range: name.range,
                         });
                     }

@@ -1,0 +1,134 @@
+//! Names as the databases read them: the quotes removed, a doubled closing quote read
+//! as one, PostgreSQL's Unicode escapes decoded; and compared as the databases that
+//! resolve a write through a name compare them.
+
+use std::borrow::Cow;
+
+use crate::Reading;
+use crate::lex::{Token, TokenKind};
+
+/// The name a bare or quoted identifier token stands for: `"a""b"` is `a"b`,
+/// `[a]]b]` is `a]b`, `` `a``b` `` is ``a`b``, and PostgreSQL's `U&"d\0061t"` is `dat`,
+/// its escapes introduced by `escape` (`\`, or what a `UESCAPE` after it names). An
+/// escape that does not decode is kept as written. Any other token is its text.
+pub(crate) fn unquoted<'a>(text: &'a str, token: &Token, escape: char) -> Cow<'a, str> {
+    let raw = &text[token.range()];
+    if token.kind != TokenKind::QuotedIdent {
+        return Cow::Borrowed(crate::lex::ident_text(text, token));
+    }
+    let (unicode, quoted) = match raw.get(..2) {
+        Some("U&" | "u&") => (true, &raw[2..]),
+        _ => (false, raw),
+    };
+    let close = match quoted.as_bytes().first() {
+        Some(b'[') => ']',
+        Some(&open) => char::from(open),
+        None => return Cow::Borrowed(""),
+    };
+    // The opening quote is ASCII; the closing one may be missing (end of input).
+    let inner = &quoted[1..];
+    let inner = inner
+        .strip_suffix(close)
+        .filter(|_| quoted.len() >= 2)
+        .unwrap_or(inner);
+    let undoubled = if inner.contains(close) {
+        let doubled: String = [close, close].iter().collect();
+        Cow::Owned(inner.replace(&doubled, &close.to_string()))
+    } else {
+        Cow::Borrowed(inner)
+    };
+    if unicode && undoubled.contains(escape) {
+        Cow::Owned(unicode_escaped(&undoubled, escape))
+    } else {
+        undoubled
+    }
+}
+
+/// PostgreSQL's Unicode escapes in `name`: `<escape>XXXX` and `<escape>+XXXXXX`
+/// (hexadecimal code points), and the escape character doubled for itself.
+fn unicode_escaped(name: &str, escape: char) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(at) = rest.find(escape) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + escape.len_utf8()..];
+        let (digits, skip) = match after.strip_prefix('+') {
+            Some(long) => (long.get(..6), 7),
+            None => (after.get(..4), 4),
+        };
+        if after.starts_with(escape) {
+            out.push(escape);
+            rest = &after[escape.len_utf8()..];
+        } else if let Some(c) = digits
+            .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|d| u32::from_str_radix(d, 16).ok())
+            .and_then(char::from_u32)
+        {
+            out.push(c);
+            rest = &after[skip..];
+        } else {
+            out.push(escape);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `a` and `b` name the same object where `reading` resolves a write through a
+/// name (SQL Server's alias rule, its updatable common table expressions): SQL
+/// Server's default collations ignore case, and the tolerant reading takes the widest
+/// sameness, so that it misses no write.
+pub(crate) fn same(reading: Reading, a: &str, b: &str) -> bool {
+    match reading {
+        Reading::Dialect(crate::Dialect::Sqlite) => a.eq_ignore_ascii_case(b),
+        _ => {
+            a.eq_ignore_ascii_case(b)
+                || (!(a.is_ascii() && b.is_ascii()) && a.to_lowercase() == b.to_lowercase())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Dialect;
+    use crate::lex::{lex, lex_as};
+
+    fn name(reading: Option<Dialect>, text: &str) -> String {
+        let lexed = match reading {
+            Some(d) => lex_as(d, text).unwrap(),
+            None => lex(text),
+        };
+        unquoted(text, &lexed.tokens[0], '\\').into_owned()
+    }
+
+    #[test]
+    fn quotes_are_removed_and_doubled_closers_read_once() {
+        assert_eq!(name(None, "\"a\"\"b\""), "a\"b");
+        assert_eq!(name(Some(Dialect::Mssql), "[a]]b]"), "a]b");
+        assert_eq!(name(Some(Dialect::Sqlite), "`a``b`"), "a`b");
+        assert_eq!(name(None, "plain"), "plain");
+        assert_eq!(name(None, "\"open"), "open");
+    }
+
+    #[test]
+    fn unicode_escapes_are_decoded() {
+        assert_eq!(name(Some(Dialect::Postgres), "U&\"\\0052eport\""), "Report");
+        let postgres = Some(Dialect::Postgres);
+        assert_eq!(name(postgres, "u&\"d\\+000061t\\\\a\""), "dat\\a");
+        // A malformed escape is kept as written, not guessed at.
+        assert_eq!(name(postgres, "U&\"a\\zz\""), "a\\zz");
+        let text = "U&\"d!0061t\"";
+        let lexed = lex_as(Dialect::Postgres, text).unwrap();
+        assert_eq!(unquoted(text, &lexed.tokens[0], '!'), "dat");
+    }
+
+    #[test]
+    fn sameness_follows_the_reading() {
+        assert!(same(Reading::Dialect(Dialect::Mssql), "Report", "REPORT"));
+        assert!(same(Reading::Tolerant, "Éclair", "éclair"));
+        assert!(!same(Reading::Dialect(Dialect::Sqlite), "Éclair", "éclair"));
+        assert!(!same(Reading::Tolerant, "Report", "Reports"));
+    }
+}
