@@ -491,6 +491,13 @@ fn own_token_problem(
              column named `go` can be written quoted)"
                 .into(),
         ),
+        // Its escapes (and a `UESCAPE` after it) could spell any name, a protocol
+        // column's or a protected table's among them, while the macro compares names
+        // as written.
+        TokenKind::QuotedIdent if text.starts_with(['U', 'u']) => Some(format!(
+            "`{text}` is a Unicode-escaped name, whose escapes could spell any name: \
+             write it as a plain quoted identifier, \"name\""
+        )),
         TokenKind::QuotedIdent if quoted_inner.is_empty() => {
             Some("an empty quoted identifier: write the column's name between the quotes".into())
         }
@@ -644,6 +651,12 @@ mod tests {
             (Dialect::Postgres, "a = 1_000", "version 16"),
             (Dialect::Postgres, "a = 'x'\n'y'", "two string literals"),
             (Dialect::Postgres, "a = [b]", "means nothing to PostgreSQL"),
+            (Dialect::Postgres, "a = U&\"x\"", "Unicode-escaped name"),
+            (
+                Dialect::Postgres,
+                "U&\"\\0061\" = 1",
+                "Unicode-escaped name",
+            ),
             (Dialect::Postgres, "a = 1; DELETE FROM t", "`;`"),
             (Dialect::Postgres, "a = $$x", "unterminated"),
             (Dialect::Sqlite, "a = ?1", "placeholder"),

@@ -119,9 +119,21 @@ pub fn parse_update_in(
         });
     };
     let statement = parse::parse_found_in(reading, sql, tokens, head)?;
+    // A statement inside another is always in parentheses (`FROM (UPDATE ...) AS x`,
+    // `WITH w AS (DELETE ...)`); an upsert's or a MERGE's arm is not.
     let nested = found
         .iter()
         .filter(|f| f.first != head.first)
+        .filter(|f| {
+            let inside = tokens[head.first..f.keyword]
+                .iter()
+                .fold(0i32, |depth, t| match t.kind {
+                    TokenKind::LParen => depth + 1,
+                    TokenKind::RParen => depth - 1,
+                    _ => depth,
+                });
+            inside > 0
+        })
         .map(|f| tokens[f.keyword].range())
         .filter(|r| r.start >= statement.range.start && r.end <= statement.range.end)
         .collect();

@@ -242,6 +242,10 @@ pub(super) fn scan<M: Mode>(
                 i = quoted::doubled(bytes, i + 2, b'\'').unwrap_or(bytes.len());
                 TokenKind::String
             }
+            b'U' | b'u' if M::TOLERANT && tolerant::unicode_name(bytes, i) => {
+                i = quoted::doubled(bytes, i + 3, b'"').unwrap_or(bytes.len());
+                TokenKind::QuotedIdent
+            }
             b'E' | b'e' if M::TOLERANT && bytes.get(i + 1) == Some(&b'\'') => {
                 i = quoted::backslashed(bytes, i + 2).unwrap_or(bytes.len());
                 TokenKind::String

@@ -25,15 +25,27 @@ static IDENT_CONTINUE: [bool; 256] = {
     table
 };
 
-/// Whether a prefixed string (`N'...'`, `E'...'`, `X'...'`, `B'...'`, `U'...'`) starts
-/// at `i`, a letter.
+/// Whether a prefixed string (`N'...'`, `E'...'`, `X'...'`, `B'...'`, `U'...'`) or
+/// PostgreSQL's Unicode-escaped name (`U&"..."`) starts at `i`, a letter.
 #[inline(always)]
 pub(super) fn prefixed(bytes: &[u8], i: usize) -> bool {
-    bytes.get(i + 1) == Some(&b'\'')
-        && matches!(
+    match bytes.get(i + 1) {
+        Some(b'\'') => matches!(
             bytes[i],
             b'N' | b'n' | b'E' | b'e' | b'X' | b'x' | b'B' | b'b' | b'U' | b'u'
-        )
+        ),
+        Some(b'&') => unicode_name(bytes, i),
+        _ => false,
+    }
+}
+
+/// Whether PostgreSQL's Unicode-escaped name `U&"..."` starts at `i`: one name, which
+/// must not be read as a table `U` (the other databases read `U & "..."`, never a name).
+#[inline(always)]
+pub(super) fn unicode_name(bytes: &[u8], i: usize) -> bool {
+    matches!(bytes[i], b'U' | b'u')
+        && bytes.get(i + 1) == Some(&b'&')
+        && bytes.get(i + 2) == Some(&b'"')
 }
 
 /// The end of the identifier whose rest starts at `i`.

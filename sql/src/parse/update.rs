@@ -205,6 +205,7 @@ mod tests {
     fn names_are_read_as_the_database_reads_them() {
         let escaped = "UPDATE U&\"\\0052eport\" SET a = 1";
         assert_eq!(target(Dialect::Postgres.into(), escaped).0, "Report");
+        assert_eq!(target(Reading::Tolerant, escaped).0, "Report");
         let custom = "UPDATE U&\"!0052eport\" UESCAPE '!' SET a = 1";
         assert_eq!(target(Dialect::Postgres.into(), custom).0, "Report");
         let doubled = "UPDATE [Re]]port] SET a = 1";
