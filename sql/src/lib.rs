@@ -1,10 +1,17 @@
 //! How fenced reads SQL: the one reading that the guard's run-time checks, the
 //! `#[fenced_write]` macro and `fenced-lint` share.
 //!
-//! - [`lex`]: a lexer that never fails, for T-SQL, PostgreSQL and SQLite text at once.
-//! - [`parse`]: a tolerant parser of the statements that write (`UPDATE`, `DELETE`,
-//!   `MERGE`, `INSERT`, `TRUNCATE`) and of `GRANT`; [`analyse`] finds and parses every
-//!   one of them in a text, and [`shape`] reads one statement for the macro.
+//! - [`lex`]: one lexer with a reading per [`Dialect`], following each database's own
+//!   tokenizer and refusing what it cannot split ([`lex::lex_as`], and
+//!   [`lex::lex_caller`] for `#[fenced_write]` texts), and the tolerant reading of all
+//!   three at once, which never fails ([`lex::lex`]).
+//! - [`parse`]: the statements that write (`UPDATE`, `DELETE`, `MERGE`, `INSERT`,
+//!   `TRUNCATE`) and `GRANT`, parsed in a [`Reading`]: which table a statement writes is
+//!   decided by that database's rules ([`Statement::target`], [`Via`]), and in the
+//!   tolerant reading by every database's ([`Statement::alternatives`]).
+//!   [`analyse()`] finds and parses every one of them in a text, and [`shape`] reads one
+//!   statement for the macro.
+//! - [`portable`]: the forms PostgreSQL, SQLite and SQL Server read alike.
 //! - [`executed_strings`]: the string literals a text executes as SQL.
 
 pub mod analyse;

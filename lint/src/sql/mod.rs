@@ -8,6 +8,6 @@ pub use fenced_sql::{expr, parse, shape};
 pub use fenced_sql::{
     Analysed, Assignment, ColumnRef, CompareOp, Grant, InsertPart, Operand, ParamStyle,
     Placeholder, Predicate, SetShape, SqlError, Statement, StatementKind, TableName, UpdateArm,
-    UpdateShape, analyse, analyse_lexed, analyse_tokens, executed_strings, executed_strings_lexed,
-    parse_update,
+    UpdateShape, Via, analyse, analyse_lexed, analyse_tokens, executed_strings,
+    executed_strings_lexed, parse_update,
 };
