@@ -216,7 +216,7 @@ fn parse_with<'a, 'w>(
         && let Some((table, _)) = parser
             .ctes
             .iter()
-            .find(|(_, name)| name::same(reading, name, &target.name))
+            .find(|(_, name)| name::same_ignoring_case(name, &target.name))
     {
         // The dequeue idiom, `WITH c AS (SELECT TOP (1) ... FROM t WHERE <fence>) UPDATE c
         // SET ...`: the CTE's condition restricts the rows written as a WHERE would.

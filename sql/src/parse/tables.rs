@@ -256,7 +256,7 @@ impl<'a> Parser<'a, '_> {
         from.iter().find(|item| {
             item.alias
                 .as_deref()
-                .is_some_and(|a| name::same(self.reading, a, &target.name))
+                .is_some_and(|a| name::same_ignoring_case(a, &target.name))
         })
     }
 

@@ -51,7 +51,7 @@ impl Parser<'_, '_> {
                 && self.reading.follows(Dialect::Mssql)
                 && let Some(item) = from.iter().find(|item| {
                     item.derived.is_none()
-                        && name::same(self.reading, &item.table.name, &target.name)
+                        && name::same_ignoring_case(&item.table.name, &target.name)
                 })
             {
                 // `UPDATE t SET ... FROM schema.t`: the same table, by its full name.
