@@ -52,16 +52,9 @@ pub fn dialect_problems(dialect: Dialect, sql: &str) -> Vec<SqlProblem> {
     fenced_sql::portable::dialect_problems(dialect.into(), sql)
 }
 
-/// The text a quoted or bare identifier token names.
+/// The name a quoted or bare identifier token stands for.
 fn unquoted(sql: &str, token: &Token) -> String {
-    let text = &sql[token.range()];
-    if token.kind != TokenKind::QuotedIdent {
-        return text.to_owned();
-    }
-    let text = text.strip_prefix("U&").unwrap_or(text);
-    let close = text.as_bytes()[text.len() - 1] as char;
-    let inner = &text[1..text.len() - 1];
-    inner.replace(&format!("{close}{close}"), &close.to_string())
+    fenced_sql::lex::ident_name(sql, token).into_owned()
 }
 
 fn is_word(sql: &str, token: &Token, word: &str) -> bool {

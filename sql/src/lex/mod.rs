@@ -281,6 +281,14 @@ pub fn is_word(text: &str, token: &Token, word: &str) -> bool {
         && text.as_bytes()[token.range()].eq_ignore_ascii_case(word.as_bytes())
 }
 
+/// The name a bare or quoted identifier token stands for, as its database reads it:
+/// `"a""b"` is `a"b`, `[a]]b]` is `a]b`, PostgreSQL's `U&"d\0061t"` is `dat` (the
+/// escape `\`; a name followed by `UESCAPE` is decoded by the parser). Any other
+/// token is its text.
+pub fn ident_name<'a>(text: &'a str, token: &Token) -> std::borrow::Cow<'a, str> {
+    crate::name::unquoted(text, token, '\\')
+}
+
 /// The identifier a token denotes, as written between its quotes: quotes, brackets and
 /// PostgreSQL's `U&` removed (a doubled quote stays doubled, an escape undecoded); for
 /// a template placeholder, its default value.
