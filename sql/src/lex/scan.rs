@@ -350,7 +350,9 @@ pub(super) fn scan<M: Mode>(
 
 /// A function body in the dollar quote from `i` to `end` (`AS $$ ... $$`, `DO $$ ... $$`):
 /// its contents lexed as SQL between two [`TokenKind::Semicolon`] tokens standing for
-/// the delimiters. Returns where the next statement's tokens start.
+/// the delimiters. Returns where the next statement's tokens start. Kept out of the
+/// loop, which it would otherwise crowd: bodies are rare.
+#[inline(never)]
 fn body<M: Mode>(
     text: &str,
     base: usize,

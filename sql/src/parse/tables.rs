@@ -44,6 +44,9 @@ impl<'a> Parser<'a, '_> {
     /// and a Unicode-escaped name decoded with the escape its `UESCAPE` names.
     fn name_part(&mut self, token: &Token) -> Cow<'a, str> {
         self.pos += 1;
+        if token.kind == TokenKind::Word {
+            return Cow::Borrowed(&self.text[token.range()]);
+        }
         let mut escape = '\\';
         if token.kind == TokenKind::QuotedIdent
             && self.text[token.range()].starts_with(['U', 'u'])
