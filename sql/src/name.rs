@@ -11,18 +11,19 @@ use crate::lex::{Token, TokenKind};
 /// its escapes introduced by `escape` (`\`, or what a `UESCAPE` after it names). An
 /// escape that does not decode is kept as written. Any other token is its text.
 pub(crate) fn unquoted<'a>(text: &'a str, token: &Token, escape: char) -> Cow<'a, str> {
-    let raw = &text[token.range()];
     if token.kind != TokenKind::QuotedIdent {
         return Cow::Borrowed(crate::lex::ident_text(text, token));
     }
+    // A token made by hand may lie outside the text: it names nothing.
+    let raw = text.get(token.range()).unwrap_or("");
     let (unicode, quoted) = match raw.get(..2) {
         Some("U&" | "u&") => (true, &raw[2..]),
         _ => (false, raw),
     };
     let close = match quoted.as_bytes().first() {
         Some(b'[') => ']',
-        Some(&open) => char::from(open),
-        None => return Cow::Borrowed(""),
+        Some(&open) if open.is_ascii() => char::from(open),
+        _ => return Cow::Borrowed(quoted),
     };
     // The opening quote is ASCII; the closing one may be missing (end of input).
     let inner = &quoted[1..];

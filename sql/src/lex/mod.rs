@@ -293,7 +293,8 @@ pub fn ident_name<'a>(text: &'a str, token: &Token) -> std::borrow::Cow<'a, str>
 /// PostgreSQL's `U&` removed (a doubled quote stays doubled, an escape undecoded); for
 /// a template placeholder, its default value.
 pub fn ident_text<'a>(text: &'a str, token: &Token) -> &'a str {
-    let raw = &text[token.range()];
+    // A token made by hand may lie outside the text: it names nothing.
+    let raw = text.get(token.range()).unwrap_or("");
     match token.kind {
         TokenKind::QuotedIdent => {
             let raw = match raw.get(..2) {
@@ -301,7 +302,9 @@ pub fn ident_text<'a>(text: &'a str, token: &Token) -> &'a str {
                 _ => raw,
             };
             // The opening quote is ASCII; the closing one may be missing (end of input).
-            let inner = &raw[1..];
+            let Some(inner) = raw.get(1..) else {
+                return raw;
+            };
             inner
                 .strip_suffix([']', '"', '`'])
                 .filter(|_| raw.len() >= 2)
@@ -680,6 +683,26 @@ mod tests {
                 .collect();
             assert_eq!(marks.executing, executing, "{text}");
         }
+    }
+
+    /// A token made by hand names what its range covers, and nothing outside the text.
+    #[test]
+    fn names_of_tokens_made_by_hand() {
+        let made = |kind, range| Token::new(kind, range);
+        assert_eq!(ident_text("ab", &made(TokenKind::QuotedIdent, 5..9)), "");
+        assert_eq!(ident_name("ab", &made(TokenKind::QuotedIdent, 5..9)), "");
+        assert_eq!(
+            ident_name("é\"x\"", &made(TokenKind::QuotedIdent, 0..2)),
+            "é"
+        );
+        assert_eq!(
+            ident_text("é\"x\"", &made(TokenKind::QuotedIdent, 0..2)),
+            "é"
+        );
+        assert_eq!(
+            ident_name("\"a\"\"b\"", &made(TokenKind::QuotedIdent, 0..6)),
+            "a\"b"
+        );
     }
 
     #[test]
