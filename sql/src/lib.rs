@@ -20,7 +20,6 @@ mod error;
 mod executed;
 pub mod expr;
 pub mod lex;
-mod name;
 pub mod parse;
 pub mod portable;
 pub mod shape;

@@ -22,6 +22,7 @@
 mod marks;
 mod mode;
 mod mssql;
+mod name;
 mod postgres;
 mod quoted;
 mod scan;
@@ -286,7 +287,17 @@ pub fn is_word(text: &str, token: &Token, word: &str) -> bool {
 /// escape `\`; a name followed by `UESCAPE` is decoded by the parser). Any other
 /// token is its text.
 pub fn ident_name<'a>(text: &'a str, token: &Token) -> std::borrow::Cow<'a, str> {
-    crate::name::unquoted(text, token, '\\')
+    name::unquoted(text, token, '\\')
+}
+
+/// [`ident_name`], PostgreSQL's Unicode escapes introduced by `escape` (what a
+/// `UESCAPE` after the name says).
+pub(crate) fn ident_name_escaped<'a>(
+    text: &'a str,
+    token: &Token,
+    escape: char,
+) -> std::borrow::Cow<'a, str> {
+    name::unquoted(text, token, escape)
 }
 
 /// The identifier a token denotes, as written between its quotes: quotes, brackets and

@@ -18,7 +18,6 @@
 //! (values).
 
 use crate::lex::{Token, TokenKind, is_any_word};
-use crate::name;
 use crate::words::WordSet;
 use crate::{Dialect, Reading};
 
@@ -216,7 +215,7 @@ fn parse_with<'a, 'w>(
         && let Some((table, _)) = parser
             .ctes
             .iter()
-            .find(|(_, name)| name::same_ignoring_case(name, &target.name))
+            .find(|(_, name)| tables::same_ignoring_case(name, &target.name))
     {
         // The dequeue idiom, `WITH c AS (SELECT TOP (1) ... FROM t WHERE <fence>) UPDATE c
         // SET ...`: the CTE's condition restricts the rows written as a WHERE would.

@@ -4,10 +4,10 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use super::{Parser, STOP_WORDS, TableName, is_name};
+use crate::Dialect;
 use crate::expr::Predicate;
-use crate::lex::{Token, TokenKind, is_any_word};
+use crate::lex::{Token, TokenKind, ident_name_escaped, is_any_word};
 use crate::words::{WordSet, words};
-use crate::{Dialect, name};
 
 /// A possibly qualified name as written, unquoted: its last two parts are all the
 /// statements need, and they stay borrowed from the text unless unquoting changed them.
@@ -20,6 +20,15 @@ pub(super) struct Dotted<'a> {
     pub(super) qualifier: Option<Cow<'a, str>>,
     /// Byte range of the whole name.
     pub(super) range: Range<usize>,
+}
+
+/// Whether `a` and `b` name the same object where a write is resolved through a name
+/// (SQL Server's alias rule, its updatable common table expressions, and the tolerant
+/// reading that takes them): SQL Server's default collations ignore case, non-ASCII
+/// letters' included.
+pub(super) fn same_ignoring_case(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b)
+        || (!(a.is_ascii() && b.is_ascii()) && a.to_lowercase() == b.to_lowercase())
 }
 
 /// Whether `table` exists only on SQL Server: a table variable (`@t`) or a temporary
@@ -61,7 +70,7 @@ impl<'a> Parser<'a, '_> {
                 self.pos += 2;
             }
         }
-        name::unquoted(self.text, token, escape)
+        ident_name_escaped(self.text, token, escape)
     }
 
     /// A possibly qualified name: `a`, `a.b`, `a.b.c`, `a..c`, `a.*`.
@@ -259,7 +268,7 @@ impl<'a> Parser<'a, '_> {
         from.iter().find(|item| {
             item.alias
                 .as_deref()
-                .is_some_and(|a| name::same_ignoring_case(a, &target.name))
+                .is_some_and(|a| same_ignoring_case(a, &target.name))
         })
     }
 
@@ -314,4 +323,16 @@ pub fn tables_in(text: &str, tokens: &[Token]) -> Vec<TableName> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_ignoring_case;
+
+    #[test]
+    fn names_are_compared_ignoring_case() {
+        assert!(same_ignoring_case("Report", "REPORT"));
+        assert!(same_ignoring_case("Éclair", "éclair"));
+        assert!(!same_ignoring_case("Report", "Reports"));
+    }
 }

@@ -1,8 +1,8 @@
 //! `UPDATE`.
 
-use super::tables::sql_server_only;
+use super::tables::{same_ignoring_case, sql_server_only};
 use super::{ParamStyle, Parser, SqlError, Statement, StatementKind, UpdateArm, Via};
-use crate::{Dialect, Reading, name};
+use crate::{Dialect, Reading};
 
 impl Parser<'_, '_> {
     pub(super) fn update(&mut self) -> Result<Statement, SqlError> {
@@ -50,8 +50,7 @@ impl Parser<'_, '_> {
             } else if target.schema.is_none()
                 && self.reading.follows(Dialect::Mssql)
                 && let Some(item) = from.iter().find(|item| {
-                    item.derived.is_none()
-                        && name::same_ignoring_case(&item.table.name, &target.name)
+                    item.derived.is_none() && same_ignoring_case(&item.table.name, &target.name)
                 })
             {
                 // `UPDATE t SET ... FROM schema.t`: the same table, by its full name.

@@ -1,18 +1,17 @@
 //! Names as the databases read them: the quotes removed, a doubled closing quote read
-//! as one, PostgreSQL's Unicode escapes decoded; and compared as the databases that
-//! resolve a write through a name compare them.
+//! as one, PostgreSQL's Unicode escapes decoded.
 
 use std::borrow::Cow;
 
-use crate::lex::{Token, TokenKind};
+use super::{Token, TokenKind};
 
 /// The name a bare or quoted identifier token stands for: `"a""b"` is `a"b`,
 /// `[a]]b]` is `a]b`, `` `a``b` `` is ``a`b``, and PostgreSQL's `U&"d\0061t"` is `dat`,
 /// its escapes introduced by `escape` (`\`, or what a `UESCAPE` after it names). An
 /// escape that does not decode is kept as written. Any other token is its text.
-pub(crate) fn unquoted<'a>(text: &'a str, token: &Token, escape: char) -> Cow<'a, str> {
+pub(super) fn unquoted<'a>(text: &'a str, token: &Token, escape: char) -> Cow<'a, str> {
     if token.kind != TokenKind::QuotedIdent {
-        return Cow::Borrowed(crate::lex::ident_text(text, token));
+        return Cow::Borrowed(super::ident_text(text, token));
     }
     // A token made by hand may lie outside the text: it names nothing.
     let raw = text.get(token.range()).unwrap_or("");
@@ -75,15 +74,6 @@ fn unicode_escaped(name: &str, escape: char) -> String {
     out
 }
 
-/// Whether `a` and `b` name the same object where a write is resolved through a name
-/// (SQL Server's alias rule, its updatable common table expressions, and the tolerant
-/// reading that takes them): SQL Server's default collations ignore case, non-ASCII
-/// letters' included.
-pub(crate) fn same_ignoring_case(a: &str, b: &str) -> bool {
-    a.eq_ignore_ascii_case(b)
-        || (!(a.is_ascii() && b.is_ascii()) && a.to_lowercase() == b.to_lowercase())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,12 +106,5 @@ mod tests {
         let text = "U&\"d!0061t\"";
         let lexed = lex(text);
         assert_eq!(unquoted(text, &lexed.tokens[0], '!'), "dat");
-    }
-
-    #[test]
-    fn names_are_compared_ignoring_case() {
-        assert!(same_ignoring_case("Report", "REPORT"));
-        assert!(same_ignoring_case("Éclair", "éclair"));
-        assert!(!same_ignoring_case("Report", "Reports"));
     }
 }
