@@ -1,4 +1,7 @@
 //! Dynamic SQL: the string literals whose value is executed as a statement.
+//!
+//! The search is generic over the caller's test of a string, so it is compiled in the
+//! caller's crate: its small helpers are marked `#[inline]` to be compiled there too.
 
 use crate::lex as lexer;
 
@@ -28,6 +31,7 @@ const STRING_FUNCTIONS: &[&str] = &[
 ];
 
 /// Whether `token` is `EXEC`, `EXECUTE`, `sp_executesql` or `[sp_executesql]`.
+#[inline]
 fn executes(text: &str, token: &lexer::Token) -> bool {
     lexer::executes(token.kind, &text.as_bytes()[token.range()])
 }
@@ -35,6 +39,7 @@ fn executes(text: &str, token: &lexer::Token) -> bool {
 /// The variable whose value the executing token at `i` executes: `EXEC (@sql)`, `EXEC
 /// sp_executesql @sql`, `EXECUTE sp_executesql @stmt = @sql`, PL/pgSQL `EXECUTE
 /// sql_text`.
+#[inline]
 fn executed_variable<'t>(text: &'t str, tokens: &[lexer::Token], i: usize) -> Option<&'t str> {
     let mut j = i + 1;
     while tokens
@@ -59,6 +64,7 @@ fn executed_variable<'t>(text: &'t str, tokens: &[lexer::Token], i: usize) -> Op
     .then(|| &text[operand.range()])
 }
 
+#[inline]
 fn cmp_ignore_ascii_case(a: &str, b: &str) -> std::cmp::Ordering {
     a.bytes()
         .map(|c| c.to_ascii_lowercase())
@@ -68,6 +74,7 @@ fn cmp_ignore_ascii_case(a: &str, b: &str) -> std::cmp::Ordering {
 /// No stop: the walk back reached the start of the text or an unmatched `)`.
 const NO_STOP: u32 = u32::MAX;
 
+#[inline]
 fn is_string_function(word: &[u8]) -> bool {
     // Lengths 4 (`trim`) to 14 (`quote_nullable`): most words are ruled out at once.
     (4..=14).contains(&word.len())
@@ -88,6 +95,7 @@ enum Step {
     Stop,
 }
 
+#[inline]
 fn step(bytes: &[u8], tokens: &[lexer::Token], j: usize) -> Step {
     use lexer::TokenKind;
     let t = &tokens[j];
@@ -207,6 +215,7 @@ pub fn executed_strings(
 }
 
 /// Whether `token` is the bare word `AS` or `DO`, after which a string is a body.
+#[inline]
 fn is_body_word(text: &str, t: &lexer::Token) -> bool {
     t.kind == lexer::TokenKind::Word && {
         let raw = &text[t.range()];

@@ -15,22 +15,22 @@ pub(super) fn unquoted<'a>(text: &'a str, token: &Token, escape: char) -> Cow<'a
     }
     // A token made by hand may lie outside the text: it names nothing.
     let raw = text.get(token.range()).unwrap_or("");
-    let (unicode, quoted) = match raw.get(..2) {
-        Some("U&" | "u&") => (true, &raw[2..]),
-        _ => (false, raw),
-    };
+    let unicode = matches!(raw.as_bytes(), [b'U' | b'u', b'&', ..]);
+    let quoted = if unicode { &raw[2..] } else { raw };
     let close = match quoted.as_bytes().first() {
-        Some(b'[') => ']',
-        Some(&open) if open.is_ascii() => char::from(open),
+        Some(b'[') => b']',
+        Some(&open) if open.is_ascii() => open,
         _ => return Cow::Borrowed(quoted),
     };
     // The opening quote is ASCII; the closing one may be missing (end of input).
     let inner = &quoted[1..];
-    let inner = inner
-        .strip_suffix(close)
-        .filter(|_| quoted.len() >= 2)
-        .unwrap_or(inner);
-    let undoubled = if inner.contains(close) {
+    let inner = match inner.as_bytes().last() {
+        Some(&last) if last == close && quoted.len() >= 2 => &inner[..inner.len() - 1],
+        _ => inner,
+    };
+    // Every name is read here: the search for a doubled quote is the one cost most pay.
+    let undoubled = if memchr::memchr(close, inner.as_bytes()).is_some() {
+        let close = char::from(close);
         let doubled: String = [close, close].iter().collect();
         Cow::Owned(inner.replace(&doubled, &close.to_string()))
     } else {

@@ -58,7 +58,7 @@ impl<'a> Parser<'a, '_> {
         }
         let mut escape = '\\';
         if token.kind == TokenKind::QuotedIdent
-            && self.text[token.range()].starts_with(['U', 'u'])
+            && matches!(self.text.as_bytes()[token.range().start], b'U' | b'u')
             && self.at_word("UESCAPE")
             && let Some(quoted) = self.peek_at(1).filter(|t| t.kind == TokenKind::String)
         {
