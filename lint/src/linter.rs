@@ -848,7 +848,23 @@ impl Linter {
                         Some((start, table)) if start == t.range.start => table,
                         _ => self.table(t.schema.as_deref(), &t.name),
                     });
-                    findings.extend(rules::check_statement(parsed, target, &self.tables));
+                    let alternative = || {
+                        parsed.alternatives.iter().find_map(|t| {
+                            self.table(t.schema.as_deref(), &t.name)
+                                .map(|table| (t, table))
+                        })
+                    };
+                    match (target, alternative()) {
+                        (None, Some((written, table))) => {
+                            let as_written = another_reading(parsed, written);
+                            findings.extend(rules::check_statement(
+                                &as_written,
+                                Some(table),
+                                &self.tables,
+                            ));
+                        }
+                        _ => findings.extend(rules::check_statement(parsed, target, &self.tables)),
+                    }
                 }
                 Err((error, range, mentioned)) => {
                     coverage.unparsed += 1;
@@ -870,6 +886,23 @@ impl Linter {
         }
         (findings, checked - prose, coverage)
     }
+}
+
+/// `statement` as the database that writes `written` reads it: where SQL Server's
+/// alias, derived table or common table expression made another table the target,
+/// PostgreSQL and SQLite write the table named after `UPDATE` or `DELETE`. Then a
+/// qualified column may be the `FROM` entry's, not the target's, and only the
+/// statement's own `WHERE` restricts the target's rows: the rules see no qualified
+/// name as the target's, and no other condition.
+fn another_reading(statement: &sql::Statement, written: &sql::TableName) -> sql::Statement {
+    let mut reading = statement.clone();
+    reading.target = Some(written.clone());
+    reading.target_names = Vec::new();
+    for arm in &mut reading.updates {
+        arm.conditions
+            .truncate(usize::from(arm.where_range.is_some()));
+    }
+    reading
 }
 
 /// Fenced tables by lower-cased name.

@@ -3,8 +3,8 @@
 //! carries the fence.
 //!
 //! Use it through the `fenced` crate, which re-exports it; everything is documented on
-//! [`fenced_write`]. The SQL is checked by the same analysis as `fenced-lint`
-//! (`fenced_lint::sql`), so the macro and the lint never disagree about a statement.
+//! [`fenced_write`]. The SQL is read by the same reading as `fenced-lint` and the guard
+//! (`fenced_sql`), as each database it is sent to reads it.
 
 // docs.rs (`[package.metadata.docs.rs]`) shows each feature-gated item's feature.
 #![cfg_attr(docsrs, feature(doc_cfg))]

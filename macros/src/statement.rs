@@ -1,14 +1,13 @@
-//! The method's SQL: checked with the lint's analysis (`fenced_lint::sql`), then cut
-//! where the fence goes and rendered per dialect with numbered parameters and the table
-//! quoted.
+//! The method's SQL: read by each database it is sent to as that database reads it
+//! (`fenced_sql`), checked, then cut where the fence goes and rendered per dialect with
+//! numbered parameters and the table quoted.
 
 use std::ops::Range;
 
 use fenced_guard::__private::{Columns, FencedWrite};
 use fenced_guard::FencedTable;
-use fenced_guard::dialect::lex;
-use fenced_lint::sql::lexer::{self, Token, TokenKind};
-use fenced_lint::sql::{StatementKind, UpdateShape, parse_update};
+use fenced_sql::lex::{self, Lexed, Token, TokenKind};
+use fenced_sql::{Reading, SqlError, StatementKind, UpdateShape, parse_update, parse_update_in};
 
 /// A dialect, as the macro renders it (the runtime's `Dialect` has the same three).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +26,24 @@ impl Dialect {
             Dialect::Postgres => fenced_guard::Dialect::Postgres,
             Dialect::Sqlite => fenced_guard::Dialect::Sqlite,
             Dialect::Mssql => fenced_guard::Dialect::Mssql,
+        }
+    }
+
+    /// The reading's name for it.
+    pub(crate) fn sql(self) -> fenced_sql::Dialect {
+        match self {
+            Dialect::Postgres => fenced_sql::Dialect::Postgres,
+            Dialect::Sqlite => fenced_sql::Dialect::Sqlite,
+            Dialect::Mssql => fenced_sql::Dialect::Mssql,
+        }
+    }
+
+    /// Where it is in [`Dialect::ALL`].
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Dialect::Postgres => 0,
+            Dialect::Sqlite => 1,
+            Dialect::Mssql => 2,
         }
     }
 
@@ -97,13 +114,54 @@ pub(crate) struct Checks {
     /// Each dialect's final statement, re-read by that dialect's lexer, carries the fence
     /// at its top level (`lex::check_fenced`, as `FencedSql::new` runs it).
     pub(crate) sent: bool,
+    /// Each database's text is read, parsed and rendered as that database reads it
+    /// (`fenced_sql::lex::lex_caller`); without it, by the tolerant reading of all three
+    /// at once, as the macro once did.
+    pub(crate) own_reading: bool,
 }
 
 impl Checks {
     pub(crate) const ALL: Checks = Checks {
         subset: true,
         sent: true,
+        own_reading: true,
     };
+}
+
+/// The macro's reading of a method's SQL for one database: its tokens, and whose rules
+/// the statement is parsed by.
+pub(crate) struct Read {
+    pub(crate) lexed: Lexed,
+    pub(crate) reading: Reading,
+}
+
+/// Reads `sql` for `dialect`: as that database reads it (`own`), else tolerantly.
+pub(crate) fn read(sql: &str, dialect: Dialect, own: bool) -> Result<Read, Problem> {
+    if !own {
+        return Ok(Read {
+            lexed: lex::lex(sql),
+            reading: Reading::Tolerant,
+        });
+    }
+    let d = dialect.sql();
+    match lex::lex_caller(d, sql) {
+        Ok(lexed) => Ok(Read {
+            lexed,
+            reading: Reading::Dialect(d),
+        }),
+        Err(e) => Err(problem(
+            e.range,
+            format!("{}: {} cannot split this text", e.message, d.name()),
+        )),
+    }
+}
+
+/// Adds `p` to `problems` unless it is there already: each database's reading of a
+/// portable text finds the same problems.
+pub(crate) fn add(problems: &mut Vec<Problem>, p: Problem) {
+    if !problems.contains(&p) {
+        problems.push(p);
+    }
 }
 
 /// Something wrong with the SQL, at a byte range of it.
@@ -196,8 +254,8 @@ pub(crate) fn check_with(
 ) -> Outcome {
     if checks.subset {
         let mut found = match declared.dialect {
-            None => lex::portable_problems(sql),
-            Some(d) => lex::dialect_problems(d.guard(), sql),
+            None => fenced_sql::portable::portable_problems(sql),
+            Some(d) => fenced_sql::portable::dialect_problems(d.sql(), sql),
         };
         if found.is_empty() {
             found.extend(declared.targets().find_map(|d| disagreement(sql, d)));
@@ -222,23 +280,69 @@ pub(crate) fn check_with(
             };
         }
     }
-    let lexed = lexer::lex(sql);
-    let tokens = &lexed.tokens;
+    let mut problems = Vec::new();
+    let mut unused = Vec::new();
+    let mut parts: [Option<Parts>; 3] = [None, None, None];
+    for dialect in declared.targets() {
+        let read = match read(sql, dialect, checks.own_reading) {
+            Ok(read) => read,
+            Err(p) => {
+                add(&mut problems, p);
+                continue;
+            }
+        };
+        let (rendered, not_used) = check_reading(sql, &read, declared, method, params, dialect);
+        unused = not_used;
+        match rendered {
+            Ok(p) => parts[dialect.index()] = Some(p),
+            Err(found) => found.into_iter().for_each(|p| add(&mut problems, p)),
+        }
+    }
+    if !problems.is_empty() {
+        return Outcome {
+            result: Err(problems),
+            unused,
+        };
+    }
+    let checked = Checked { parts };
+    if checks.sent
+        && let Err(message) = check_sent(&checked, declared, method, params.len())
+    {
+        return Outcome {
+            result: Err(vec![problem(0..sql.len(), message)]),
+            unused,
+        };
+    }
+    Outcome {
+        result: Ok(checked),
+        unused,
+    }
+}
+
+/// Checks `sql` as `read` reads it for `dialect`, and cuts and renders that dialect's
+/// statement: its parts, or every problem; and, either way, the value parameters no
+/// placeholder uses (by index).
+fn check_reading(
+    sql: &str,
+    read: &Read,
+    declared: &Declared,
+    method: &str,
+    params: &[String],
+    dialect: Dialect,
+) -> (Result<Parts, Vec<Problem>>, Vec<usize>) {
+    let tokens = &read.lexed.tokens;
     let mut problems = Vec::new();
 
     let (numbered, unused) = placeholders(sql, tokens, method, params, &mut problems);
 
-    let shape = match parse_update(sql) {
+    let shape = match parse_update_in(read.reading, sql, tokens) {
         Ok(shape) => shape,
         Err(error) => {
             problems.push(problem(
                 error.range,
                 format!("cannot parse the SQL: {}", error.message),
             ));
-            return Outcome {
-                result: Err(problems),
-                unused,
-            };
+            return (Err(problems), unused);
         }
     };
     if let Some(message) = refusal(&shape, &declared.table) {
@@ -248,10 +352,7 @@ pub(crate) fn check_with(
             .find(|t| t.range().start >= shape.range.start)
             .map_or(shape.range.clone(), |t| t.range());
         problems.push(problem(keyword, message));
-        return Outcome {
-            result: Err(problems),
-            unused,
-        };
+        return (Err(problems), unused);
     }
     let first = tokens
         .iter()
@@ -385,10 +486,7 @@ pub(crate) fn check_with(
     }
 
     if !problems.is_empty() {
-        return Outcome {
-            result: Err(problems),
-            unused,
-        };
+        return (Err(problems), unused);
     }
 
     let set_end = shape
@@ -406,51 +504,34 @@ pub(crate) fn check_with(
         }
         None => (shape.range.end, None),
     };
-    let parts = Dialect::ALL.map(|dialect| {
-        if declared.dialect.is_some_and(|only| only != dialect) {
-            return None;
-        }
-        let render = |range: Range<usize>| {
-            render(
-                sql,
-                &statement_tokens,
-                range,
-                &target,
-                &declared.table,
-                &numbered,
-                dialect,
-            )
-        };
-        let middle = render(set_end..where_keyword);
-        Some(Parts {
-            head: render(shape.range.start..set_end),
-            middle: if middle.is_empty() {
-                middle
-            } else {
-                format!(" {middle}")
-            },
-            filter: filter.clone().map(render),
-            tail: filter
-                .as_ref()
-                .map(|f| render(f.end..shape.range.end))
-                .filter(|t| !t.is_empty())
-                .map(|t| format!(" {t}"))
-                .unwrap_or_default(),
-        })
-    });
-    let checked = Checked { parts };
-    if checks.sent
-        && let Err(message) = check_sent(&checked, declared, method, params.len())
-    {
-        return Outcome {
-            result: Err(vec![problem(0..sql.len(), message)]),
-            unused,
-        };
-    }
-    Outcome {
-        result: Ok(checked),
-        unused,
-    }
+    let render = |range: Range<usize>| {
+        render(
+            sql,
+            &statement_tokens,
+            range,
+            &target,
+            &declared.table,
+            &numbered,
+            dialect,
+        )
+    };
+    let middle = render(set_end..where_keyword);
+    let parts = Parts {
+        head: render(shape.range.start..set_end),
+        middle: if middle.is_empty() {
+            middle
+        } else {
+            format!(" {middle}")
+        },
+        filter: filter.clone().map(render),
+        tail: filter
+            .as_ref()
+            .map(|f| render(f.end..shape.range.end))
+            .filter(|t| !t.is_empty())
+            .map(|t| format!(" {t}"))
+            .unwrap_or_default(),
+    };
+    (Ok(parts), unused)
 }
 
 /// The `@name` placeholders of `sql`, each numbered by the position of its parameter
@@ -578,44 +659,34 @@ fn check_sent(
         })
 }
 
-/// Where the macro's parser (`fenced_lint::sql::lexer`, whose tokens are rendered)
-/// splits `sql` differently from `dialect`'s server, if it does: its first token or
-/// comment that differs in extent or in kind.
-fn disagreement(sql: &str, dialect: Dialect) -> Option<lex::SqlProblem> {
-    use fenced_guard::dialect::lex::TokenKind as Theirs;
-    let theirs = lex::lex_caller(dialect.guard(), sql).ok()?;
-    let ours = lexer::lex(sql);
-    // (extent, kind), comments as `None`, in order.
-    let mut theirs: Vec<(Range<usize>, Option<Theirs>)> = theirs
-        .tokens
-        .into_iter()
-        .map(|t| (t.range, Some(t.kind)))
-        .chain(theirs.comments.into_iter().map(|r| (r, None)))
-        .collect();
-    let mut ours: Vec<(Range<usize>, Option<Theirs>)> = ours
-        .tokens
-        .into_iter()
-        .map(|t| {
-            let kind = match t.kind {
-                TokenKind::Word | TokenKind::BatchSeparator => Theirs::Word,
-                TokenKind::QuotedIdent => Theirs::QuotedIdent,
-                TokenKind::String => Theirs::String,
-                TokenKind::Number => Theirs::Number,
-                TokenKind::Parameter => Theirs::Parameter,
-                TokenKind::Operator => Theirs::Operator,
-                TokenKind::LParen => Theirs::LParen,
-                TokenKind::RParen => Theirs::RParen,
-                TokenKind::Comma => Theirs::Comma,
-                TokenKind::Dot => Theirs::Dot,
-                TokenKind::Semicolon => Theirs::Semicolon,
-                TokenKind::Placeholder | TokenKind::Other => Theirs::Other,
-            };
-            (t.range(), Some(kind))
-        })
-        .chain(ours.comments.into_iter().map(|c| (c.range, None)))
-        .collect();
-    theirs.sort_by_key(|(r, _)| r.start);
-    ours.sort_by_key(|(r, _)| r.start);
+/// Where `dialect`'s server splits `sql` differently from the tolerant reading, if it
+/// does: the first token or comment that differs in extent or in kind. The macro parses
+/// and renders each database's text as that database reads it, and accepts only a text
+/// that every reader splits alike: the plain forms, whose meaning does not hang on a
+/// database's own operators, quotes or comments (`a ?| b`, `U&"x"` on SQLite).
+pub(crate) fn disagreement(sql: &str, dialect: Dialect) -> Option<SqlError> {
+    let theirs = lex::lex_caller(dialect.sql(), sql).ok()?;
+    let ours = &lex::lex(sql);
+    // (extent, kind), comments as `None`, in order; what only the tolerant reading
+    // makes, as what the databases make of it.
+    let entries = |lexed: &Lexed| {
+        let mut entries: Vec<(Range<usize>, Option<TokenKind>)> = lexed
+            .tokens
+            .iter()
+            .map(|t| {
+                let kind = match t.kind {
+                    TokenKind::BatchSeparator => TokenKind::Word,
+                    TokenKind::Placeholder => TokenKind::Other,
+                    kind => kind,
+                };
+                (t.range(), Some(kind))
+            })
+            .chain(lexed.comments.iter().map(|c| (c.range.clone(), None)))
+            .collect();
+        entries.sort_by_key(|(r, _)| r.start);
+        entries
+    };
+    let (theirs, ours) = (entries(&theirs), entries(ours));
     let at = theirs
         .iter()
         .zip(&ours)
@@ -625,20 +696,16 @@ fn disagreement(sql: &str, dialect: Dialect) -> Option<lex::SqlProblem> {
         .get(at)
         .or(ours.get(at))
         .map_or(0..sql.len(), |(r, _)| r.clone());
-    let name = match dialect {
-        Dialect::Postgres => "PostgreSQL",
-        Dialect::Sqlite => "SQLite",
-        Dialect::Mssql => "SQL Server",
-    };
-    Some(lex::SqlProblem {
-        message: format!(
-            "{name} reads this text differently from the macro at `{}`, so what is sent \
+    Some(SqlError::new(
+        range.clone(),
+        format!(
+            "{} reads this text differently from the macro at `{}`, so what is sent \
              would not mean what is written: write the plain form (a quoted \"name\", a \
              '...' string, spaces between operators)",
-            &sql[range.clone()]
+            dialect.sql().name(),
+            &sql[range]
         ),
-        range,
-    })
+    ))
 }
 
 /// The range of the first word at or after `at`.
@@ -1038,7 +1105,7 @@ mod tests {
             ("[a]", &[S, M]),
             ("[a]]b]", &[M]),
             ("`a`", &[S]),
-            ("U&\"a\"", &[S, M]),
+            ("U&\"a\"", &[]),
             ("U&'a'", &[S, M]),
             ("E'a\\'b'", &[P]),
             ("N'a'", &[P, M]),
@@ -1068,7 +1135,7 @@ mod tests {
     }
 
     #[test]
-    fn refuses_what_the_macro_splits_differently_from_the_database() {
+    fn refuses_what_the_macro_cannot_read_as_the_database_does() {
         let found = check(
             "UPDATE dbo.Article SET U&\"Payload\" = 'x'",
             &Declared {
@@ -1081,16 +1148,17 @@ mod tests {
         .result
         .unwrap_err();
         assert!(
-            found[0]
-                .message
-                .starts_with("PostgreSQL reads this text differently from the macro"),
+            found[0].message.contains("Unicode-escaped name"),
             "{found:?}"
         );
+        // The tolerant reading differs from SQLite's where comments nest, and where a
+        // name is PostgreSQL's Unicode-escaped one.
         assert_eq!(
             disagreement("a = 'x' /* y */ -- z\n", Dialect::Sqlite),
             None
         );
         assert!(disagreement("a = '' /* /* */ */", Dialect::Sqlite).is_some());
+        assert!(disagreement("a = U&\"x\"", Dialect::Sqlite).is_some());
     }
 
     #[test]

@@ -13,10 +13,8 @@ use syn::ext::IdentExt;
 use syn::{FnArg, Ident, LitStr, Pat, Signature, Type};
 
 use fenced_guard::QualifiedName;
-use fenced_guard::dialect::lex;
-use fenced_lint::sql::StatementKind;
-use fenced_lint::sql::lexer::{self, Token, TokenKind};
-use fenced_lint::sql::parse_update;
+use fenced_sql::lex::{self, Token, TokenKind};
+use fenced_sql::{Reading, StatementKind, UpdateShape, Via, parse_update_in};
 
 use crate::args::{self, Args};
 use crate::companion;
@@ -179,25 +177,35 @@ pub(crate) fn roles(
 }
 
 /// The table an `INSERT`, `UPDATE` or `DELETE` writes, when it is not `declared`: as
-/// written, and where.
+/// written, and where. Each database's reading decides which table the statement
+/// writes; the first that is not `declared` is the answer, so that a statement any
+/// database reads as a write of another table takes the other-table path, where every
+/// reading is checked.
 pub(crate) fn other_table(sql: &str, declared: &str) -> Option<(String, Range<usize>)> {
-    let shape = parse_update(sql).ok()?;
-    if !matches!(
-        shape.kind,
-        Some(StatementKind::Insert | StatementKind::Update | StatementKind::Delete)
-    ) {
-        return None;
-    }
-    let (text, range) = shape.target?;
-    // `dbo.ReportPublication` for a declared `ReportPublication` (or the reverse) may be
-    // the same table: the lease's table's own checks report it.
-    let written = statement::plain_name(&text);
+    Dialect::ALL.into_iter().find_map(|dialect| {
+        let d = dialect.sql();
+        let lexed = lex::lex_caller(d, sql).ok()?;
+        let shape = parse_update_in(Reading::Dialect(d), sql, &lexed.tokens).ok()?;
+        if !matches!(
+            shape.kind,
+            Some(StatementKind::Insert | StatementKind::Update | StatementKind::Delete)
+        ) {
+            return None;
+        }
+        let (text, range) = shape.target?;
+        (!same_table(&text, declared)).then_some((text, range))
+    })
+}
+
+/// Whether the table written as `text` may be `declared`: `dbo.ReportPublication` for a
+/// declared `ReportPublication` (or the reverse) may be the same table, which the lease
+/// table's own checks then report.
+fn same_table(text: &str, declared: &str) -> bool {
+    let written = statement::plain_name(text);
     let declared = declared.to_ascii_lowercase();
     let name = |n: &str| n.rsplit('.').next().unwrap_or_default().to_owned();
-    let same = written == declared
-        || (name(&written) == name(&declared)
-            && !(written.contains('.') && declared.contains('.')));
-    (!same).then_some((text, range))
+    written == declared
+        || (name(&written) == name(&declared) && !(written.contains('.') && declared.contains('.')))
 }
 
 /// A statement on another table, checked: its table unquoted, and its text per dialect
@@ -209,41 +217,176 @@ pub(crate) struct Checked {
     pub(crate) sql: [Option<String>; 3],
 }
 
-/// Checks a statement on a table other than the lease's, as [`statement::check`] does
-/// one on the lease's: the portable subset (or, with `only`, that database's), one
-/// `INSERT`, `UPDATE` or `DELETE`, every placeholder a value parameter and every value
-/// parameter used; then renders it per dialect and re-reads each rendering with that
-/// dialect's lexer.
+/// Checks a statement on a table other than `declared`, the lease's, as
+/// [`statement::check`] does one on the lease's: the portable subset (or, with `only`,
+/// that database's), and then each database's own reading of it: one `INSERT`,
+/// `UPDATE` or `DELETE` that writes, by that database's rules, one table that is not
+/// the lease's, the same in every database, through no construct the macro cannot
+/// follow; every placeholder a value parameter and every value parameter used. Each
+/// database's text is rendered from its reading and re-read by its lexer.
 pub(crate) fn check(
     sql: &str,
+    declared: &str,
     method: &str,
     params: &[String],
     only: Option<Dialect>,
 ) -> (Result<Checked, Vec<Problem>>, Vec<usize>) {
-    let problem = |range: Range<usize>, message: String| Problem { range, message };
     let found = match only {
-        None => lex::portable_problems(sql),
-        Some(dialect) => lex::dialect_problems(dialect.guard(), sql),
+        None => fenced_sql::portable::portable_problems(sql),
+        Some(dialect) => fenced_sql::portable::dialect_problems(dialect.sql(), sql),
     };
     if !found.is_empty() {
         let problems = found
             .into_iter()
-            .map(|p| problem(p.range, p.message))
+            .map(|p| Problem {
+                range: p.range,
+                message: p.message,
+            })
             .collect();
         return (Err(problems), Vec::new());
     }
-    let lexed = lexer::lex(sql);
-    let tokens = &lexed.tokens;
     let mut problems = Vec::new();
-    let (numbered, unused) = statement::placeholders(sql, tokens, method, params, &mut problems);
-    let shape = match parse_update(sql) {
+    let mut unused = Vec::new();
+    let mut sql_per_dialect: [Option<String>; 3] = [None, None, None];
+    let mut targets: Vec<(Dialect, String)> = Vec::new();
+    // The databases that read the statement as a write of the lease's own table.
+    let mut lease_writers: Vec<Dialect> = Vec::new();
+    let mut lease_written = None;
+    let dialects = Dialect::ALL
+        .into_iter()
+        .filter(|d| only.is_none_or(|only| only == *d));
+    for dialect in dialects {
+        let read = match statement::read(sql, dialect, true) {
+            Ok(read) => read,
+            Err(p) => {
+                statement::add(&mut problems, p);
+                continue;
+            }
+        };
+        if let Some(p) = statement::disagreement(sql, dialect) {
+            statement::add(
+                &mut problems,
+                Problem {
+                    range: p.range,
+                    message: p.message,
+                },
+            );
+            continue;
+        }
+        let mut found = Vec::new();
+        let (numbered, not_used) =
+            statement::placeholders(sql, &read.lexed.tokens, method, params, &mut found);
+        unused = not_used;
+        let target = written(sql, &read, dialect, only, &mut found);
+        let writes_lease = target
+            .as_ref()
+            .is_some_and(|(name, ..)| same_table(name, declared));
+        if let Some((name, tokens, _)) = &target
+            && writes_lease
+        {
+            lease_writers.push(dialect);
+            lease_written = tokens
+                .iter()
+                .find(|t| statement::plain_name(&sql[t.range()]) == name.to_ascii_lowercase())
+                .map(|t| t.range());
+        }
+        match target {
+            Some((target, statement_tokens, range)) if found.is_empty() && !writes_lease => {
+                let text = statement::render(
+                    sql,
+                    &statement_tokens,
+                    range,
+                    &(0..0),
+                    "",
+                    &numbered,
+                    dialect,
+                );
+                let kinds: Vec<TokenKind> = statement_tokens.iter().map(|t| t.kind).collect();
+                match sent(dialect, &text, &kinds, params.len()) {
+                    Ok(()) => sql_per_dialect[dialect.index()] = Some(text),
+                    Err(message) => found.push(Problem {
+                        range: 0..sql.len(),
+                        message,
+                    }),
+                }
+                targets.push((dialect, target));
+            }
+            _ => {}
+        }
+        found
+            .into_iter()
+            .for_each(|p| statement::add(&mut problems, p));
+    }
+    if !lease_writers.is_empty() {
+        let names: Vec<&str> = lease_writers.iter().map(|d| d.sql().name()).collect();
+        let readers = match names.as_slice() {
+            [init @ .., last] if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+            _ => names.join(""),
+        };
+        problems.push(Problem {
+            range: lease_written.unwrap_or(0..sql.len()),
+            message: format!(
+                "{readers} {} this statement as a write of `{declared}`, the lease's own \
+                 table, which a fenced transaction writes only through `Fenced::store()`: \
+                 name the other table the statement writes plainly",
+                if lease_writers.len() == 1 {
+                    "reads"
+                } else {
+                    "read"
+                }
+            ),
+        });
+    }
+    // One table, whichever database runs the statement.
+    if problems.is_empty()
+        && let Some((first, target)) = targets.first()
+        && let Some((other, theirs)) = targets
+            .iter()
+            .find(|(_, t)| !t.eq_ignore_ascii_case(target))
+    {
+        problems.push(Problem {
+            range: 0..sql.len(),
+            message: format!(
+                "{} writes `{target}` and {} writes `{theirs}`: name the table the statement \
+                 writes plainly, as every database reads it",
+                first.sql().name(),
+                other.sql().name()
+            ),
+        });
+    }
+    if !problems.is_empty() {
+        return (Err(problems), unused);
+    }
+    let checked = Checked {
+        target: targets
+            .into_iter()
+            .next()
+            .map(|(_, t)| t)
+            .unwrap_or_default(),
+        sql: sql_per_dialect,
+    };
+    (Ok(checked), unused)
+}
+
+/// The table `dialect`'s reading of `sql` writes, unquoted, with the statement's tokens
+/// and extent; the problems of the statement as that reading reads it go to `problems`.
+fn written<'t>(
+    sql: &str,
+    read: &'t statement::Read,
+    dialect: Dialect,
+    only: Option<Dialect>,
+    problems: &mut Vec<Problem>,
+) -> Option<(String, Vec<&'t Token>, Range<usize>)> {
+    let problem = |range: Range<usize>, message: String| Problem { range, message };
+    let tokens = &read.lexed.tokens;
+    let shape = match parse_update_in(read.reading, sql, tokens) {
         Ok(shape) => shape,
         Err(error) => {
             problems.push(problem(
                 error.range,
                 format!("cannot parse the SQL: {}", error.message),
             ));
-            return (Err(problems), unused);
+            return None;
         }
     };
     let statement_tokens: Vec<&Token> = tokens
@@ -262,6 +405,7 @@ pub(crate) fn check(
                 .to_owned(),
         ));
     }
+    problems.extend(unfollowed(sql, &shape, &statement_tokens, dialect, only));
     let mut depth = 0usize;
     for (i, token) in statement_tokens.iter().enumerate() {
         match token.kind {
@@ -292,53 +436,100 @@ pub(crate) fn check(
             _ => {}
         }
     }
-    let target = shape.target.as_ref().map(|(text, _)| {
-        text.chars()
-            .filter(|c| !matches!(c, '"' | '[' | ']' | '`') && !c.is_whitespace())
-            .collect::<String>()
-    });
-    match (&target, &shape.target) {
-        (Some(name), Some((text, range))) => {
-            if let Some(reason) = args::table_problem(name) {
-                problems.push(problem(
-                    range.clone(),
-                    format!("the table `{text}` cannot be checked against the guard's: {reason}"),
-                ));
-            }
-        }
-        _ => problems.push(problem(
+    let Some((text, range)) = &shape.target else {
+        problems.push(problem(
             shape.range.clone(),
             "expected the table the statement writes".to_owned(),
-        )),
-    }
-    if !problems.is_empty() {
-        return (Err(problems), unused);
-    }
-    let sql_per_dialect = Dialect::ALL.map(|dialect| {
-        only.is_none_or(|only| only == dialect).then(|| {
-            statement::render(
-                sql,
-                &statement_tokens,
-                shape.range.clone(),
-                &(0..0),
-                "",
-                &numbered,
-                dialect,
-            )
-        })
-    });
-    for (dialect, text) in Dialect::ALL.iter().zip(&sql_per_dialect) {
-        if let Some(text) = text
-            && let Err(message) = sent(*dialect, text, params.len())
-        {
-            return (Err(vec![problem(0..sql.len(), message)]), unused);
-        }
-    }
-    let checked = Checked {
-        target: target.unwrap_or_default(),
-        sql: sql_per_dialect,
+        ));
+        return None;
     };
-    (Ok(checked), unused)
+    let name = text
+        .chars()
+        .filter(|c| !matches!(c, '"' | '[' | ']' | '`') && !c.is_whitespace())
+        .collect::<String>();
+    if let Some(reason) = args::table_problem(&name) {
+        problems.push(problem(
+            range.clone(),
+            format!("the table `{text}` cannot be checked against the guard's: {reason}"),
+        ));
+    }
+    Some((name, statement_tokens, shape.range))
+}
+
+/// What `dialect`'s reading of the statement does that the macro cannot follow to the
+/// one table it writes: a write through an alias or a derived table (SQL Server's own
+/// forms), a statement inside the statement, a procedure's rows inserted.
+fn unfollowed(
+    sql: &str,
+    shape: &UpdateShape,
+    tokens: &[&Token],
+    dialect: Dialect,
+    only: Option<Dialect>,
+) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let keyword = tokens.first().map_or(0..0, |t| t.range());
+    let written = shape.target.as_ref().map_or("", |(text, _)| text.as_str());
+    match &shape.via {
+        Via::Name | Via::Cte(_) => {}
+        // SQL Server's alias rule, in SQL written for SQL Server alone: what it writes
+        // is certain.
+        Via::Alias(_) if only == Some(Dialect::Mssql) => {}
+        Via::Alias(alias) => problems.push(Problem {
+            range: alias.clone(),
+            message: format!(
+                "`{}` is an alias the `FROM` list gives `{written}`: {} writes `{written}` \
+                 through it, while PostgreSQL and SQLite write a table named `{}`; name the \
+                 table the statement writes after `{}`, and give the `FROM` list's tables \
+                 aliases of their own; or, for SQL written for SQL Server only, add \
+                 `dialect = \"mssql\"`",
+                &sql[alias.clone()],
+                dialect.sql().name(),
+                &sql[alias.clone()],
+                &sql[keyword.clone()]
+            ),
+        }),
+        Via::DerivedTable(alias) => problems.push(Problem {
+            range: alias.clone(),
+            message: format!(
+                "`{}` is a derived table's alias: {} writes through it to a table it selects \
+                 from, which the macro cannot check; name the table the statement writes \
+                 after `{}`",
+                &sql[alias.clone()],
+                dialect.sql().name(),
+                &sql[keyword.clone()]
+            ),
+        }),
+        _ => problems.push(Problem {
+            range: keyword.clone(),
+            message: "the statement names the table it writes in a way the macro cannot \
+                      follow: name the table after its keyword"
+                .to_owned(),
+        }),
+    }
+    for nested in &shape.nested {
+        problems.push(Problem {
+            range: nested.clone(),
+            message: format!(
+                "`{}` inside the statement writes a table of its own, which the macro cannot \
+                 check: write one statement per method",
+                &sql[nested.clone()]
+            ),
+        });
+    }
+    if shape.kind == Some(StatementKind::Insert)
+        && let Some(exec) = tokens
+            .iter()
+            .find(|t| statement::is_word(sql, t, "EXEC") || statement::is_word(sql, t, "EXECUTE"))
+    {
+        problems.push(Problem {
+            range: exec.range(),
+            message: "`INSERT ... EXEC` inserts a procedure's rows, and the procedure writes \
+                      what it writes, unseen by the macro: insert the rows with \
+                      `VALUES (...)` or `SELECT`"
+                .to_owned(),
+        });
+    }
+    problems
 }
 
 /// Why an `INSERT ... ON <next>` cannot be sent as written to the databases `only`
@@ -370,29 +561,34 @@ fn upsert_problem(sql: &str, next: &Token, only: Option<Dialect>) -> Option<Stri
     }
 }
 
-/// Re-reads a rendered statement with `dialect`'s lexer: no comment, no `;`, and no
+/// Re-reads a rendered statement with `dialect`'s lexer: the tokens of the kinds the
+/// macro rendered (`kinds`, the reading it checked), no comment, no `;`, and no
 /// parameter but the numbered ones bound.
-fn sent(dialect: Dialect, sql: &str, params: usize) -> Result<(), String> {
-    let guard_dialect = match dialect {
-        Dialect::Postgres => fenced_guard::Dialect::Postgres,
-        Dialect::Sqlite => fenced_guard::Dialect::Sqlite,
-        Dialect::Mssql => fenced_guard::Dialect::Mssql,
-    };
+fn sent(dialect: Dialect, sql: &str, kinds: &[TokenKind], params: usize) -> Result<(), String> {
     let refused = |what: &str| {
         format!(
             "the statement rendered from this SQL would be read differently by the database ({what}), so it is refused: {sql}"
         )
     };
-    let lexed = lex::lex(guard_dialect, sql).map_err(|p| refused(&p.message))?;
+    let lexed = lex::lex_as(dialect.sql(), sql).map_err(|p| refused(&p.message))?;
     if !lexed.comments.is_empty() {
         return Err(refused("a comment"));
     }
+    let read: Vec<TokenKind> = lexed.tokens.iter().map(|t| t.kind).collect();
+    if read != kinds {
+        let at = read.iter().zip(kinds).position(|(a, b)| a != b);
+        let token = at
+            .or(Some(read.len().min(kinds.len())))
+            .and_then(|i| lexed.tokens.get(i))
+            .map_or("its end", |t| &sql[t.range()]);
+        return Err(refused(&format!("tokens split otherwise at `{token}`")));
+    }
     let bound: Vec<String> = (1..=params).map(|n| dialect.placeholder(n)).collect();
     for token in &lexed.tokens {
-        let text = &sql[token.range.clone()];
+        let text = &sql[token.range()];
         match token.kind {
-            lex::TokenKind::Semicolon => return Err(refused("a `;`")),
-            lex::TokenKind::Parameter if !bound.iter().any(|b| b == text) => {
+            TokenKind::Semicolon => return Err(refused("a `;`")),
+            TokenKind::Parameter if !bound.iter().any(|b| b == text) => {
                 return Err(refused(&format!("the parameter `{text}`")));
             }
             _ => {}
@@ -462,7 +658,7 @@ pub(crate) fn expand_other(
         .map(|v| v.ident.unraw().to_string())
         .collect();
     let only = args.dialect.as_ref().map(|(dialect, _)| *dialect);
-    let (result, unused) = check(&lit.value(), &method_name, &params, only);
+    let (result, unused) = check(&lit.value(), &declared, &method_name, &params, only);
     let checked = match result {
         Ok(checked) => Some(checked),
         Err(problems) => {
@@ -470,6 +666,19 @@ pub(crate) fn expand_other(
             None
         }
     };
+    // The table every database's reading writes, when the first reading that named
+    // another table than the lease's saw another (SQL Server's alias, read alone).
+    if let Some(checked) = &checked
+        && !checked
+            .target
+            .eq_ignore_ascii_case(&statement::plain_name(target))
+        && let Some(why) = declaration::protected(found, &declared, &checked.target)
+    {
+        errors.push(syn::Error::new(
+            Span::call_site(),
+            format!("`{method_name}` writes {why}"),
+        ));
+    }
     if let Some(checked) = &checked
         && errors.is_empty()
     {
@@ -570,7 +779,7 @@ mod tests {
 
     fn accepted(sql: &str, params: &[&str]) -> Checked {
         let params: Vec<String> = params.iter().map(|p| (*p).to_owned()).collect();
-        let (result, unused) = check(sql, "add_line", &params, None);
+        let (result, unused) = check(sql, "ReportPublication", "add_line", &params, None);
         assert!(unused.is_empty(), "{sql}: {unused:?}");
         result.unwrap_or_else(|p| panic!("{sql}: {p:?}"))
     }
@@ -581,7 +790,7 @@ mod tests {
 
     fn refused_for(sql: &str, params: &[&str], only: Option<Dialect>) -> Vec<String> {
         let params: Vec<String> = params.iter().map(|p| (*p).to_owned()).collect();
-        let (result, _) = check(sql, "add_line", &params, only);
+        let (result, _) = check(sql, "ReportPublication", "add_line", &params, only);
         result
             .expect_err("the statement is refused")
             .into_iter()
@@ -653,7 +862,8 @@ mod tests {
             "{messages:?}"
         );
         for (dialect, placeholder) in [(Dialect::Postgres, "$3"), (Dialect::Sqlite, "?3")] {
-            let (result, unused) = check(sql, "add_line", &params, Some(dialect));
+            let (result, unused) =
+                check(sql, "ReportPublication", "add_line", &params, Some(dialect));
             assert!(unused.is_empty());
             let checked = result.unwrap_or_else(|p| panic!("{dialect:?}: {p:?}"));
             let present: Vec<bool> = checked.sql.iter().map(Option::is_some).collect();
@@ -686,6 +896,65 @@ mod tests {
         accepted(
             "UPDATE ReportLine SET Text = @text FROM Report r JOIN Other o ON o.Id = r.Id",
             &["text"],
+        );
+    }
+
+    /// Which table a statement writes is each database's to say: where they differ, or
+    /// a reading goes through what the macro cannot follow, the statement is refused,
+    /// naming the construct.
+    #[test]
+    fn each_database_decides_which_table_is_written() {
+        let alias = "UPDATE Report SET Text = @text FROM ReportLine AS Report";
+        // SQL Server reads it as a write of `ReportLine`: the other-table path.
+        assert_eq!(
+            other_table(alias, "Report").map(|(t, _)| t),
+            Some("ReportLine".to_owned())
+        );
+        let params = ["text".to_owned()];
+        let refused = |sql: &str, only| {
+            check(sql, "Report", "add_line", &params, only)
+                .0
+                .expect_err("refused")
+                .into_iter()
+                .map(|p| p.message)
+                .collect::<Vec<_>>()
+        };
+        let found = refused(alias, None);
+        assert!(
+            found
+                .iter()
+                .any(|m| m.contains("is an alias the `FROM` list gives")),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|m| m
+                .starts_with("PostgreSQL and SQLite read this statement as a write of `Report`")),
+            "{found:?}"
+        );
+        // The control: SQL Server alone writes `ReportLine`, certainly.
+        let (result, _) = check(
+            "UPDATE l SET Text = @text FROM ReportLine AS l",
+            "Report",
+            "add_line",
+            &params,
+            Some(Dialect::Mssql),
+        );
+        assert_eq!(
+            result.expect("accepted for SQL Server").target,
+            "ReportLine"
+        );
+        let derived = refused(
+            "UPDATE r SET Text = @text FROM (SELECT * FROM ReportLine) AS r",
+            Some(Dialect::Mssql),
+        );
+        assert!(derived[0].contains("derived table's alias"), "{derived:?}");
+        let nested = refused(
+            "INSERT INTO ReportLine (Text) SELECT @text FROM (DELETE FROM Queue OUTPUT deleted.Id) AS d",
+            Some(Dialect::Mssql),
+        );
+        assert!(
+            nested[0].contains("`DELETE` inside the statement"),
+            "{nested:?}"
         );
     }
 

@@ -80,7 +80,7 @@ pub(crate) fn refusal(dialect: Dialect, sql: &str, protected: &[&QualifiedName])
 }
 
 fn word<'a>(sql: &'a str, token: &Token) -> Option<&'a str> {
-    (token.kind == TokenKind::Word).then(|| &sql[token.range.clone()])
+    (token.kind == TokenKind::Word).then(|| &sql[token.range()])
 }
 
 fn is(sql: &str, token: Option<&Token>, words: &[&str]) -> bool {
@@ -168,7 +168,7 @@ fn protected_write(sql: &str, lexed: &Lexed, protected: &[&QualifiedName]) -> Op
     let mut i = 0;
     while i < tokens.len() {
         let token = &tokens[i];
-        let text = &sql[token.range.clone()];
+        let text = &sql[token.range()];
         match token.kind {
             TokenKind::LParen => depth += 1,
             TokenKind::RParen => {
@@ -229,7 +229,7 @@ fn protected_write(sql: &str, lexed: &Lexed, protected: &[&QualifiedName]) -> Op
                 }
             }
             let part = &tokens[last];
-            let name = unquoted(&sql[part.range.clone()], part.kind);
+            let name = fenced_sql::lex::ident_name(sql, part);
             if named.is_none() {
                 named = protected
                     .iter()
@@ -252,17 +252,6 @@ fn protected_write(sql: &str, lexed: &Lexed, protected: &[&QualifiedName]) -> Op
         )),
         _ => None,
     }
-}
-
-/// The name a bare or quoted identifier token stands for, quotes removed and doubled
-/// closing quotes undone.
-fn unquoted(text: &str, kind: TokenKind) -> String {
-    if kind != TokenKind::QuotedIdent || text.len() < 2 {
-        return text.to_owned();
-    }
-    let close = text.as_bytes()[text.len() - 1] as char;
-    let inner = &text[1..text.len() - 1];
-    inner.replace(&format!("{close}{close}"), &close.to_string())
 }
 
 /// Whether some database could take `name` for `protected`: equal once case is folded

@@ -182,6 +182,15 @@ mod tests {
         cte_target_fenced: "WITH c AS (SELECT TOP (1) * FROM dbo.ReportPublication WITH (ROWLOCK, READPAST) WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME() ORDER BY ReportId) UPDATE c SET Payload = @p" => false;
         cte_target_fenced_in_a_join: "WITH c AS (SELECT TOP (1) r.* FROM dbo.ReportPublication r JOIN dbo.Other o ON o.Id = r.ReportId WHERE r.ReportId = @id AND r.Generation = @g AND r.LeaseOwner = @o AND r.LeaseUntilUtc > SYSUTCDATETIME()) UPDATE c SET Payload = @p" => true;
         cte_target_partly_fenced: "WITH c AS (SELECT TOP (1) * FROM dbo.ReportPublication WHERE ReportId = @id AND Generation = @g ORDER BY ReportId) UPDATE c SET Payload = @p" => true;
+        // PostgreSQL and SQLite update the fenced table named after UPDATE, whatever
+        // SQL Server's alias rule makes of it; the qualified fence is the alias's.
+        alias_spelled_like_the_fenced_table: "UPDATE ReportPublication SET Payload = @p FROM dbo.Pending AS ReportPublication WHERE ReportPublication.ReportId = @id AND ReportPublication.Generation = @g AND ReportPublication.LeaseOwner = @o AND ReportPublication.LeaseUntilUtc > SYSUTCDATETIME()" => true;
+        // The control: the fence on the table itself, unqualified, holds in every reading.
+        alias_spelled_like_the_fenced_table_fenced: "UPDATE ReportPublication SET Payload = @p FROM dbo.Pending AS ReportPublication WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME() AND LeaseEpoch = (SELECT Epoch FROM FencedEpoch WHERE Id = 1)" => false;
+        // SQL Server updates the table a derived table selects from.
+        derived_table_target: "UPDATE r SET Payload = @p FROM (SELECT * FROM dbo.ReportPublication WHERE ReportId = @id) AS r" => true;
+        derived_table_target_fenced: "UPDATE r SET Payload = @p FROM (SELECT * FROM dbo.ReportPublication WHERE ReportId = @id AND Generation = @g AND LeaseOwner = @o AND LeaseUntilUtc > SYSUTCDATETIME()) AS r" => false;
+        other_table_joined_with_the_fenced_one: "UPDATE dbo.Pending SET Body = @p FROM dbo.ReportPublication AS r WHERE r.ReportId = Pending.ReportId" => false;
         in_procedure_without_semicolons: "CREATE PROCEDURE dbo.P @id uniqueidentifier, @p nvarchar(max) AS BEGIN UPDATE dbo.ReportPublication SET Payload = @p WHERE ReportId = @id SELECT @@ROWCOUNT END" => true;
         sqlite_subsec: "UPDATE report_publication SET payload = ?1 WHERE report_id = ?2 AND generation = ?3 AND lease_owner = ?4 AND lease_until > unixepoch('subsec') * 1000" => false;
         sqlite_fenced_now: "UPDATE report_publication SET payload = ?1 WHERE report_id = ?2 AND generation = ?3 AND lease_owner = ?4 AND lease_until > CAST(unixepoch('subsec', 'now') * 1000 AS INTEGER)" => false;

@@ -1,6 +1,6 @@
-// Statements on the other-table path that write the lease's table (or its epoch table)
-// under a spelling the target reading misses: each is refused at compile time by the
-// reading `Fenced` applies at run time.
+// Statements on the other-table path that write the lease's table under a spelling a
+// reading of another database would miss: each is refused at compile time, by each
+// database's own reading of which table it writes.
 use fenced::{Executor, Fenced, fenced_write};
 
 pub struct Sneaky;

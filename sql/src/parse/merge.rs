@@ -1,6 +1,6 @@
 //! `MERGE`: its update, delete and insert arms.
 
-use super::{ParamStyle, Parser, SqlError, Statement, StatementKind, UpdateArm};
+use super::{ParamStyle, Parser, SqlError, Statement, StatementKind, UpdateArm, Via};
 
 impl Parser<'_, '_> {
     pub(super) fn merge(&mut self) -> Result<Statement, SqlError> {
@@ -78,6 +78,9 @@ impl Parser<'_, '_> {
             kind: StatementKind::Merge,
             range: 0..0,
             target: Some(target),
+            via: Via::Name,
+            alternatives: Vec::new(),
+            output_into: None,
             target_names: names,
             updates,
             deletes,

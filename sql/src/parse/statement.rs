@@ -2,10 +2,11 @@
 
 use std::ops::Range;
 
-pub use super::super::expr::TableName;
-use super::super::expr::{Operand, Predicate};
-use super::super::lexer::{Token, TokenKind};
-use super::super::words::WordSet;
+pub use crate::SqlError;
+pub use crate::expr::TableName;
+use crate::expr::{Operand, Predicate};
+use crate::lex::{Token, TokenKind};
+use crate::words::WordSet;
 
 /// What kind of statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +136,24 @@ impl ParamStyle {
     }
 }
 
+/// How a statement names the table it writes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Via {
+    /// By its own name: `UPDATE t`, `INSERT INTO t`, `DELETE FROM t`, `MERGE INTO t`.
+    #[default]
+    Name,
+    /// By an alias that the `FROM` list gives the table (SQL Server: `UPDATE a SET ...
+    /// FROM t AS a`, `DELETE a FROM t AS a`); the range is the alias after the keyword.
+    Alias(Range<usize>),
+    /// By the alias of a derived table in the `FROM` list, written through to the table
+    /// it selects from (SQL Server: `UPDATE a SET ... FROM (SELECT ... FROM t) AS a`).
+    DerivedTable(Range<usize>),
+    /// By the name of a common table expression, written through to the table it
+    /// selects from (SQL Server: `WITH c AS (SELECT ... FROM t) UPDATE c SET ...`).
+    Cte(Range<usize>),
+}
+
 /// One analysed statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Statement {
@@ -145,8 +164,20 @@ pub struct Statement {
     /// Byte range from the first keyword (`WITH` of a leading CTE, or the statement's
     /// keyword) to the last token.
     pub range: Range<usize>,
-    /// The written target (for `UPDATE alias ... FROM t alias`, resolved to `t`).
+    /// The written target as the reading resolves it: SQL Server's `UPDATE alias ...
+    /// FROM t alias` writes `t`, PostgreSQL's and SQLite's write the table `alias`
+    /// ([`Via`]).
     pub target: Option<TableName>,
+    /// How the statement names `target`.
+    pub via: Via,
+    /// In the tolerant reading, what another database makes the target where SQL
+    /// Server's resolution through an alias, a derived table or a common table
+    /// expression made `target` (`UPDATE x ... FROM t AS x` writes `t` on SQL Server
+    /// and the table `x` on PostgreSQL and SQLite), so that no reading's write is
+    /// missed. Empty in a database's own reading.
+    pub alternatives: Vec<TableName>,
+    /// The table an `OUTPUT ... INTO` clause inserts into (SQL Server): written too.
+    pub output_into: Option<TableName>,
     /// The names the target is known by in conditions: its alias and its name.
     pub target_names: Vec<String>,
     /// Update arms (`UPDATE`, `MERGE ... THEN UPDATE`, `ON CONFLICT DO UPDATE`).
@@ -172,14 +203,4 @@ pub struct Grant {
     pub schemas: Vec<String>,
     /// No `ON` clause (T-SQL database-wide permission) or `ON DATABASE::x`.
     pub database: bool,
-}
-
-/// A statement that could not be analysed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct SqlError {
-    /// What was expected, lowercase.
-    pub message: String,
-    /// Where, in bytes of the input.
-    pub range: Range<usize>,
 }

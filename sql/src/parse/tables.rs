@@ -1,52 +1,102 @@
 //! Table references: qualified names, aliases, `FROM` lists and joins.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
-use super::super::expr::Predicate;
-use super::super::lexer::{Token, TokenKind, ident_text, is_any_word};
-use super::super::words::{WordSet, words};
 use super::{Parser, STOP_WORDS, TableName, is_name};
+use crate::Dialect;
+use crate::expr::Predicate;
+use crate::lex::{Token, TokenKind, ident_name_escaped, is_any_word};
+use crate::words::{WordSet, words};
 
 /// A possibly qualified name as written, unquoted: its last two parts are all the
-/// statements need, and they stay borrowed from the text.
+/// statements need, and they stay borrowed from the text unless unquoting changed them.
 pub(super) struct Dotted<'a> {
     /// How many parts (`a.b.c`: 3; an empty middle part, `a..c`, counts).
     pub(super) parts: usize,
     /// The last part: the name.
-    pub(super) last: &'a str,
+    pub(super) last: Cow<'a, str>,
     /// The part before the last (`""` for `a..c`), when there are two or more.
-    pub(super) qualifier: Option<&'a str>,
+    pub(super) qualifier: Option<Cow<'a, str>>,
     /// Byte range of the whole name.
     pub(super) range: Range<usize>,
 }
 
+/// Whether `a` and `b` name the same object where a write is resolved through a name
+/// (SQL Server's alias rule, its updatable common table expressions, and the tolerant
+/// reading that takes them): SQL Server's default collations ignore case, non-ASCII
+/// letters' included.
+pub(super) fn same_ignoring_case(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b)
+        || (!(a.is_ascii() && b.is_ascii()) && a.to_lowercase() == b.to_lowercase())
+}
+
+/// Whether `table` exists only on SQL Server: a table variable (`@t`) or a temporary
+/// table (`#t`, `##t`). A statement that writes one through an alias is SQL Server's,
+/// and no other database's reading of it applies.
+pub(super) fn sql_server_only(table: &TableName) -> bool {
+    table.schema.is_none() && table.name.starts_with(['@', '#'])
+}
+
+/// An entry of a `FROM` or `USING` list that a target can be resolved to.
+pub(super) struct FromItem {
+    /// The table; for a derived table, the first table it selects from.
+    pub(super) table: TableName,
+    /// Its alias.
+    pub(super) alias: Option<String>,
+    /// A derived table (`(SELECT ... FROM t) AS a`): the indices of its parentheses.
+    pub(super) derived: Option<(usize, usize)>,
+}
+
 impl<'a> Parser<'a, '_> {
+    /// The name the token at the cursor stands for, the cursor moved past it: unquoted,
+    /// and a Unicode-escaped name decoded with the escape its `UESCAPE` names.
+    fn name_part(&mut self, token: &Token) -> Cow<'a, str> {
+        self.pos += 1;
+        if token.kind == TokenKind::Word {
+            return Cow::Borrowed(&self.text[token.range()]);
+        }
+        let mut escape = '\\';
+        if token.kind == TokenKind::QuotedIdent
+            && matches!(self.text.as_bytes()[token.range().start], b'U' | b'u')
+            && self.at_word("UESCAPE")
+            && let Some(quoted) = self.peek_at(1).filter(|t| t.kind == TokenKind::String)
+        {
+            let mut chars = self.text[quoted.range()].chars();
+            if let (Some('\''), Some(c), Some('\''), None) =
+                (chars.next(), chars.next(), chars.next(), chars.next())
+            {
+                escape = c;
+                self.pos += 2;
+            }
+        }
+        ident_name_escaped(self.text, token, escape)
+    }
+
     /// A possibly qualified name: `a`, `a.b`, `a.b.c`, `a..c`, `a.*`.
     pub(super) fn dotted_name(&mut self) -> Option<Dotted<'a>> {
         let first = self.peek().filter(|t| is_name(t))?;
         let mut name = Dotted {
             parts: 1,
-            last: ident_text(self.text, first),
+            last: self.name_part(first),
             qualifier: None,
             range: first.range(),
         };
-        let push = |name: &mut Dotted<'a>, part: &'a str| {
+        let push = |name: &mut Dotted<'a>, part: Cow<'a, str>| {
             name.parts += 1;
-            name.qualifier = Some(name.last);
-            name.last = part;
+            name.qualifier = Some(std::mem::replace(&mut name.last, part));
         };
-        self.pos += 1;
         while self.at_kind(TokenKind::Dot) {
             self.pos += 1;
             match self.peek() {
                 Some(t) if is_name(t) => {
-                    push(&mut name, ident_text(self.text, t));
+                    let part = self.name_part(t);
+                    push(&mut name, part);
                     name.range.end = t.range().end;
-                    self.pos += 1;
                 }
-                Some(t) if t.kind == TokenKind::Dot => push(&mut name, ""),
+                Some(t) if t.kind == TokenKind::Dot => push(&mut name, Cow::Borrowed("")),
                 Some(t) if t.kind == TokenKind::Operator && &self.text[t.range()] == "*" => {
-                    push(&mut name, "*");
+                    push(&mut name, Cow::Borrowed("*"));
                     name.range.end = t.range().end;
                     self.pos += 1;
                     break;
@@ -80,8 +130,8 @@ impl<'a> Parser<'a, '_> {
             schema: name
                 .qualifier
                 .filter(|schema| !schema.is_empty())
-                .map(str::to_owned),
-            name: name.last.to_owned(),
+                .map(Cow::into_owned),
+            name: name.last.into_owned(),
             range: name.range,
         })
     }
@@ -101,8 +151,7 @@ impl<'a> Parser<'a, '_> {
                         || !is_any_word(self.text, t, &STOP_WORDS)
                             && !is_any_word(self.text, t, &JOIN_WORDS)) =>
             {
-                self.pos += 1;
-                Some(ident_text(self.text, t).to_owned())
+                Some(self.name_part(t).into_owned())
             }
             _ => None,
         };
@@ -113,8 +162,9 @@ impl<'a> Parser<'a, '_> {
         alias
     }
 
-    /// A `FROM`/`USING` list: table references with aliases, and joins. Returns `(table,
-    /// alias)` pairs; subqueries are scanned for the tables they mention. The `ON`
+    /// A `FROM`/`USING` list: table references with aliases, and joins. Returns its
+    /// tables and derived tables with their aliases; subqueries are scanned for the
+    /// tables they mention. The `ON`
     /// condition of an inner join restricts the joined rows as a `WHERE` does, so each
     /// one read to its end goes to `inner_on`; the `ON` of an outer, cross or lateral
     /// join does not restrict the other side's rows, and is only scanned.
@@ -122,7 +172,7 @@ impl<'a> Parser<'a, '_> {
         &mut self,
         mentioned: &mut Vec<TableName>,
         inner_on: &mut Vec<Predicate>,
-    ) -> Vec<(TableName, Option<String>)> {
+    ) -> Vec<FromItem> {
         let mut out = Vec::new();
         let mut after_join = false;
         let mut inner = false;
@@ -130,10 +180,20 @@ impl<'a> Parser<'a, '_> {
             if self.at_kind(TokenKind::LParen) {
                 let start = self.pos;
                 self.skip_group();
-                mentioned.extend(tables_in(self.text, &self.tokens[start..self.pos]));
-                if self.alias().is_some() && self.at_kind(TokenKind::LParen) {
+                let inside = tables_in(self.text, &self.tokens[start..self.pos]);
+                let close = self.pos - 1;
+                let alias = self.alias();
+                if alias.is_some() && self.at_kind(TokenKind::LParen) {
                     self.skip_group(); // column aliases: `(VALUES ...) s(a, b)`
                 }
+                if let (Some(table), Some(_)) = (inside.first(), &alias) {
+                    out.push(FromItem {
+                        table: table.clone(),
+                        alias,
+                        derived: Some((start, close)),
+                    });
+                }
+                mentioned.extend(inside);
             } else if self.at_word("ONLY") || self.at_word("LATERAL") {
                 self.pos += 1;
                 continue;
@@ -145,7 +205,11 @@ impl<'a> Parser<'a, '_> {
                 } else {
                     let alias = self.alias();
                     mentioned.push(table.clone());
-                    out.push((table, alias));
+                    out.push(FromItem {
+                        table,
+                        alias,
+                        derived: None,
+                    });
                 }
             } else {
                 break;
@@ -188,6 +252,24 @@ impl<'a> Parser<'a, '_> {
             break;
         }
         out
+    }
+
+    /// The entry of a `FROM` list that SQL Server's alias rule makes the target named
+    /// `target`: the one whose alias is that name. PostgreSQL and SQLite have no such
+    /// rule: the name after `UPDATE` is a table's.
+    pub(super) fn aliased<'f>(
+        &self,
+        target: &TableName,
+        from: &'f [FromItem],
+    ) -> Option<&'f FromItem> {
+        if target.schema.is_some() || !self.reading.follows(Dialect::Mssql) {
+            return None;
+        }
+        from.iter().find(|item| {
+            item.alias
+                .as_deref()
+                .is_some_and(|a| same_ignoring_case(a, &target.name))
+        })
     }
 
     /// Consumes the words of a join (`JOIN`, `INNER JOIN`, `LEFT OUTER JOIN`, `CROSS
@@ -241,4 +323,16 @@ pub fn tables_in(text: &str, tokens: &[Token]) -> Vec<TableName> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_ignoring_case;
+
+    #[test]
+    fn names_are_compared_ignoring_case() {
+        assert!(same_ignoring_case("Report", "REPORT"));
+        assert!(same_ignoring_case("Éclair", "éclair"));
+        assert!(!same_ignoring_case("Report", "Reports"));
+    }
 }

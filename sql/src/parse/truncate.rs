@@ -1,7 +1,7 @@
 //! `TRUNCATE`.
 
-use super::super::lexer::TokenKind;
-use super::{ParamStyle, Parser, SqlError, Statement, StatementKind};
+use super::{ParamStyle, Parser, SqlError, Statement, StatementKind, Via};
+use crate::lex::TokenKind;
 
 impl Parser<'_, '_> {
     pub(super) fn truncate(&mut self) -> Result<Statement, SqlError> {
@@ -23,6 +23,9 @@ impl Parser<'_, '_> {
             range: 0..0,
             target_names: vec![target.name.clone()],
             target: Some(target),
+            via: Via::Name,
+            alternatives: Vec::new(),
+            output_into: None,
             updates: Vec::new(),
             deletes: true,
             inserts: Vec::new(),

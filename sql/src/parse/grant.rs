@@ -1,8 +1,8 @@
 //! `GRANT`.
 
-use super::super::lexer::{TokenKind, is_any_word, is_word};
-use super::super::words::words;
-use super::{Grant, ParamStyle, Parser, SqlError, Statement, StatementKind};
+use super::{Grant, ParamStyle, Parser, SqlError, Statement, StatementKind, Via};
+use crate::lex::{TokenKind, is_any_word, is_word};
+use crate::words::words;
 
 impl Parser<'_, '_> {
     pub(super) fn grant(&mut self) -> Result<Statement, SqlError> {
@@ -46,7 +46,7 @@ impl Parser<'_, '_> {
             self.pos += 2;
             if self.eat_word("TABLES") && self.eat_word("IN") && self.eat_word("SCHEMA") {
                 while let Some(name) = self.dotted_name() {
-                    schemas.push(name.last.to_owned());
+                    schemas.push(name.last.to_string());
                     if self.at_kind(TokenKind::Comma) {
                         self.pos += 1;
                     } else {
@@ -57,7 +57,7 @@ impl Parser<'_, '_> {
         } else if self.eat_word("ON") && class_prefix(self, "SCHEMA") {
             self.pos += 2;
             if let Some(name) = self.dotted_name() {
-                schemas.push(name.last.to_owned());
+                schemas.push(name.last.to_string());
             }
         } else if class_prefix(self, "DATABASE") {
             self.pos += 2;
@@ -118,6 +118,9 @@ impl Parser<'_, '_> {
             kind: StatementKind::Grant,
             range: 0..0,
             target: objects.first().cloned(),
+            via: Via::Name,
+            alternatives: Vec::new(),
+            output_into: None,
             target_names: Vec::new(),
             updates: Vec::new(),
             deletes: false,

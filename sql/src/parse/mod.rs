@@ -17,8 +17,9 @@
 //! `WITH`), `assignments` (`SET` lists), `condition` (`WHERE`, `ON`) and `operand`
 //! (values).
 
-use super::lexer::{Token, TokenKind, is_any_word};
-use super::words::WordSet;
+use crate::lex::{Token, TokenKind, is_any_word};
+use crate::words::WordSet;
+use crate::{Dialect, Reading};
 
 mod assignments;
 mod condition;
@@ -34,13 +35,13 @@ mod tables;
 mod truncate;
 mod update;
 
-pub(crate) use super::lexer::is_word;
+pub use crate::lex::is_word;
 pub(crate) use find::find_statements_at;
 
 pub use find::{Found, find_statements};
 pub use statement::{
     Assignment, Grant, InsertPart, ParamStyle, SqlError, Statement, StatementKind, TableName,
-    UpdateArm,
+    UpdateArm, Via,
 };
 pub use tables::tables_in;
 
@@ -135,28 +136,52 @@ fn is_name(token: &Token) -> bool {
     )
 }
 
-/// Parses the statement found at `found`.
+/// Parses the statement found at `found`, in the tolerant reading.
 pub fn parse_found(text: &str, tokens: &[Token], found: &Found) -> Result<Statement, SqlError> {
     parse_found_for(text, tokens, found, None)
+}
+
+/// Parses the statement found at `found` as `reading` reads it: which table it writes
+/// is decided by that database's rules (in the tolerant reading, by SQL Server's, with
+/// the others' in [`Statement::alternatives`]). `tokens` are `text` lexed in the same
+/// reading.
+pub fn parse_found_in(
+    reading: Reading,
+    text: &str,
+    tokens: &[Token],
+    found: &Found,
+) -> Result<Statement, SqlError> {
+    parse_with(reading, text, tokens, found, None)
 }
 
 /// What a caller of [`parse_found_for`] examines of an `INSERT` into a table: `None`,
 /// nothing past the target; else the name of the table's generation column, the only
 /// column whose values it examines.
-pub(crate) type Wanted<'a> = dyn Fn(&TableName) -> Option<&'a str> + 'a;
+pub type Wanted<'a> = dyn Fn(&TableName) -> Option<&'a str> + 'a;
 
 /// [`parse_found`] for a caller that looks no further than the target of an `INSERT`
 /// unless `wanted` accepts it: the insert is then parsed only as far as its target (its
 /// statement ends there, and only a missing target is an error). The `VALUES` rows of
 /// an insert `wanted` accepts are skipped whole, not parsed, unless the caller examines
 /// them: when its columns are not named, or name the generation column `wanted` gives.
-pub(crate) fn parse_found_for<'a, 'w>(
+pub fn parse_found_for<'a, 'w>(
+    text: &'a str,
+    tokens: &'a [Token],
+    found: &Found,
+    wanted: Option<&'a Wanted<'w>>,
+) -> Result<Statement, SqlError> {
+    parse_with(Reading::Tolerant, text, tokens, found, wanted)
+}
+
+fn parse_with<'a, 'w>(
+    reading: Reading,
     text: &'a str,
     tokens: &'a [Token],
     found: &Found,
     wanted: Option<&'a Wanted<'w>>,
 ) -> Result<Statement, SqlError> {
     let mut parser = Parser::new(text, tokens, found.keyword);
+    parser.reading = reading;
     parser.wanted = wanted;
     if found.first < found.keyword {
         parser.ctes = parser.cte_tables(found.first, found.keyword);
@@ -178,16 +203,19 @@ pub(crate) fn parse_found_for<'a, 'w>(
     if !parser.lean && advice {
         statement.param_style = ParamStyle::of(text, &tokens[found.first..=last]);
     }
+    statement.output_into = parser.output_into.take();
     for (table, _) in &parser.ctes {
         statement.mentioned.push(table.clone());
     }
-    // CTE targets: `WITH c AS (SELECT ... FROM t) UPDATE c SET ...` writes `t`.
-    if let Some(target) = &statement.target
+    // CTE targets: `WITH c AS (SELECT ... FROM t) UPDATE c SET ...` writes `t` on SQL
+    // Server; PostgreSQL and SQLite write a table named `c`.
+    if reading.follows(Dialect::Mssql)
+        && let Some(target) = &statement.target
         && target.schema.is_none()
         && let Some((table, _)) = parser
             .ctes
             .iter()
-            .find(|(_, name)| name.eq_ignore_ascii_case(&target.name))
+            .find(|(_, name)| tables::same_ignoring_case(name, &target.name))
     {
         // The dequeue idiom, `WITH c AS (SELECT TOP (1) ... FROM t WHERE <fence>) UPDATE c
         // SET ...`: the CTE's condition restricts the rows written as a WHERE would.
@@ -196,14 +224,23 @@ pub(crate) fn parse_found_for<'a, 'w>(
                 arm.conditions.extend(conditions.iter().cloned());
             }
         }
+        let named = target.clone();
+        if statement.via == Via::Name {
+            statement.via = Via::Cte(named.range.clone());
+        }
         statement.target = Some(table.clone());
         statement.target_names.push(table.name.clone());
+        if reading == Reading::Tolerant {
+            statement.alternatives.push(named);
+        }
     }
     Ok(statement)
 }
 
 /// The parser of one statement: a cursor over the tokens of its text.
 struct Parser<'a, 'w> {
+    /// Whose rules decide which table the statement writes.
+    reading: Reading,
     text: &'a str,
     tokens: &'a [Token],
     pos: usize,
@@ -223,6 +260,8 @@ struct Parser<'a, 'w> {
     /// The generation column of a wanted `INSERT` target: the only column whose values
     /// are examined.
     generation: Option<&'w str>,
+    /// The table of the statement's `OUTPUT ... INTO`.
+    output_into: Option<TableName>,
 }
 
 /// Deeper nesting than this is not written by people; the statement is reported as not
@@ -232,6 +271,7 @@ const MAX_NESTING: usize = 200;
 impl<'a, 'w> Parser<'a, 'w> {
     fn new(text: &'a str, tokens: &'a [Token], pos: usize) -> Parser<'a, 'w> {
         Parser {
+            reading: Reading::Tolerant,
             text,
             tokens,
             pos,
@@ -241,6 +281,7 @@ impl<'a, 'w> Parser<'a, 'w> {
             wanted: None,
             lean: false,
             generation: None,
+            output_into: None,
         }
     }
 
@@ -358,10 +399,13 @@ impl<'a, 'w> Parser<'a, 'w> {
         }
     }
 
+    /// After `OUTPUT`: its list, and the table an `INTO` inserts the rows into, which
+    /// the statement writes too.
     fn skip_output(&mut self) {
         self.skip_clause();
         if self.eat_word("INTO") {
-            let _ = self.table_name();
+            let table = self.table_name();
+            self.output_into = self.output_into.take().or(table);
             if self.at_kind(TokenKind::LParen) {
                 self.skip_group();
             }

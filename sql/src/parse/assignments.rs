@@ -1,8 +1,8 @@
 //! `SET` lists: the assignments of an update.
 
-use super::super::expr::{ColumnRef, Operand};
-use super::super::lexer::TokenKind;
 use super::{Assignment, Parser, SqlError};
+use crate::expr::{ColumnRef, Operand};
+use crate::lex::TokenKind;
 
 impl Parser<'_, '_> {
     pub(super) fn assignments(&mut self) -> Result<Vec<Assignment>, SqlError> {
@@ -55,7 +55,7 @@ impl Parser<'_, '_> {
                 if let Some(column) = name.qualifier.filter(|_| self.at_kind(TokenKind::LParen)) {
                     // T-SQL mutator methods: `SET Body.WRITE(@chunk, NULL, 0)`,
                     // `SET Doc.modify('...')`. The column is changed from its own value.
-                    let column = column.to_owned();
+                    let column = column.into_owned();
                     let start = self.pos;
                     self.pos += 1;
                     let mut value = Operand::default();
@@ -89,12 +89,12 @@ impl Parser<'_, '_> {
                     // `+=` and friends: the value is computed from the column itself.
                     value.columns.push(ColumnRef {
                         qualifier: None,
-                        name: name.last.to_owned(),
+                        name: name.last.to_string(),
                         range: column_range.clone(),
                     });
                 }
                 out.push(Assignment {
-                    column: name.last.to_owned(),
+                    column: name.last.to_string(),
                     column_range,
                     value,
                 });

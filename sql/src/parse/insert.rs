@@ -1,12 +1,12 @@
 //! `INSERT`, `REPLACE`, and the upserts `ON CONFLICT` and `ON DUPLICATE KEY`.
 
-use super::super::expr::Operand;
-use super::super::lexer::{TokenKind, ident_text, is_any_word};
-use super::super::words::words;
 use super::{
-    InsertPart, ParamStyle, Parser, STOP_WORDS, SqlError, Statement, StatementKind, UpdateArm,
+    InsertPart, ParamStyle, Parser, STOP_WORDS, SqlError, Statement, StatementKind, UpdateArm, Via,
     is_name, tables_in,
 };
+use crate::expr::Operand;
+use crate::lex::{TokenKind, ident_text, is_any_word};
+use crate::words::words;
 
 impl Parser<'_, '_> {
     pub(super) fn insert(&mut self) -> Result<Statement, SqlError> {
@@ -37,6 +37,9 @@ impl Parser<'_, '_> {
                 kind: StatementKind::Insert,
                 range: 0..0,
                 target: Some(target),
+                via: Via::Name,
+                alternatives: Vec::new(),
+                output_into: None,
                 target_names: Vec::new(),
                 updates: Vec::new(),
                 deletes: replace,
@@ -108,6 +111,9 @@ impl Parser<'_, '_> {
             kind: StatementKind::Insert,
             range: 0..0,
             target: Some(target),
+            via: Via::Name,
+            alternatives: Vec::new(),
+            output_into: None,
             target_names: names,
             updates,
             deletes: replace,

@@ -1,11 +1,11 @@
 //! Leading common table expressions (`WITH c AS (...)`): the tables they read and
 //! the conditions that restrict a write through them.
 
-use super::super::expr::Predicate;
-use super::super::lexer::{TokenKind, ident_text, is_any_word, is_word};
-use super::super::words::words;
 use super::find::matching_open;
 use super::{Parser, TableName, tables_in};
+use crate::expr::Predicate;
+use crate::lex::{TokenKind, ident_text, is_any_word, is_word};
+use crate::words::words;
 
 impl Parser<'_, '_> {
     pub(super) fn cte_tables(&mut self, first: usize, keyword: usize) -> Vec<(TableName, String)> {
@@ -109,7 +109,22 @@ impl Parser<'_, '_> {
             .cte_filters
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
-        let mut sub = Parser::new(self.text, self.tokens, *at);
+        self.conditions_at(*at)
+    }
+
+    /// The conditions of a derived table between the parentheses at `open` and `close`
+    /// that a write through it is restricted by, as a CTE's are.
+    pub(super) fn derived_conditions(&self, open: usize, close: usize) -> Option<Vec<Predicate>> {
+        if tables_in(self.text, &self.tokens[open..close]).len() != 1 {
+            return None;
+        }
+        self.conditions_at(self.cte_filter(open, close)?)
+    }
+
+    /// The conditions of the `WHERE` at `at` inside a CTE or derived table, when they
+    /// parse to the end of its clause.
+    fn conditions_at(&self, at: usize) -> Option<Vec<Predicate>> {
+        let mut sub = Parser::new(self.text, self.tokens, at);
         let (conditions, _) = sub.where_clause().ok()?;
         let ends = sub.peek().is_some_and(|t| {
             t.kind == TokenKind::RParen

@@ -1,10 +1,10 @@
 //! Value expressions, as far as the rules need them: the columns, parameters and
 //! clock calls they contain.
 
-use super::super::expr::{ColumnRef, Operand};
-use super::super::lexer::{Token, TokenKind, ident_text, is_any_word, is_word};
-use super::super::words::{WordSet, words};
 use super::{MAX_NESTING, Parser, STOP_WORDS, is_name, tables_in};
+use crate::expr::{ColumnRef, Operand};
+use crate::lex::{Token, TokenKind, ident_text, is_any_word, is_word};
+use crate::words::{WordSet, words};
 
 /// Words that never begin a value: they end an operand even before it has started.
 /// The other [`STOP_WORDS`] (statement starters such as `OPEN`, `CLOSE`, `PRINT`) end
@@ -276,8 +276,8 @@ impl Parser<'_, '_> {
                         }
                     } else {
                         operand.columns.push(ColumnRef {
-                            qualifier: name.qualifier.map(str::to_owned),
-                            name: name.last.to_owned(),
+                            qualifier: name.qualifier.map(std::borrow::Cow::into_owned),
+                            name: name.last.to_string(),
                             range: name.range,
                         });
                     }
@@ -459,7 +459,7 @@ impl Parser<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::super::Parser;
-    use crate::sql::lexer::lex;
+    use crate::lex::lex;
 
     /// The shortcut for lone values makes the operand the general loop makes.
     #[test]

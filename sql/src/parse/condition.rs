@@ -2,10 +2,10 @@
 
 use std::ops::Range;
 
-use super::super::expr::{CompareOp, Predicate};
-use super::super::lexer::{TokenKind, is_any_word, is_word};
-use super::super::words::words;
 use super::{MAX_NESTING, Parser, SqlError};
+use crate::expr::{CompareOp, Predicate};
+use crate::lex::{TokenKind, is_any_word, is_word};
+use crate::words::words;
 
 impl Parser<'_, '_> {
     pub(super) fn where_clause(

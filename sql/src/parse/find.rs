@@ -1,9 +1,9 @@
 //! Finding the keywords of the statements the rules examine.
 
-use super::super::lexer::{Token, TokenKind, is_any_word, is_word};
-use super::super::words::{STATEMENT_WORDS, WordSet, words};
 use super::StatementKind;
 use super::is_name;
+use crate::lex::{Token, TokenKind, is_any_word, is_word};
+use crate::words::{STATEMENT_WORDS, WordSet, words};
 
 /// A statement keyword found in a token stream, before parsing.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -61,7 +61,7 @@ pub(crate) const STATEMENT_WORDS: WordSet = WordSet::new(&[
 /// A [`WordSet`] of literal words, built at compile time: `words!["SET", "STATISTICS"]`.
 macro_rules! words {
     ($($word:literal),+ $(,)?) => {
-        &const { $crate::sql::words::WordSet::new(&[$($word),+]) }
+        &const { $crate::words::WordSet::new(&[$($word),+]) }
     };
 }
 pub(crate) use words;

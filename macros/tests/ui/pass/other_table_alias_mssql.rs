@@ -1,0 +1,27 @@
+use fenced::{Dialect, Executor, Fenced, FencedTable, fenced_write};
+
+pub struct Lines;
+
+impl Lines {
+    /// SQL Server's alias rule, in SQL written for SQL Server alone: it writes
+    /// `ReportLine`, which every check then sees.
+    #[fenced_write(
+        table = "ReportPublication",
+        dialect = "mssql",
+        sql = "UPDATE l SET Text = @text FROM ReportLine AS l WHERE l.ReportId = @id",
+    )]
+    pub async fn retext<E: Executor>(
+        &self,
+        fenced: &Fenced<'_, E>,
+        text: &str,
+        id: uuid::Uuid,
+    ) -> fenced::Result<u64>;
+}
+
+fn main() {
+    assert_eq!(
+        Lines::retext_sql(&FencedTable::default(), Dialect::Mssql).unwrap(),
+        "UPDATE l SET Text = @P1 FROM ReportLine AS l WHERE l.ReportId = @P2"
+    );
+    assert!(Lines::retext_sql(&FencedTable::default(), Dialect::Postgres).is_err());
+}
