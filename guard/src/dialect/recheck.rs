@@ -76,7 +76,7 @@ fn can_write(sql: &str, lexed: &Lexed) -> bool {
         t.kind == TokenKind::Word
             && WRITING_WORDS
                 .iter()
-                .any(|w| sql[t.range.clone()].eq_ignore_ascii_case(w))
+                .any(|w| sql[t.range()].eq_ignore_ascii_case(w))
     })
 }
 
@@ -92,7 +92,7 @@ fn with_check(sql: &str, lexed: &Lexed, entry: &str) -> Result<String, String> {
         tokens
             .get(i)
             .filter(|t| t.kind == TokenKind::Word)
-            .map(|t| &sql[t.range.clone()])
+            .map(|t| &sql[t.range()])
     };
     let is = |i: usize, w: &str| word(i).is_some_and(|x| x.eq_ignore_ascii_case(w));
     if several(lexed) {
@@ -104,7 +104,7 @@ fn with_check(sql: &str, lexed: &Lexed, entry: &str) -> Result<String, String> {
     }
     if is(0, "WITH") {
         let after = if is(1, "RECURSIVE") { 1 } else { 0 };
-        let at = tokens[after].range.end;
+        let at = tokens[after].range().end;
         return Ok(format!("{} {entry},{}", &sql[..at], &sql[at..]));
     }
     let first = tokens.first();
@@ -113,7 +113,7 @@ fn with_check(sql: &str, lexed: &Lexed, entry: &str) -> Result<String, String> {
     if takes {
         return Ok(format!("WITH {entry} {sql}"));
     }
-    let text = first.map_or("", |t| &sql[t.range.clone()]);
+    let text = first.map_or("", |t| &sql[t.range()]);
     Err(format!(
         "it can write, and on postgresql every statement of a fenced transaction that can \
          write checks the lease in a WITH clause of its own, which a statement beginning \

@@ -136,7 +136,9 @@ where
 {
     let (store, key) = setup(&*place).await;
     let lease = acquire(&store, &key).await;
-    let timeout = Duration::from_millis(200);
+    // Long enough for the first statement on a new connection (Babelfish parses its
+    // first statements slowly): at the deadline, SQL Server's connection is closed.
+    let timeout = Duration::from_secs(3);
     let tx = store.transaction(&lease, timeout).await.unwrap().unwrap();
     tx.execute(
         &insert_line(&*place, &store),
@@ -145,7 +147,7 @@ where
     .await
     .unwrap();
     // Past the deadline by the transaction's own reckoning, then some.
-    tokio::time::sleep(timeout * 2).await;
+    tokio::time::sleep(timeout + Duration::from_millis(200)).await;
     let late = tx
         .execute(
             &insert_line(&*place, &store),

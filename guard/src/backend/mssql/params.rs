@@ -48,17 +48,17 @@ pub(crate) fn inline_nulls<'a>(
         .iter()
         .filter(|t| t.kind == TokenKind::Parameter)
     {
-        let Some(n) = position(&sql[token.range.clone()]).filter(|n| *n <= params.len()) else {
+        let Some(n) = position(&sql[token.range()]).filter(|n| *n <= params.len()) else {
             continue;
         };
-        out.push_str(&sql[copied..token.range.start]);
+        out.push_str(&sql[copied..token.range().start]);
         match renumbered[n - 1] {
             None => out.push_str("NULL"),
             Some(m) => {
                 let _ = write!(out, "@P{m}");
             }
         }
-        copied = token.range.end;
+        copied = token.range().end;
     }
     out.push_str(&sql[copied..]);
     let bound = params
