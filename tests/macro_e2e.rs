@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use fenced::{
-    AsLease, Backend, ColumnType, Dialect, Executor, Fenced, FencedTable, Lease, Lend, Outcome,
-    Store, Value, fenced_write,
+    AsLease, Backend, ColumnType, Dialect, Executor, Fenced, FencedTable, Lease, Lend,
+    OperationOutcome, Outcome, Resolution, Store, Value, fenced_write,
 };
 use uuid::Uuid;
 
@@ -64,6 +64,21 @@ impl<B: Backend> Reports<B> {
         publish_once,
     )]
     async fn publish(&self, lease: Lease, payload: String) -> fenced::Result<Outcome>;
+
+    /// The body, with an operation id recorded with it: a retry after a lost
+    /// acknowledgement applies it once.
+    #[fenced_write(
+        table = "ReportPublication",
+        sql = "UPDATE ReportPublication SET payload = @payload",
+        store = self.store,
+        operation = op,
+    )]
+    async fn save_once(
+        &self,
+        lease: &Lease,
+        op: Uuid,
+        payload: &str,
+    ) -> fenced::Result<OperationOutcome>;
 
     /// A write in PostgreSQL's own forms (`$$...$$`, `::`): only a PostgreSQL store
     /// sends it.
@@ -259,6 +274,65 @@ async fn current_lease_applies<B: Backend>(store: Store<B>) {
     let outcome = reports.save(&lease, "other", false).await.expect("save");
     assert_eq!(outcome, Outcome::Refused);
     assert_eq!(payload(&reports.store, id).await, "final body");
+}
+
+/// A method with an operation id applies once: the id resolves applied, a retry with it
+/// writes nothing, and a stale lease's attempt is refused and records nothing.
+/// Negative control: the plain method, retried, writes a second time.
+async fn an_operation_id_applies_once<B: Backend>(store: Store<B>) {
+    let id = report(&store, "initial", true).await;
+    let reports = Reports { store };
+    let lease = acquire(&reports.store, id, TTL).await;
+    let op = Uuid::new_v4();
+    let first = reports.save_once(&lease, op, "first").await.expect("save");
+    assert_eq!(first, OperationOutcome::Applied);
+    let applied = Resolution::Applied {
+        generation: lease.generation(),
+    };
+    assert_eq!(reports.store.resolve(op).await.expect("resolve"), applied);
+    let retry = reports
+        .save_once(&lease, op, "retried")
+        .await
+        .expect("save");
+    assert_eq!(
+        retry,
+        OperationOutcome::AlreadyApplied {
+            generation: lease.generation()
+        }
+    );
+    assert_eq!(payload(&reports.store, id).await, "first");
+
+    // Released, the lease is stale; its next attempt is refused and records nothing.
+    assert!(
+        reports
+            .store
+            .release(&lease)
+            .await
+            .expect("release")
+            .is_applied()
+    );
+    let successor = ReportLease(acquire(&reports.store, id, TTL).await);
+    let late = Uuid::new_v4();
+    let refused = reports
+        .save_once(&lease, late, "stale")
+        .await
+        .expect("save");
+    assert_eq!(refused, OperationOutcome::Refused);
+    assert_eq!(
+        reports.store.resolve(late).await.expect("resolve"),
+        Resolution::NotApplied
+    );
+    assert_eq!(payload(&reports.store, id).await, "first");
+
+    // Negative control: the plain method has nothing to know a retry by; it applies
+    // again.
+    for _ in 0..2 {
+        let again = reports
+            .save(&successor, "retried", true)
+            .await
+            .expect("save");
+        assert_eq!(again, Outcome::Applied);
+    }
 }
 
 async fn superseded_lease_is_refused<B: Backend>(store: Store<B>) {
@@ -647,6 +721,7 @@ mod sqlite {
 
     sqlite_tests!(
         current_lease_applies,
+        an_operation_id_applies_once,
         superseded_lease_is_refused,
         expired_lease_is_refused,
         or_cannot_widen,
@@ -840,6 +915,7 @@ mod postgres {
 
     postgres_tests!(
         current_lease_applies,
+        an_operation_id_applies_once,
         superseded_lease_is_refused,
         expired_lease_is_refused,
         or_cannot_widen,
@@ -898,6 +974,7 @@ mod mssql {
     async fn every_case_on_sql_server() {
         let Some(url) = url() else { return };
         current_lease_applies(fresh_store(&url).await).await;
+        an_operation_id_applies_once(fresh_store(&url).await).await;
         superseded_lease_is_refused(fresh_store(&url).await).await;
         expired_lease_is_refused(fresh_store(&url).await).await;
         or_cannot_widen(fresh_store(&url).await).await;

@@ -348,6 +348,11 @@ pub async fn execute<B: Backend>(
     store.execute_fenced(lease, &sql, &params).await
 }
 
+/// A method's operation id argument, `Uuid` or `&Uuid`.
+pub fn operation(op: &impl std::borrow::Borrow<uuid::Uuid>) -> uuid::Uuid {
+    *op.borrow()
+}
+
 /// Runs an annotated method's statement on `store` as [`execute`] does, recording
 /// operation id `op` with the write: applied at most once, whatever the retries, and
 /// resolvable with [`Store::resolve`](crate::Store::resolve).

@@ -6,9 +6,9 @@ use syn::{Expr, Ident, LitStr, Path};
 use crate::statement::Dialect;
 
 /// The options, in the order the documentation lists them.
-const OPTIONS: &str = "`table`, `sql`, `store`, `lease`, `publish_once`, `trait_impl`, \
-                       `dialect`, `key`, `generation`, `owner`, `expiry`, `published`, `epoch`, \
-                       `declarations`, `crate`";
+const OPTIONS: &str = "`table`, `sql`, `store`, `lease`, `operation`, `publish_once`, \
+                       `trait_impl`, `dialect`, `key`, `generation`, `owner`, `expiry`, \
+                       `published`, `epoch`, `declarations`, `crate`";
 
 /// A column name as given, or the article's default.
 #[derive(Debug)]
@@ -34,6 +34,8 @@ pub(crate) struct Args {
     pub(crate) sql: Option<LitStr>,
     pub(crate) store: Option<Expr>,
     pub(crate) lease: Option<Ident>,
+    /// The parameter carrying the write's operation id, recorded with it.
+    pub(crate) operation: Option<Ident>,
     pub(crate) publish_once: bool,
     /// The method implements a trait's: no `<method>_sql` companion beside it.
     pub(crate) trait_impl: bool,
@@ -58,6 +60,7 @@ impl Default for Args {
             sql: None,
             store: None,
             lease: None,
+            operation: None,
             publish_once: false,
             trait_impl: false,
             dialect: None,
@@ -144,6 +147,12 @@ impl Args {
                     syn::Error::new(e.span(), "expected a parameter name, e.g. `lease = lease`")
                 })?;
                 once(&mut self.lease, &meta, ident)
+            }
+            "operation" => {
+                let ident: Ident = meta.value()?.parse().map_err(|e| {
+                    syn::Error::new(e.span(), "expected a parameter name, e.g. `operation = op`")
+                })?;
+                once(&mut self.operation, &meta, ident)
             }
             "publish_once" => flag(&mut self.publish_once, &meta, "publish_once"),
             "trait_impl" => flag(&mut self.trait_impl, &meta, "trait_impl"),

@@ -49,9 +49,27 @@ pub(crate) fn expand(mut args: Args, method: Method) -> TokenStream {
             &method.sig,
             args.lease.as_ref(),
             args.store.as_ref(),
+            args.operation.as_ref(),
             &mut errors,
         ),
     };
+    if let Some(op) = &args.operation {
+        if fenced.is_some() {
+            errors.push(syn::Error::new_spanned(
+                op,
+                "a method inside a fenced transaction carries no operation id of its own: \
+                 record one for the whole transaction with `Fenced::record(op)`, before its \
+                 writes",
+            ));
+        } else if !returns_operation_outcome(&method.sig.output) {
+            errors.push(syn::Error::new_spanned(
+                &method.sig.output,
+                "with `operation = ...`, declare the return type \
+                 `-> fenced::Result<fenced::OperationOutcome>`: the write is applied, refused, \
+                 or already applied by an earlier attempt with the same id",
+            ));
+        }
+    }
     let method_name = method.sig.ident.to_string();
 
     let table = match &args.table {
@@ -240,6 +258,17 @@ pub(crate) fn expand(mut args: Args, method: Method) -> TokenStream {
         quote! {
             #krate::__private::execute_in(#lease_ident, &FENCED_WRITE, ::std::vec![#(#values),*])
         }
+    } else if let Some(op) = &roles.operation {
+        quote! {
+            let __fenced_store: &#krate::Store<_> = &#store;
+            #krate::__private::execute_op(
+                __fenced_store,
+                &FENCED_WRITE,
+                #lease_expr,
+                #krate::__private::operation(&#op),
+                ::std::vec![#(#values),*],
+            )
+        }
     } else {
         quote! {
             let __fenced_store: &#krate::Store<_> = &#store;
@@ -309,4 +338,15 @@ fn companion_probe(args: &Args, method: &Method, sql_fn: &syn::Ident) -> Option<
             let _ = Self::#sql_fn;
         }
     })
+}
+
+/// Whether `output` names `OperationOutcome` (`fenced::Result<fenced::OperationOutcome>`,
+/// or the application's own alias of it): what a method with `operation = ...` returns.
+fn returns_operation_outcome(output: &syn::ReturnType) -> bool {
+    match output {
+        syn::ReturnType::Default => false,
+        syn::ReturnType::Type(_, ty) => quote::ToTokens::to_token_stream(ty)
+            .to_string()
+            .contains("OperationOutcome"),
+    }
 }

@@ -114,6 +114,7 @@ use proc_macro::TokenStream;
 /// | `sql = "UPDATE ..."` | the statement (required), with `@name` placeholders for the method's parameters |
 /// | `store = self.store` | where the `Store` is; default: a parameter of type `&Store<B>` |
 /// | `lease = name` | the parameter that carries the lease; default: a parameter marked `#[lease]`, else one whose type is named `Lease` or `…Lease` |
+/// | `operation = name` | the parameter (`Uuid` or `&Uuid`) carrying an operation id, recorded in the outcomes table with the write; the method returns `fenced::Result<OperationOutcome>` ([Operation ids](#operation-ids)) |
 /// | `publish_once` | also set the published generation to the lease's, and refuse a second publication by the same generation |
 /// | `trait_impl` | the method implements a trait's method: leave out the `<method>_sql` companion (below), which a trait's `impl` cannot hold |
 /// | `dialect = "postgres"` | the SQL is written for one database, `postgres`, `sqlite` or `mssql` (below); default: all three |
@@ -130,6 +131,40 @@ use proc_macro::TokenStream;
 /// sends to a store whose table is `table` (its epoch table included), for tests and
 /// documentation; an error if `table` is not the declared one, or `dialect` not one the
 /// method is written for.
+///
+/// # Operation ids
+///
+/// With `operation = op`, the write records `op` in the outcomes table in the same
+/// statement (PostgreSQL), batch (SQL Server) or transaction (SQLite), and requires it
+/// unrecorded, as `Store::update_op` does: after a lost acknowledgement,
+/// `store.resolve(op)` tells whether it landed, and a retry with the same `op` answers
+/// `OperationOutcome::AlreadyApplied` and writes nothing.
+///
+/// ```
+/// use fenced::{Backend, Lease, OperationOutcome, Store, fenced_write};
+///
+/// pub struct Reports<B> {
+///     store: Store<B>,
+/// }
+///
+/// impl<B: Backend> Reports<B> {
+///     #[fenced_write(
+///         table = "ReportPublication",
+///         sql = "UPDATE ReportPublication SET Payload = @payload",
+///         store = self.store,
+///         operation = op,
+///     )]
+///     pub async fn save(
+///         &self,
+///         lease: &Lease,
+///         op: uuid::Uuid,
+///         payload: &str,
+///     ) -> fenced::Result<OperationOutcome>;
+/// }
+/// ```
+///
+/// A method inside a fenced transaction takes no operation id of its own: the
+/// transaction records one for all its writes (`Fenced::record`).
 ///
 /// # In a trait's `impl`
 ///

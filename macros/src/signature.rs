@@ -52,6 +52,8 @@ pub(crate) enum StoreSource {
 pub(crate) struct Roles {
     pub(crate) lease: Option<(Ident, Type)>,
     pub(crate) store: Option<StoreSource>,
+    /// The parameter `operation = ...` names: the write's operation id, not a value.
+    pub(crate) operation: Option<Ident>,
     pub(crate) values: Vec<ValueParam>,
 }
 
@@ -110,6 +112,7 @@ pub(crate) fn roles(
     sig: &Signature,
     lease_option: Option<&Ident>,
     store_option: Option<&syn::Expr>,
+    operation_option: Option<&Ident>,
     errors: &mut Vec<syn::Error>,
 ) -> Roles {
     struct Param<'a> {
@@ -219,10 +222,28 @@ pub(crate) fn roles(
     if let Some(expr) = store_option {
         idents(expr.to_token_stream(), &mut store_reads);
     }
+    let mut operation = None;
+    if let Some(name) = operation_option {
+        if params.iter().any(|p| p.ident == Some(name)) {
+            operation = Some(name.clone());
+        } else {
+            errors.push(syn::Error::new_spanned(
+                name,
+                format!(
+                    "`operation = {name}` names no parameter of `{}`: name the parameter that \
+                     carries the write's operation id, e.g. `op: Uuid`",
+                    sig.ident
+                ),
+            ));
+        }
+    }
     let mut values = Vec::new();
     let mut lease = None;
     for (i, param) in params.iter().enumerate() {
         if param.ident.is_some_and(|ident| store_reads.contains(ident)) {
+            continue;
+        }
+        if param.ident.is_some() && param.ident == operation.as_ref() {
             continue;
         }
         let Some(ident) = param.ident else {
@@ -247,6 +268,7 @@ pub(crate) fn roles(
     Roles {
         lease,
         store,
+        operation,
         values,
     }
 }

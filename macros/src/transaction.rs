@@ -156,6 +156,8 @@ pub(crate) fn roles(
             continue;
         }
         match &*param.pat {
+            // The operation id `operation = ...` names, refused with its own message.
+            Pat::Ident(p) if args.operation.as_ref() == Some(&p.ident) => {}
             Pat::Ident(p) if p.subpat.is_none() => values.push(ValueParam {
                 ident: p.ident.clone(),
                 ty: ty.clone(),
@@ -172,6 +174,7 @@ pub(crate) fn roles(
         store: Some(StoreSource::Expr(Box::new(
             syn::parse_quote!(#name.store()),
         ))),
+        operation: None,
         values,
     }
 }
@@ -639,6 +642,7 @@ pub(crate) fn expand_other(
                 sig,
                 args.lease.as_ref(),
                 args.store.as_ref(),
+                args.operation.as_ref(),
                 &mut Vec::new(),
             )
         }
@@ -649,6 +653,16 @@ pub(crate) fn expand_other(
             format!(
                 "`publish_once` publishes the lease's row, but this statement writes \
                  `{target}`: remove it"
+            ),
+        ));
+    }
+    if let Some(op) = &args.operation {
+        errors.push(syn::Error::new_spanned(
+            op,
+            format!(
+                "a statement on `{target}` runs inside a fenced transaction, which carries the \
+                 operation id for all its writes: remove `operation` and record the id with \
+                 `Fenced::record(op)` before the transaction's writes"
             ),
         ));
     }
