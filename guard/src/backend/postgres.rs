@@ -309,7 +309,7 @@ impl std::error::Error for Unencodable {
 /// Whether `error`, from running a statement that takes `expected` parameters with
 /// `given`, was raised before anything was sent: tokio-postgres checks the count and
 /// encodes every value before it sends the statement.
-pub(crate) fn unsent(error: &tokio_postgres::Error, expected: usize, given: usize) -> bool {
+fn unsent(error: &tokio_postgres::Error, expected: usize, given: usize) -> bool {
     expected != given
         || std::error::Error::source(error).is_some_and(|source| source.is::<Unencodable>())
 }
@@ -593,9 +593,9 @@ async fn behind<T>(
 /// it could not bind, an aborted transaction, a session the server had already ended,
 /// 57P01), or the connection was closed before it was sent. A connection that closed
 /// after it was sent, with no answer, says nothing of the kind.
-struct Failed {
-    error: tokio_postgres::Error,
-    before_running: bool,
+pub(crate) struct Failed {
+    pub(crate) error: tokio_postgres::Error,
+    pub(crate) before_running: bool,
 }
 
 impl From<tokio_postgres::Error> for Failed {
@@ -611,7 +611,7 @@ impl From<tokio_postgres::Error> for Failed {
 /// one, or when the query failed on its first poll: tokio-postgres sends a query on
 /// its first poll and then waits for the answer, so an error then is a connection
 /// that was closed before anything was sent.
-async fn unexecuted(
+pub(crate) async fn unexecuted(
     start: impl Future<Output = std::result::Result<RowStream, tokio_postgres::Error>>,
 ) -> std::result::Result<RowStream, Failed> {
     let mut start = pin!(start);

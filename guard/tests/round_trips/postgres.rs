@@ -1,0 +1,299 @@
+//! PostgreSQL: the protocol on a caller's tokio-postgres client.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use fenced_guard::tokio_postgres::config::{Host, SslMode};
+use fenced_guard::tokio_postgres::{self, Client, NoTls};
+use fenced_guard::{Dialect, Executor, FencedTable, Key, Postgres, Result, Store, Value};
+use uuid::Uuid;
+
+use crate::REPLY_DELAY;
+use crate::proxy::Proxy;
+use crate::support::Place;
+use crate::support::lines::{create_lines_table, insert_line};
+use crate::support::postgres::{TestSchema, url};
+use crate::support::row::payload;
+
+const TTL: Duration = Duration::from_secs(60);
+
+/// A schema of its own, and the server behind the proxies.
+pub struct Wire {
+    pub schema: TestSchema,
+    config: tokio_postgres::Config,
+    upstream: SocketAddr,
+}
+
+impl Wire {
+    pub async fn setup(prefix: &str) -> Wire {
+        let schema = TestSchema::create(prefix, 1).await;
+        let config: tokio_postgres::Config = url().parse().expect("FENCED_PG_URL");
+        let host = match config.get_hosts().first() {
+            Some(Host::Tcp(host)) => host.clone(),
+            None => "localhost".to_owned(),
+            #[allow(unreachable_patterns)]
+            Some(_) => panic!("the round-trip tests reach PostgreSQL over TCP"),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let upstream = tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .expect("resolve the PostgreSQL host")
+            .next()
+            .expect("the PostgreSQL host has an address");
+        Wire {
+            schema,
+            config,
+            upstream,
+        }
+    }
+
+    /// A new proxy to the server that holds each reply for [`REPLY_DELAY`].
+    pub async fn proxy(&self) -> Proxy {
+        let proxy = Proxy::start(self.upstream).await.expect("start the proxy");
+        proxy.set_reply_delay(REPLY_DELAY);
+        proxy
+    }
+
+    /// The server's configuration, reached through `proxy`, without TLS.
+    pub fn through(&self, proxy: &Proxy) -> tokio_postgres::Config {
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host("127.0.0.1")
+            .port(proxy.addr().port())
+            .ssl_mode(SslMode::Disable);
+        if let Some(user) = self.config.get_user() {
+            config.user(user);
+        }
+        if let Some(dbname) = self.config.get_dbname() {
+            config.dbname(dbname);
+        }
+        if let Some(password) = self.config.get_password() {
+            config.password(password);
+        }
+        config
+    }
+
+    /// A caller's client through `proxy`.
+    async fn client(&self, proxy: &Proxy) -> Client {
+        let (client, connection) = self
+            .through(proxy)
+            .connect(NoTls)
+            .await
+            .expect("connect through the proxy");
+        tokio::spawn(connection);
+        client
+    }
+
+    /// A store on the guard's own pool, not through any proxy, with the tables made.
+    pub async fn store(&self) -> Store<Postgres> {
+        let store = Store::new(self.schema.connect().await, reports(&self.schema));
+        store.create_schema().await.expect("create the schema");
+        create_lines_table(&self.schema, &store).await;
+        store
+    }
+}
+
+pub fn reports(place: &impl Place) -> FencedTable {
+    FencedTable::builder()
+        .table(place.qualified("Report"))
+        .column("Payload", fenced_guard::ColumnType::Text)
+        .build()
+        .expect("valid test table")
+}
+
+/// The round trips `run` waits for, through `proxy`, counted from when it starts.
+async fn counted<T>(proxy: &Proxy, run: impl Future<Output = T>) -> (T, u64) {
+    proxy.reset_round_trips();
+    let out = run.await;
+    (out, proxy.round_trips())
+}
+
+/// The lease cycle (acquire, publish, release) on `store`: three statements.
+async fn cycle<E: Executor>(store: &Store<E>, key: &Key) {
+    let lease = store.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
+    assert!(
+        store
+            .publish(&lease, &payload("r"))
+            .await
+            .unwrap()
+            .is_applied()
+    );
+    assert!(store.release(&lease).await.unwrap().is_applied());
+}
+
+#[tokio::test]
+async fn the_protocol_on_a_callers_client_waits_once_per_statement() {
+    let wire = Wire::setup("fenced_rtt_client_").await;
+    let own = wire.store().await;
+    let proxy = wire.proxy().await;
+    let mut client = wire.client(&proxy).await;
+    let key = Key::from(Uuid::new_v4());
+    own.provision(key.clone()).await.unwrap();
+
+    let ((), waits) = counted(&proxy, cycle(&own.on(&client).unwrap(), &key)).await;
+    assert_eq!(
+        waits, 3,
+        "acquire, publish and release on the caller's client"
+    );
+
+    // In the caller's transaction: the fence, two lines and a publication.
+    let lease = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
+    let mut tx = client.transaction().await.unwrap();
+    let insert = insert_line(&wire.schema, &own);
+    let ((), waits) = counted(&proxy, async {
+        let fenced = own.on(&mut tx).unwrap().fence(&lease).await.unwrap();
+        let fenced = fenced.expect("the lease holds");
+        for line in ["a", "b"] {
+            let params = [Value::from(lease.key()), Value::from(line)];
+            assert_eq!(fenced.execute(&insert, &params).await.unwrap(), 1);
+        }
+        let published = fenced.store().publish(&lease, &payload("p")).await.unwrap();
+        assert!(published.is_applied());
+    })
+    .await;
+    tx.commit().await.unwrap();
+    assert_eq!(
+        waits, 4,
+        "fence, two lines and a publication in the caller's transaction"
+    );
+
+    // Negative control: each statement prepared, run, and closed, as before; the close
+    // goes out with the next statement's preparation, unwaited for.
+    let key = Key::from(Uuid::new_v4());
+    own.provision(key.clone()).await.unwrap();
+    let control = Store::new(PrepareEach(&client), reports(&wire.schema));
+    let ((), waits) = counted(&proxy, cycle(&control, &key)).await;
+    println!("prepare-then-execute, three statements: {waits} round trips");
+    assert!(
+        waits >= 6,
+        "prepare-then-execute waited {waits} times for three statements"
+    );
+    drop(client);
+    wire.schema.teardown().await;
+}
+
+/// The values of every kind the guard binds, through the caller's client, read back as
+/// they were written: the server infers each parameter's type from the statement, and
+/// reads the value's text as that type.
+#[tokio::test]
+async fn every_kind_of_value_round_trips_through_a_callers_client() {
+    let wire = Wire::setup("fenced_rtt_values_").await;
+    let (client, connection) = tokio_postgres::connect(&url(), NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let store = Store::new(
+        Postgres::connect_with(&url(), 1).await.unwrap(),
+        reports(&wire.schema),
+    );
+    let caller = store.on(&client).unwrap();
+    let cases: Vec<(&str, Value)> = vec![
+        ("boolean", Value::Bool(true)),
+        ("boolean", Value::Bool(false)),
+        ("bigint", Value::I64(i64::MIN)),
+        ("bigint", Value::I64(i64::MAX)),
+        ("int", Value::I64(-2_147_483_648)),
+        ("smallint", Value::I64(32_767)),
+        ("double precision", Value::F64(0.1)),
+        ("double precision", Value::F64(-0.0)),
+        ("double precision", Value::F64(f64::MAX)),
+        ("double precision", Value::F64(f64::MIN_POSITIVE / 4.0)),
+        ("double precision", Value::F64(f64::INFINITY)),
+        ("double precision", Value::F64(f64::NEG_INFINITY)),
+        (
+            "text",
+            Value::from("it's \"quoted\", ünïcødé, \\ and\nnewline"),
+        ),
+        ("text", Value::from("")),
+        ("bytea", Value::Bytes((0..=255).collect())),
+        ("bytea", Value::Bytes(Vec::new())),
+        ("uuid", Value::Uuid(Uuid::new_v4())),
+        ("text", Value::Uuid(Uuid::from_u128(0xA1))),
+    ];
+    for (ty, value) in cases {
+        // Read back through the caller's client itself, and compared on the server as
+        // the type: a value that arrived as something else fails one or the other.
+        let sql = format!("SELECT $1::{ty}, $1::{ty} IS NOT DISTINCT FROM $2::{ty}");
+        let row = caller
+            .backend()
+            .query_row(&sql, &[value.clone(), value.clone()])
+            .await
+            .unwrap_or_else(|e| panic!("{ty} {value:?}: {e}"))
+            .unwrap();
+        let expected = match (&value, ty) {
+            (Value::Uuid(u), "text") => Value::from(u.hyphenated().to_string()),
+            _ => value.clone(),
+        };
+        assert_eq!(row[0], expected, "{ty}");
+        assert_eq!(row[1], Value::Bool(true), "{ty} {value:?}");
+    }
+    // NaN is not equal to itself as a Rust value: compared on the server only.
+    let nan = caller
+        .backend()
+        .query_row("SELECT $1::float8 = 'NaN'::float8", &[Value::F64(f64::NAN)])
+        .await
+        .unwrap();
+    assert_eq!(nan, Some(vec![Value::Bool(true)]));
+    let null = caller
+        .backend()
+        .query_row("SELECT $1::bigint IS NULL", &[Value::Null])
+        .await
+        .unwrap();
+    assert_eq!(null, Some(vec![Value::Bool(true)]));
+
+    // A value its parameter's type cannot read is the server's error, before the
+    // statement ran; so is a count of values the statement does not take.
+    for (sql, params) in [
+        ("SELECT $1::bigint", vec![Value::from("twelve")]),
+        ("SELECT $1::int", vec![Value::I64(i64::MAX)]),
+        ("SELECT $1::bigint, $2::bigint", vec![Value::I64(1)]),
+    ] {
+        let error = caller.backend().query_row(sql, &params).await.unwrap_err();
+        assert!(
+            matches!(error, fenced_guard::Error::NotExecuted(_)),
+            "{sql} {params:?}: {error:?}"
+        );
+    }
+    drop(caller);
+    wire.schema.teardown().await;
+}
+
+/// An executor that prepares each statement, then runs it, and drops (closes) it: how
+/// the caller's client ran statements before, for the negative control.
+struct PrepareEach<'a>(&'a Client);
+
+impl Executor for PrepareEach<'_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        let statement = self
+            .0
+            .prepare(sql)
+            .await
+            .map_err(fenced_guard::Error::from)?;
+        Ok(self.0.execute_raw(&statement, params).await?)
+    }
+
+    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        let statement = self.0.prepare(sql).await?;
+        let rows = self
+            .0
+            .query(
+                &statement,
+                &params.iter().map(|v| v as _).collect::<Vec<_>>(),
+            )
+            .await?;
+        Ok(rows.first().map(|row| {
+            (0..row.len())
+                .map(|i| match row.columns()[i].type_().name() {
+                    "int8" => Value::I64(row.get(i)),
+                    other => panic!("the control decodes no {other}"),
+                })
+                .collect()
+        }))
+    }
+
+    async fn execute_batch(&self, sql: &str) -> Result<()> {
+        Ok(self.0.batch_execute(sql).await?)
+    }
+}
