@@ -210,6 +210,14 @@ pub trait Lend: Backend {
     /// Returns a connection with no transaction open to the pool.
     fn give_back(lent: Self::Lent);
 
+    /// Begins the transaction on `lent` with `begin` ([`dialect::begin`]). The default
+    /// sends it and waits for its answer; PostgreSQL's pool sends it with the
+    /// transaction's first statement instead, pipelined, so that beginning costs no
+    /// round trip of its own: an error of `begin` is then that statement's error.
+    fn begin(lent: &Self::Lent, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
+        lent.execute_batch(begin)
+    }
+
     /// Bounds the transaction on `lent` by `deadline` (`timeout` after it began):
     /// past it, every statement but the transaction's end fails with
     /// [`Error::TransactionTimedOut`] unsent. Where the database can, it ends the
@@ -407,6 +415,9 @@ impl<B: Executor> Store<B> {
     /// lease no longer holds: the transaction was rolled back and the connection given
     /// back.
     ///
+    /// On PostgreSQL the `BEGIN`, the server's bound and the check go out together and
+    /// cost one round trip, as a plain transaction's `BEGIN` does.
+    ///
     /// `timeout` bounds how long the transaction may stay open, and so how long a
     /// successor may wait for the row: past it, a statement or the commit rolls back
     /// and fails, and on PostgreSQL the server itself ends a transaction that stays open
@@ -438,12 +449,8 @@ impl<B: Executor> Store<B> {
         let deadline = crate::wait::saturating_add(Instant::now(), timeout);
         let lent = self.backend().lend().await?;
         B::bound(&lent, deadline, timeout);
+        B::begin(&lent, dialect::begin(self.dialect())).await?;
         let store = self.with_executor(lent);
-        let dialect = self.dialect();
-        store
-            .backend()
-            .execute_batch(dialect::begin(dialect))
-            .await?;
         let fenced = Fenced {
             store,
             lease,

@@ -433,19 +433,35 @@ pub(crate) async fn all_rows(
     Ok(all)
 }
 
+/// What a lent connection sends ahead of a statement, pipelined with it: the `BEGIN`
+/// of its transaction, if not sent yet, and the server's timeouts ([`SET_TIMEOUTS`]),
+/// in milliseconds, when the transaction is bounded. The pool's own statements send
+/// neither ([`Ahead::NOTHING`]).
+#[derive(Clone, Copy, Debug)]
+struct Ahead<'a> {
+    begin: Option<&'a str>,
+    timeouts: Option<&'a Value>,
+}
+
+impl Ahead<'_> {
+    const NOTHING: Ahead<'static> = Ahead {
+        begin: None,
+        timeouts: None,
+    };
+}
+
 /// Runs a statement on `conn`, prepared once per connection, and returns the rows it
 /// changed. A statement whose cached preparation went stale (its table was altered) is
-/// prepared again, once. With `timeouts`, the server's timeouts are set to it
-/// ([`SET_TIMEOUTS`]) first, pipelined with the statement.
+/// prepared again, once. What goes `ahead` of it is sent first, pipelined with it.
 async fn execute_on(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
-    timeouts: Option<&Value>,
+    mut ahead: Ahead<'_>,
 ) -> Result<u64> {
     let mut prepared_again = false;
     loop {
-        let set = set_timeouts(conn, timeouts).await?;
+        let set = set_timeouts(conn, ahead.timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
         // The values are bound straight from the slice: no vector of references. Run as
@@ -458,7 +474,9 @@ async fn execute_on(
             }
             Ok::<_, Failed>(rows.rows_affected().unwrap_or(0))
         };
-        match behind(client, set.as_ref(), run).await {
+        // Sent once: a statement prepared again runs inside the transaction begun.
+        let begin = ahead.begin.take();
+        match behind(client, begin, set.as_ref(), run).await {
             Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
                 prepared_again = true;
             }
@@ -480,18 +498,20 @@ async fn query_row_on(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
-    timeouts: Option<&Value>,
+    mut ahead: Ahead<'_>,
 ) -> Result<Option<Vec<Value>>> {
     let mut prepared_again = false;
     loop {
-        let set = set_timeouts(conn, timeouts).await?;
+        let set = set_timeouts(conn, ahead.timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
         let run = async {
             let rows = unexecuted(client.query_raw(statement, params)).await?;
             Ok::<_, Failed>(first_row(rows).await?)
         };
-        match behind(client, set.as_ref(), run).await {
+        // Sent once: a statement prepared again runs inside the transaction begun.
+        let begin = ahead.begin.take();
+        match behind(client, begin, set.as_ref(), run).await {
             Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
                 prepared_again = true;
             }
@@ -513,18 +533,20 @@ async fn query_rows_on(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
-    timeouts: Option<&Value>,
+    mut ahead: Ahead<'_>,
 ) -> Result<Vec<Vec<Value>>> {
     let mut prepared_again = false;
     loop {
-        let set = set_timeouts(conn, timeouts).await?;
+        let set = set_timeouts(conn, ahead.timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
         let run = async {
             let rows = unexecuted(client.query_raw(statement, params)).await?;
             Ok::<_, Failed>(all_rows(rows).await?)
         };
-        match behind(client, set.as_ref(), run).await {
+        // Sent once: a statement prepared again runs inside the transaction begun.
+        let begin = ahead.begin.take();
+        match behind(client, begin, set.as_ref(), run).await {
             Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
                 prepared_again = true;
             }
@@ -561,29 +583,42 @@ async fn set_timeouts<'v>(
     Ok(Some((statement.clone(), ms)))
 }
 
-/// Runs `run` on `client`, behind `set` when given: both are sent before either answer
-/// is read (tokio-postgres sends a query when its future is first polled, and polls
-/// them in order here), so they cost one waited round trip.
+/// Runs `run` on `client`, behind `begin` and `set` when given: all are sent before any
+/// answer is read (tokio-postgres sends a query when its future is first polled, and
+/// they are polled in order here), so together they cost one waited round trip.
 async fn behind<T>(
     client: &tokio_postgres::Client,
+    begin: Option<&str>,
     set: Option<&(tokio_postgres::Statement, &Value)>,
     run: impl Future<Output = std::result::Result<T, Failed>>,
 ) -> std::result::Result<T, Failed> {
-    let Some((statement, ms)) = set else {
+    if begin.is_none() && set.is_none() {
         return run.await;
+    }
+    let begin = async {
+        match begin {
+            Some(sql) => client.batch_execute(sql).await,
+            None => Ok(()),
+        }
     };
     let set = async {
-        first_row(
-            client
-                .query_raw(statement, std::slice::from_ref(*ms))
-                .await?,
-        )
-        .await
+        match set {
+            Some((statement, ms)) => first_row(
+                client
+                    .query_raw(statement, std::slice::from_ref(*ms))
+                    .await?,
+            )
+            .await
+            .map(drop),
+            None => Ok(()),
+        }
     };
-    let (set, ran) = tokio::join!(set, run);
+    let (begun, set, ran) = tokio::join!(biased; begin, set, run);
     // A failed set_config aborts the transaction, and the statement after it fails too,
-    // before it runs: its own error says so.
+    // before it runs: its own error says so. A failed `BEGIN` leaves no transaction for
+    // the statement to have run in: that it ran does not count.
     let ran = ran?;
+    begun?;
     set?;
     Ok(ran)
 }
@@ -635,6 +670,8 @@ pub(crate) async fn unexecuted(
 pub struct LentPostgres {
     conn: tokio::sync::Mutex<Checkout<Connection>>,
     deadline: Deadline,
+    /// The transaction's `BEGIN` until it is sent, with the next statement.
+    begin: std::sync::Mutex<Option<&'static str>>,
 }
 
 impl std::fmt::Debug for LentPostgres {
@@ -650,6 +687,7 @@ impl Lend for Postgres {
         Ok(LentPostgres {
             conn: tokio::sync::Mutex::new(self.checkout().await?),
             deadline: Deadline::default(),
+            begin: std::sync::Mutex::new(None),
         })
     }
 
@@ -664,11 +702,26 @@ impl Lend for Postgres {
     fn bound(lent: &LentPostgres, deadline: Instant, timeout: Duration) {
         lent.deadline.set(deadline, timeout);
     }
+
+    /// Sent with the transaction's first statement, and the server's timeouts, before
+    /// either answer is read: beginning, setting the bound and checking the lease cost
+    /// one round trip, as the `BEGIN` of a plain transaction does.
+    fn begin(lent: &LentPostgres, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
+        *lent.pending_begin() = Some(begin);
+        std::future::ready(Ok(()))
+    }
 }
 
 impl InTransaction for LentPostgres {}
 
 impl LentPostgres {
+    /// The `BEGIN` not sent yet, if any.
+    fn pending_begin(&self) -> std::sync::MutexGuard<'_, Option<&'static str>> {
+        self.begin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// [`Error::TransactionTimedOut`] past the deadline; before it, the time left in
     /// milliseconds, for the server's timeouts; `None` when unbounded.
     fn time_left(&self) -> Result<Option<Value>> {
@@ -686,30 +739,49 @@ impl Executor for LentPostgres {
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
         let left = self.time_left()?;
-        execute_on(self.conn.lock().await.conn(), sql, params, left.as_ref()).await
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let ahead = Ahead {
+            begin,
+            timeouts: left.as_ref(),
+        };
+        execute_on(conn.conn(), sql, params, ahead).await
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
         let left = self.time_left()?;
-        query_row_on(self.conn.lock().await.conn(), sql, params, left.as_ref()).await
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let ahead = Ahead {
+            begin,
+            timeouts: left.as_ref(),
+        };
+        query_row_on(conn.conn(), sql, params, ahead).await
     }
 
     async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
         let left = self.time_left()?;
-        query_rows_on(self.conn.lock().await.conn(), sql, params, left.as_ref()).await
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let ahead = Ahead {
+            begin,
+            timeouts: left.as_ref(),
+        };
+        query_rows_on(conn.conn(), sql, params, ahead).await
     }
 
     /// The transaction's own statements (`BEGIN`, `COMMIT`, `ROLLBACK`): never refused
-    /// for the deadline, so that a timed-out transaction can still be rolled back.
+    /// for the deadline, so that a timed-out transaction can still be rolled back. A
+    /// `BEGIN` not sent yet goes first, in the same batch.
     async fn execute_batch(&self, sql: &str) -> Result<()> {
-        Ok(self
-            .conn
-            .lock()
-            .await
-            .conn()
-            .client()
-            .batch_execute(sql)
-            .await?)
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let client = conn.conn().client();
+        match begin {
+            Some(begin) => client.batch_execute(&format!("{begin}; {sql}")).await?,
+            None => client.batch_execute(sql).await?,
+        }
+        Ok(())
     }
 }
 
@@ -722,7 +794,7 @@ impl Executor for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| execute_on(conn, sql, params, None).await)
+                .with_connection(async |conn| execute_on(conn, sql, params, Ahead::NOTHING).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,
@@ -735,7 +807,7 @@ impl Executor for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| query_row_on(conn, sql, params, None).await)
+                .with_connection(async |conn| query_row_on(conn, sql, params, Ahead::NOTHING).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,
@@ -748,7 +820,9 @@ impl Executor for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| query_rows_on(conn, sql, params, None).await)
+                .with_connection(async |conn| {
+                    query_rows_on(conn, sql, params, Ahead::NOTHING).await
+                })
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,

@@ -1,7 +1,8 @@
 //! Round trips a client waits for, counted on the wire by a proxy that reads the
 //! database's protocol ([`proxy::Proxy::round_trips`]): one per statement on the
-//! caller's connections. Each count has its negative control: a path known to wait
-//! more, counted as more.
+//! caller's connections, and a fenced transaction of the guard's pool that waits for no
+//! more than the same statements in a plain transaction. Each count has its negative
+//! control: a path known to wait more, counted as more.
 //!
 //! The proxy holds every reply back for [`REPLY_DELAY`], so that what a client
 //! pipelines reaches it before any answer does: a count then says how often the client
@@ -22,6 +23,8 @@ mod proxy;
 mod mssql;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(all(feature = "postgres", feature = "sqlx-postgres"))]
+mod sqlx;
 
 use std::time::Duration;
 

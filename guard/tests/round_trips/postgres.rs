@@ -1,21 +1,30 @@
-//! PostgreSQL: the protocol on a caller's tokio-postgres client.
+//! PostgreSQL: the protocol on a caller's tokio-postgres client, and a fenced
+//! transaction on the guard's pool against a plain one.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use fenced_guard::tokio_postgres::config::{Host, SslMode};
 use fenced_guard::tokio_postgres::{self, Client, NoTls};
-use fenced_guard::{Dialect, Executor, FencedTable, Key, Postgres, Result, Store, Value};
+use fenced_guard::{
+    Dialect, Executor, FencedTable, Identifier, Key, Lease, Lend, Postgres, Result, Store, Value,
+    dialect,
+};
 use uuid::Uuid;
 
 use crate::REPLY_DELAY;
 use crate::proxy::Proxy;
 use crate::support::Place;
+use crate::support::lease::lock_params;
 use crate::support::lines::{create_lines_table, insert_line};
 use crate::support::postgres::{TestSchema, url};
 use crate::support::row::payload;
 
 const TTL: Duration = Duration::from_secs(60);
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The lines a transaction writes, each an `INSERT` of its own.
+const LINES: usize = 3;
 
 /// A schema of its own, and the server behind the proxies.
 pub struct Wire {
@@ -84,6 +93,11 @@ impl Wire {
         client
     }
 
+    /// The guard's pool of one connection through `proxy`.
+    fn pool(&self, proxy: &Proxy) -> Postgres {
+        Postgres::from_config(self.through(proxy), NoTls, 1)
+    }
+
     /// A store on the guard's own pool, not through any proxy, with the tables made.
     pub async fn store(&self) -> Store<Postgres> {
         let store = Store::new(self.schema.connect().await, reports(&self.schema));
@@ -99,6 +113,13 @@ pub fn reports(place: &impl Place) -> FencedTable {
         .column("Payload", fenced_guard::ColumnType::Text)
         .build()
         .expect("valid test table")
+}
+
+/// A provisioned row and a lease on it, taken by `store`.
+async fn leased(store: &Store<Postgres>) -> Lease {
+    let key = Key::from(Uuid::new_v4());
+    store.provision(key.clone()).await.unwrap();
+    store.try_acquire(key, TTL).await.unwrap().unwrap()
 }
 
 /// The round trips `run` waits for, through `proxy`, counted from when it starts.
@@ -253,6 +274,132 @@ async fn every_kind_of_value_round_trips_through_a_callers_client() {
         );
     }
     drop(caller);
+    wire.schema.teardown().await;
+}
+
+/// The statements of a transaction of the test's: lines, then a publication under the
+/// lease.
+struct Body {
+    insert: String,
+    publish: String,
+}
+
+impl Body {
+    fn new(wire: &Wire, store: &Store<Postgres>) -> Body {
+        let payload = Identifier::new("Payload").unwrap();
+        Body {
+            insert: insert_line(&wire.schema, store),
+            publish: dialect::publish(Dialect::Postgres, store.table(), &[&payload], false),
+        }
+    }
+
+    fn publish_params(lease: &Lease) -> [Value; 4] {
+        [
+            Value::from("published"),
+            Value::from(lease.key()),
+            Value::I64(lease.generation()),
+            Value::Uuid(lease.owner()),
+        ]
+    }
+
+    fn line(lease: &Lease, i: usize) -> [Value; 2] {
+        [Value::from(lease.key()), Value::from(format!("line {i}"))]
+    }
+}
+
+/// A plain tokio-postgres transaction on `client`: `BEGIN`, the lines, the
+/// publication, `COMMIT`, each statement prepared beforehand.
+async fn plain(client: &mut Client, body: &Body, lease: &Lease, proxy: &Proxy) -> u64 {
+    let insert = client.prepare(&body.insert).await.unwrap();
+    let publish = client.prepare(&body.publish).await.unwrap();
+    let ((), waits) = counted(proxy, async {
+        let tx = client.transaction().await.unwrap();
+        for i in 0..LINES {
+            let line = Body::line(lease, i);
+            assert_eq!(tx.execute_raw(&insert, &line).await.unwrap(), 1);
+        }
+        let params = Body::publish_params(lease);
+        assert_eq!(tx.execute_raw(&publish, &params).await.unwrap(), 1);
+        tx.commit().await.unwrap();
+    })
+    .await;
+    waits
+}
+
+/// The same transaction fenced, on the guard's pool (`Store::transaction`).
+async fn fenced(store: &Store<Postgres>, body: &Body, lease: &Lease) -> Result<()> {
+    let tx = store
+        .transaction(lease, TIMEOUT)
+        .await?
+        .expect("the lease holds");
+    for i in 0..LINES {
+        assert_eq!(tx.execute(&body.insert, &Body::line(lease, i)).await?, 1);
+    }
+    let published = tx
+        .store()
+        .publish(lease, &[("Payload", Value::from("published"))])
+        .await?;
+    assert!(published.is_applied());
+    tx.commit().await
+}
+
+#[tokio::test]
+async fn a_fenced_transaction_waits_no_more_than_a_plain_one() {
+    let wire = Wire::setup("fenced_rtt_tx_").await;
+    let own = wire.store().await;
+    let body = Body::new(&wire, &own);
+
+    let proxy = wire.proxy().await;
+    let mut client = wire.client(&proxy).await;
+    let plain_waits = plain(&mut client, &body, &leased(&own).await, &proxy).await;
+    assert_eq!(
+        plain_waits,
+        (LINES + 3) as u64,
+        "BEGIN, the lines, the publication and COMMIT"
+    );
+
+    let proxy = wire.proxy().await;
+    let store = Store::new(wire.pool(&proxy), reports(&wire.schema));
+    // The first prepares each statement on the pool's connection, which keeps them.
+    fenced(&store, &body, &leased(&own).await).await.unwrap();
+    let lease = leased(&own).await;
+    let (done, fenced_waits) = counted(&proxy, fenced(&store, &body, &lease)).await;
+    done.unwrap();
+    println!("plain transaction: {plain_waits} round trips; fenced: {fenced_waits}");
+    assert!(
+        fenced_waits <= plain_waits,
+        "the fenced transaction waited {fenced_waits} times, a plain one {plain_waits}"
+    );
+
+    // Negative control: `BEGIN` waited for on its own, then the check-and-lock, as
+    // before they were pipelined: one round trip more than the plain transaction.
+    let lease = leased(&own).await;
+    let (done, unpipelined) = counted(&proxy, async {
+        let lent = store.backend().lend().await?;
+        lent.execute_batch("BEGIN").await?;
+        let lock = dialect::lock(Dialect::Postgres, store.table());
+        assert!(lent.query_row(&lock, &lock_params(&lease)).await?.is_some());
+        for i in 0..LINES {
+            assert_eq!(lent.execute(&body.insert, &Body::line(&lease, i)).await?, 1);
+        }
+        assert_eq!(
+            lent.execute(&body.publish, &Body::publish_params(&lease))
+                .await?,
+            1
+        );
+        lent.execute_batch("COMMIT").await?;
+        Postgres::give_back(lent);
+        Ok::<_, fenced_guard::Error>(())
+    })
+    .await;
+    done.unwrap();
+    println!("fenced, BEGIN waited for on its own: {unpipelined} round trips");
+    assert_eq!(
+        unpipelined,
+        plain_waits + 1,
+        "a BEGIN waited for on its own was not counted"
+    );
+    drop(client);
     wire.schema.teardown().await;
 }
 
