@@ -182,6 +182,16 @@ impl<'l, E: Executor> Fenced<'l, E> {
     }
 }
 
+/// Who began the transaction a lease is checked and locked in: which check-and-lock
+/// statement it takes ([`dialect::lock_after_begin`] or [`dialect::lock`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Begun {
+    /// [`Store::transaction`], with [`dialect::begin`].
+    ByGuard,
+    /// The caller, on their own connection ([`Store::fence`]).
+    ByCaller,
+}
+
 /// A SQL Server statement's own check that its fenced transaction is still open, and
 /// its lease's row still locked by it, as the error it means.
 fn ended(error: Error) -> Error {
@@ -389,15 +399,14 @@ impl<B: InTransaction> Store<B> {
             ));
         }
         let span = trace::step("fence", self.table(), lease.key(), Some(lease.generation()));
-        let locked =
-            trace::traced(span, self.lock_row(lease))
-                .await
-                .map_err(|error| match error.database_code().as_deref() {
-                    Some("51000") => Error::NotInTransaction(
-                        "a fence needs a transaction open on the connection",
-                    ),
-                    _ => error,
-                })?;
+        let locked = trace::traced(span, self.lock_row(lease, Begun::ByCaller))
+            .await
+            .map_err(|error| match error.database_code().as_deref() {
+                Some("51000") => {
+                    Error::NotInTransaction("a fence needs a transaction open on the connection")
+                }
+                _ => error,
+            })?;
         Ok(match locked {
             Outcome::Applied => Some(Fenced {
                 store: self,
@@ -462,7 +471,7 @@ impl<B: Executor> Store<B> {
             lease.key(),
             Some(lease.generation()),
         );
-        match trace::traced(span, fenced.store.lock_row(lease)).await? {
+        match trace::traced(span, fenced.store.lock_row(lease, Begun::ByGuard)).await? {
             Outcome::Applied => Ok(Some(FencedTransaction { fenced })),
             Outcome::Refused => {
                 FencedTransaction::<B> { fenced }.rollback().await?;
@@ -473,7 +482,7 @@ impl<B: Executor> Store<B> {
 
     /// The check-and-lock statement: `Applied` when the lease holds and its row is now
     /// locked.
-    pub(crate) async fn lock_row(&self, lease: &Lease) -> Result<Outcome> {
+    pub(crate) async fn lock_row(&self, lease: &Lease, begun: Begun) -> Result<Outcome> {
         self.no_procedure("a fenced transaction")?;
         self.check_key(lease.key())?;
         if lease.is_revoked() {
@@ -484,8 +493,15 @@ impl<B: Executor> Store<B> {
             Value::I64(lease.generation()),
             Value::Uuid(lease.owner()),
         ];
-        let sql = &self.statements().lock;
-        let locked = if self.dialect() == dialect::Dialect::Postgres {
+        // PostgreSQL's lock, and SQLite's after `BEGIN IMMEDIATE`, are `SELECT`s that
+        // return the row; the others `UPDATE` it.
+        let statements = self.statements();
+        let (sql, returns_row) = match (self.dialect(), begun) {
+            (dialect::Dialect::Sqlite, Begun::ByGuard) => (&statements.lock_after_begin, true),
+            (dialect::Dialect::Postgres, _) => (&statements.lock, true),
+            _ => (&statements.lock, false),
+        };
+        let locked = if returns_row {
             self.backend().query_row(sql, &params).await?.is_some()
         } else {
             self.backend().execute(sql, &params).await? == 1
