@@ -21,6 +21,7 @@ use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::transaction::{Deadline, Lend};
 use crate::value::{Key, Value};
+pub(crate) use connection::is_stale_plan;
 use connection::{Connection, Opener, opener};
 
 pub use connection::PooledClient;

@@ -151,11 +151,23 @@ async fn the_protocol_on_a_callers_client_waits_once_per_statement() {
     let key = Key::from(Uuid::new_v4());
     own.provision(key.clone()).await.unwrap();
 
-    let ((), waits) = counted(&proxy, cycle(&own.on(&client).unwrap(), &key)).await;
+    // One executor kept for three cycles: each statement runs unnamed, then unnamed
+    // and prepared beside it, then prepared; one round trip each time.
+    let on = own.on(&client).unwrap();
+    for round in 0..3 {
+        let ((), waits) = counted(&proxy, cycle(&on, &key)).await;
+        assert_eq!(
+            waits, 3,
+            "acquire, publish and release on the caller's client, round {round}"
+        );
+    }
     assert_eq!(
-        waits, 3,
-        "acquire, publish and release on the caller's client"
+        prepared(&client).await,
+        3,
+        "the executor keeps its statements"
     );
+    drop(on);
+    assert_eq!(prepared(&client).await, 0, "a dropped executor closes them");
 
     // In the caller's transaction: the fence, two lines and a publication.
     let lease = own.try_acquire(key.clone(), TTL).await.unwrap().unwrap();
@@ -193,9 +205,24 @@ async fn the_protocol_on_a_callers_client_waits_once_per_statement() {
     wire.schema.teardown().await;
 }
 
+/// How many statements are prepared on `client`'s connection, asked in the simple
+/// protocol, which prepares none.
+async fn prepared(client: &Client) -> usize {
+    let rows = client
+        .simple_query("SELECT count(*) FROM pg_prepared_statements")
+        .await
+        .unwrap();
+    rows.iter()
+        .find_map(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0)?.parse().ok(),
+            _ => None,
+        })
+        .expect("a count")
+}
+
 /// The values of every kind the guard binds, through the caller's client, read back as
-/// they were written: the server infers each parameter's type from the statement, and
-/// reads the value's text as that type.
+/// they were written, by an unnamed statement and by a prepared one: the server infers
+/// each parameter's type from the statement, and reads the value's text as that type.
 #[tokio::test]
 async fn every_kind_of_value_round_trips_through_a_callers_client() {
     let wire = Wire::setup("fenced_rtt_values_").await;
@@ -229,23 +256,28 @@ async fn every_kind_of_value_round_trips_through_a_callers_client() {
         ("uuid", Value::Uuid(Uuid::new_v4())),
         ("text", Value::Uuid(Uuid::from_u128(0xA1))),
     ];
-    for (ty, value) in cases {
-        // Read back through the caller's client itself, and compared on the server as
-        // the type: a value that arrived as something else fails one or the other.
-        let sql = format!("SELECT $1::{ty}, $1::{ty} IS NOT DISTINCT FROM $2::{ty}");
-        let row = caller
-            .backend()
-            .query_row(&sql, &[value.clone(), value.clone()])
-            .await
-            .unwrap_or_else(|e| panic!("{ty} {value:?}: {e}"))
-            .unwrap();
-        let expected = match (&value, ty) {
-            (Value::Uuid(u), "text") => Value::from(u.hyphenated().to_string()),
-            _ => value.clone(),
-        };
-        assert_eq!(row[0], expected, "{ty}");
-        assert_eq!(row[1], Value::Bool(true), "{ty} {value:?}");
+    // Each statement three times: unnamed, unnamed and prepared beside it, prepared.
+    for round in 0..3 {
+        for (ty, value) in &cases {
+            // Read back through the caller's client itself, and compared on the server
+            // as the type: a value that arrived as something else fails one or the
+            // other.
+            let sql = format!("SELECT $1::{ty}, $1::{ty} IS NOT DISTINCT FROM $2::{ty}");
+            let row = caller
+                .backend()
+                .query_row(&sql, &[value.clone(), value.clone()])
+                .await
+                .unwrap_or_else(|e| panic!("{ty} {value:?}, round {round}: {e}"))
+                .unwrap();
+            let expected = match (value, *ty) {
+                (Value::Uuid(u), "text") => Value::from(u.hyphenated().to_string()),
+                _ => value.clone(),
+            };
+            assert_eq!(row[0], expected, "{ty}, round {round}");
+            assert_eq!(row[1], Value::Bool(true), "{ty} {value:?}, round {round}");
+        }
     }
+    assert!(prepared(&client).await > 0, "no statement was prepared");
     // NaN is not equal to itself as a Rust value: compared on the server only.
     let nan = caller
         .backend()
