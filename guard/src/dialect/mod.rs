@@ -924,6 +924,8 @@ pub(crate) struct Statements {
     pub(crate) release: String,
     pub(crate) lock: String,
     pub(crate) lock_after_begin: String,
+    /// A claim of any rows, without a filter: [`batch::claim`].
+    pub(crate) claim_any: String,
 }
 
 impl Statements {
@@ -942,6 +944,7 @@ impl Statements {
             release: release(dialect, table),
             lock: lock(dialect, table),
             lock_after_begin: lock_after_begin(dialect, table),
+            claim_any: batch::claim(dialect, table, 0, &[]),
         }
     }
 }
