@@ -40,10 +40,11 @@
 //! [`Store::transaction`]'s timeout bounds the whole transaction, every statement
 //! included ([`Fenced::store`]'s too): past it, each fails with
 //! [`Error::TransactionTimedOut`] unsent, and the commit rolls back instead. On
-//! PostgreSQL the server enforces it as well: before each statement, pipelined with it,
-//! the transaction's `statement_timeout` and `idle_in_transaction_session_timeout` are
-//! set to the time left, so a holder that hangs, or keeps writing, is disconnected at
-//! the deadline and its transaction rolled back. SQL Server and SQLite have no
+//! PostgreSQL the server enforces it as well: with the transaction's first statement,
+//! and again once a tenth of the timeout has passed, pipelined with the statement, the
+//! transaction's `statement_timeout` and `idle_in_transaction_session_timeout` are set
+//! to the time left, so a holder that hangs, or keeps writing, is disconnected at most a
+//! tenth of the timeout past the deadline and its transaction rolled back. SQL Server and SQLite have no
 //! server-side bound: a holder that hangs holds the lock until its connection closes.
 //!
 //! # What a `Fenced` refuses
@@ -252,12 +253,17 @@ impl Deadline {
 
     /// The time left, `None` when unbounded; [`Error::TransactionTimedOut`] once past.
     pub(crate) fn remaining(&self) -> Result<Option<Duration>> {
+        Ok(self.remaining_of()?.map(|(left, _)| left))
+    }
+
+    /// The time left and the whole timeout, as [`remaining`](Deadline::remaining).
+    pub(crate) fn remaining_of(&self) -> Result<Option<(Duration, Duration)>> {
         match self.0.get() {
             None => Ok(None),
             Some(&(deadline, timeout)) => deadline
                 .checked_duration_since(Instant::now())
                 .filter(|left| !left.is_zero())
-                .map(Some)
+                .map(|left| Some((left, timeout)))
                 .ok_or(Error::TransactionTimedOut { timeout }),
         }
     }

@@ -673,7 +673,15 @@ pub struct LentPostgres {
     deadline: Deadline,
     /// The transaction's `BEGIN` until it is sent, with the next statement.
     begin: std::sync::Mutex<Option<&'static str>>,
+    /// When the server's timeouts were last set.
+    bounded_at: std::sync::Mutex<Option<Instant>>,
 }
+
+/// How much of a fenced transaction's timeout may pass before the server's timeouts
+/// are set again: a tenth. Each statement runs, and each pause between statements
+/// lasts, at most the time left when they were last set, so the server ends a
+/// transaction at most this late past its deadline.
+const REBOUND_AFTER: u32 = 10;
 
 impl std::fmt::Debug for LentPostgres {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -689,6 +697,7 @@ impl Lend for Postgres {
             conn: tokio::sync::Mutex::new(self.checkout().await?),
             deadline: Deadline::default(),
             begin: std::sync::Mutex::new(None),
+            bounded_at: std::sync::Mutex::new(None),
         })
     }
 
@@ -696,10 +705,11 @@ impl Lend for Postgres {
         lent.conn.into_inner().give_back();
     }
 
-    /// The server ends the transaction at the deadline too: each statement is sent
-    /// after, and pipelined with, a `set_config` of `statement_timeout` and
-    /// `idle_in_transaction_session_timeout` to the time left, so neither a long
-    /// statement nor a pause between statements outlives it.
+    /// The server ends the transaction at the deadline too, at most a tenth of the
+    /// timeout late: the transaction's first statement, and the first after each tenth
+    /// of the timeout, is sent after, and pipelined with, a `set_config` of
+    /// `statement_timeout` and `idle_in_transaction_session_timeout` to the time left,
+    /// so neither a long statement nor a pause between statements outlives it by more.
     fn bound(lent: &LentPostgres, deadline: Instant, timeout: Duration) {
         lent.deadline.set(deadline, timeout);
     }
@@ -724,12 +734,25 @@ impl LentPostgres {
     }
 
     /// [`Error::TransactionTimedOut`] past the deadline; before it, the time left in
-    /// milliseconds, for the server's timeouts; `None` when unbounded.
+    /// milliseconds when the server's timeouts are due to be set (see
+    /// [`Lend::bound`]); `None` when they are not, or the transaction is unbounded.
     fn time_left(&self) -> Result<Option<Value>> {
-        Ok(self.deadline.remaining()?.map(|left| {
-            // At least 1 ms: 0 would switch the timeouts off.
-            Value::Text(left.as_millis().clamp(1, i32::MAX as u128).to_string())
-        }))
+        let Some((left, timeout)) = self.deadline.remaining_of()? else {
+            return Ok(None);
+        };
+        let now = Instant::now();
+        let mut bounded_at = self
+            .bounded_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if bounded_at.is_some_and(|at| now.duration_since(at) < timeout / REBOUND_AFTER) {
+            return Ok(None);
+        }
+        *bounded_at = Some(now);
+        // At least 1 ms: 0 would switch the timeouts off.
+        Ok(Some(Value::Text(
+            left.as_millis().clamp(1, i32::MAX as u128).to_string(),
+        )))
     }
 }
 

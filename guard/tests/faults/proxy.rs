@@ -67,6 +67,7 @@ struct Control {
     reply_delay: Mutex<Duration>,
     fired: AtomicU64,
     round_trips: AtomicU64,
+    statements: AtomicU64,
 }
 
 impl Control {
@@ -200,10 +201,19 @@ impl Proxy {
         self.control.round_trips.load(Ordering::SeqCst)
     }
 
-    /// Starts the count of [`round_trips`](Proxy::round_trips) again, from 0. Call it
-    /// while no client waits for an answer.
+    /// Starts the counts of [`round_trips`](Proxy::round_trips) and
+    /// [`statements`](Proxy::statements) again, from 0. Call it while no client waits
+    /// for an answer.
     pub fn reset_round_trips(&self) {
         self.control.round_trips.store(0, Ordering::SeqCst);
+        self.control.statements.store(0, Ordering::SeqCst);
+    }
+
+    /// The statements clients sent since the last
+    /// [`reset_round_trips`](Proxy::reset_round_trips): PostgreSQL `Execute` and
+    /// simple `Query` messages, TDS RPC and SQL batch messages.
+    pub fn statements(&self) -> u64 {
+        self.control.statements.load(Ordering::SeqCst)
     }
 }
 
@@ -261,6 +271,14 @@ impl Unit {
             Unit::Pg(kind) => kind == b'E',
             Unit::Tds { kind, begins, .. } => begins && matches!(kind, TDS_SQL_BATCH | TDS_RPC),
             Unit::Tls | Unit::Opaque => false,
+        }
+    }
+
+    /// The unit is a statement the client sends: one the server runs.
+    fn is_statement(self) -> bool {
+        match self {
+            Unit::Pg(kind) => kind == b'E' || kind == b'Q',
+            unit => unit.begins_statement(),
         }
     }
 
@@ -432,6 +450,10 @@ async fn requests(
         if replied.swap(false, Ordering::SeqCst) {
             control.round_trips.fetch_add(1, Ordering::SeqCst);
         }
+        let statements = kinds.iter().filter(|unit| unit.is_statement()).count();
+        control
+            .statements
+            .fetch_add(statements as u64, Ordering::SeqCst);
         let executes = kinds.iter().any(|unit| unit.begins_statement());
         if executes && control.take_if(Fault::CutBeforeExecute) {
             return;

@@ -340,7 +340,8 @@ impl Body {
 }
 
 /// A plain tokio-postgres transaction on `client`: `BEGIN`, the lines, the
-/// publication, `COMMIT`, each statement prepared beforehand.
+/// publication, `COMMIT`, each statement prepared beforehand; the round trips it waited
+/// for.
 async fn plain(client: &mut Client, body: &Body, lease: &Lease, proxy: &Proxy) -> u64 {
     let insert = client.prepare(&body.insert).await.unwrap();
     let publish = client.prepare(&body.publish).await.unwrap();
@@ -397,6 +398,41 @@ async fn a_fenced_transaction_waits_no_more_than_a_plain_one() {
     let lease = leased(&own).await;
     let (done, fenced_waits) = counted(&proxy, fenced(&store, &body, &lease)).await;
     done.unwrap();
+    // BEGIN, the lines, the publication, COMMIT; then the check, and one setting of
+    // the server's timeouts for a transaction far shorter than a tenth of its own.
+    assert_eq!(
+        proxy.statements(),
+        (LINES + 3 + 2) as u64,
+        "the server's timeouts were set more than once"
+    );
+    // Negative control: statements a tenth of the timeout apart set them each time.
+    let lease = leased(&own).await;
+    proxy.reset_round_trips();
+    let timeout = Duration::from_millis(1_500);
+    let tx = store.transaction(&lease, timeout).await.unwrap().unwrap();
+    for i in 0..LINES {
+        tokio::time::sleep(timeout / 9).await;
+        assert_eq!(
+            tx.execute(&body.insert, &Body::line(&lease, i))
+                .await
+                .unwrap(),
+            1
+        );
+    }
+    tokio::time::sleep(timeout / 9).await;
+    assert!(
+        tx.store()
+            .update(&lease, &payload("p"))
+            .await
+            .unwrap()
+            .is_applied()
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(
+        proxy.statements(),
+        (LINES + 3 + 2 + LINES + 1) as u64,
+        "the server's timeouts set again after each tenth of the timeout were not counted"
+    );
     println!("plain transaction: {plain_waits} round trips; fenced: {fenced_waits}");
     assert!(
         fenced_waits <= plain_waits,
