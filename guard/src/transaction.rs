@@ -224,7 +224,8 @@ pub trait Lend: Backend {
     /// Begins the transaction on `lent` with `begin` ([`dialect::begin`]). The default
     /// sends it and waits for its answer; PostgreSQL's pool sends it with the
     /// transaction's first statement instead, pipelined, so that beginning costs no
-    /// round trip of its own: an error of `begin` is then that statement's error.
+    /// round trip of its own, and SQLite's runs it in the same call as that statement:
+    /// an error of `begin` is then that statement's error.
     fn begin(lent: &Self::Lent, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
         lent.execute_batch(begin)
     }
