@@ -10,6 +10,12 @@ pub(crate) enum Error {
     /// A raw tokio-postgres statement failed.
     #[error("postgresql statement failed")]
     Postgres(#[source] tokio_postgres::Error),
+    /// A raw tiberius statement failed.
+    #[error("sql server statement failed")]
+    Mssql(#[source] tiberius::error::Error),
+    /// A raw sqlx statement failed.
+    #[error("sqlx statement failed")]
+    Sqlx(#[source] sqlx::Error),
     /// A raw rusqlite statement failed.
     #[error("sqlite statement failed")]
     Sqlite(#[source] rusqlite::Error),
@@ -46,6 +52,18 @@ impl From<fenced_guard::Error> for Error {
 impl From<tokio_postgres::Error> for Error {
     fn from(e: tokio_postgres::Error) -> Self {
         Error::Postgres(e)
+    }
+}
+
+impl From<tiberius::error::Error> for Error {
+    fn from(e: tiberius::error::Error) -> Self {
+        Error::Mssql(e)
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Sqlx(e)
     }
 }
 

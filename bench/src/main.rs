@@ -21,12 +21,16 @@
 //! table against a small one, and claiming against a loop of `try_acquire` (see
 //! `scale.rs` and `fenced-bench scale --help`). `fenced-bench stamp` measures the
 //! fenced write on PostgreSQL with the server's timeline in its fence and without
-//! (`stamp.rs`, `fenced-bench stamp --help`).
+//! (`stamp.rs`, `fenced-bench stamp --help`). `fenced-bench paths` sets the paths an
+//! existing service takes (its own clients and transactions, the guard's fenced
+//! transactions, claiming) against the same work on the driver alone (`paths/`,
+//! `fenced-bench paths --help`).
 
 mod chart;
 mod check;
 mod error;
 mod measure;
+mod paths;
 mod postgres;
 mod report;
 mod scale;
@@ -126,6 +130,114 @@ enum Command {
     /// The fenced write on PostgreSQL with the server's timeline stamped in its fence
     /// against the same write without it, alternated. Prints the ratio.
     Stamp(StampArgs),
+    /// The paths a service takes (its own clients, the guard's fenced transactions, a
+    /// fence in its sqlx transaction, claiming) against the same work on the driver
+    /// alone, alternated. Prints ratios. SQL Server too when `FENCED_MSSQL_URL` is set.
+    Paths(PathsArgs),
+}
+
+/// The paths benchmark's options.
+#[derive(Debug, clap::Args)]
+struct PathsArgs {
+    /// Short windows (0.3 s, 0.2 s of warm-up, one repeat) and a small claiming table,
+    /// to try the harness (as CI does).
+    #[arg(long)]
+    quick: bool,
+    /// Which parts to run, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "client,transaction,sqlx,claim"
+    )]
+    parts: Vec<paths::Part>,
+    /// Length of each measured window, in seconds.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Warm-up before each window, in seconds.
+    #[arg(long, default_value_t = 0.5)]
+    warmup: f64,
+    /// Runs of each side; medians are reported.
+    #[arg(long, default_value_t = 5)]
+    repeats: usize,
+    /// Worker counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,8")]
+    workers: Vec<usize>,
+    /// Rows of the claiming comparison's table.
+    #[arg(long, default_value_t = 100_000)]
+    claim_rows: i64,
+    /// A control run: every comparison's first side against itself, to show the
+    /// machine's noise.
+    #[arg(long)]
+    control: bool,
+    /// Let every commit wait for the disk (`synchronous_commit` on; the SQLite file in
+    /// the system's temporary directory rather than `/dev/shm`).
+    #[arg(long)]
+    durable: bool,
+    /// Skip SQL Server even when `FENCED_MSSQL_URL` is set.
+    #[arg(long)]
+    no_mssql: bool,
+    /// Where to write the table (Markdown), besides standard output.
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+}
+
+impl PathsArgs {
+    fn settings(&self) -> Result<paths::Settings, Error> {
+        let secs = |v: f64, what: &str, zero: bool| {
+            if v.is_finite() && (v > 0.0 || (zero && v == 0.0)) && v <= 3600.0 {
+                Ok(Duration::from_secs_f64(v))
+            } else {
+                Err(Error::Usage(format!(
+                    "--{what} must be {} and at most 3600 seconds, not {v}",
+                    if zero { "0 or more" } else { "more than 0" }
+                )))
+            }
+        };
+        if self.repeats == 0 {
+            return Err(Error::Usage("--repeats must be at least 1".into()));
+        }
+        if self.workers.is_empty() || self.workers.iter().any(|&w| w == 0 || w > 1024) {
+            return Err(Error::Usage(
+                "--workers must list worker counts between 1 and 1024".into(),
+            ));
+        }
+        if self.claim_rows < 1 {
+            return Err(Error::Usage("--claim-rows must be at least 1".into()));
+        }
+        let mut workers = self.workers.clone();
+        workers.sort_unstable();
+        workers.dedup();
+        let quick = self.quick;
+        let shm = PathBuf::from("/dev/shm");
+        Ok(paths::Settings {
+            postgres: std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned()),
+            mssql: if self.no_mssql {
+                None
+            } else {
+                std::env::var("FENCED_MSSQL_URL").ok()
+            },
+            sqlite_dir: if !self.durable && shm.is_dir() {
+                shm
+            } else {
+                std::env::temp_dir()
+            },
+            durable: self.durable,
+            workers,
+            timing: measure::Timing {
+                warmup: secs(if quick { 0.2 } else { self.warmup }, "warmup", true)?,
+                measured: secs(if quick { 0.3 } else { self.seconds }, "seconds", false)?,
+            },
+            repeats: if quick { 1 } else { self.repeats },
+            control: self.control,
+            parts: self.parts.clone(),
+            claim_rows: if quick {
+                self.claim_rows.min(10_000)
+            } else {
+                self.claim_rows
+            },
+        })
+    }
 }
 
 /// The stamp benchmark's options.
@@ -437,10 +549,24 @@ async fn run_stamp(args: &StampArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn run_paths(args: &PathsArgs) -> anyhow::Result<()> {
+    let settings = args.settings()?;
+    let results = paths::run(&settings, &mut |line| eprintln!("{line}")).await?;
+    let table = paths::markdown(&settings, &results);
+    if let Some(path) = &args.markdown {
+        write_file(path, &table)?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(table.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
 async fn run(args: Args) -> anyhow::Result<()> {
     match &args.command {
         Some(Command::Scale(scale)) => return run_scale(scale).await,
         Some(Command::Stamp(stamp)) => return run_stamp(stamp).await,
+        Some(Command::Paths(paths)) => return run_paths(paths).await,
         None => {}
     }
     let settings = args.settings()?;
@@ -597,6 +723,43 @@ mod tests {
         ] {
             assert!(
                 matches!(stamp(bad), Err(Error::Usage(_))),
+                "accepted {bad:?}"
+            );
+        }
+    }
+
+    fn paths(args: &[&str]) -> Result<paths::Settings, Error> {
+        let args = Args::try_parse_from(
+            ["fenced-bench", "paths"]
+                .into_iter()
+                .chain(args.iter().copied()),
+        )
+        .expect("parses");
+        match args.command {
+            Some(Command::Paths(paths)) => paths.settings(),
+            _ => panic!("no paths subcommand"),
+        }
+    }
+
+    #[test]
+    fn the_paths_benchmark_takes_its_sizes_and_refuses_nonsense() {
+        let settings = paths(&["--no-mssql"]).unwrap();
+        assert_eq!(settings.workers, [1, 8]);
+        assert_eq!((settings.repeats, settings.claim_rows), (5, 100_000));
+        assert_eq!(settings.parts.len(), 4);
+        assert!(settings.mssql.is_none());
+        let quick = paths(&["--quick", "--parts", "claim,client"]).unwrap();
+        assert_eq!(quick.repeats, 1);
+        assert!(quick.claim_rows <= 10_000);
+        assert_eq!(quick.parts, [paths::Part::Claim, paths::Part::Client]);
+        for bad in [
+            &["--repeats", "0"][..],
+            &["--workers", "0"],
+            &["--seconds", "0"],
+            &["--claim-rows", "0"],
+        ] {
+            assert!(
+                matches!(paths(bad), Err(Error::Usage(_))),
                 "accepted {bad:?}"
             );
         }

@@ -106,6 +106,36 @@ pub(crate) async fn drive<C: Cycle>(mut cycle: C, key: i64, window: Window) -> R
     Ok((cycle, tally))
 }
 
+/// One attempt of a worker whose attempts borrow what the worker keeps (a store on a
+/// client of its own), for [`drive_with`].
+pub(crate) trait Attempt {
+    /// One attempt, as [`Cycle::attempt`].
+    fn attempt(&mut self, key: i64) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// The loop of [`drive`] for an [`Attempt`].
+pub(crate) async fn drive_with(
+    mut attempt: impl Attempt,
+    key: i64,
+    window: Window,
+) -> Result<Tally> {
+    let mut tally = Tally::default();
+    'cycles: loop {
+        let started = Instant::now();
+        if started >= window.until {
+            break;
+        }
+        while !attempt.attempt(key).await? {
+            tally.refuse(&window);
+            if Instant::now() >= window.until {
+                break 'cycles;
+            }
+        }
+        tally.record(&window, started, Instant::now());
+    }
+    Ok(tally)
+}
+
 /// The same loop for a blocking worker on its own thread.
 pub(crate) fn drive_blocking(
     mut attempt: impl FnMut(i64) -> Result<bool>,
@@ -153,6 +183,23 @@ where
         .enumerate()
         .map(|(i, c)| tokio::spawn(drive(c, key(i), window)))
         .collect();
+    gather(handles, window, at_measure_start, at_measure_end).await
+}
+
+/// Waits out `window` for the workers `handles` (spawned already, each returning what
+/// it kept and its tally), as [`run_async`] does, and merges their tallies.
+pub(crate) async fn gather<C, S, E, SF, EF>(
+    handles: Vec<tokio::task::JoinHandle<Result<(C, Tally)>>>,
+    window: Window,
+    at_measure_start: S,
+    at_measure_end: E,
+) -> Result<(Vec<C>, Tally, Option<Duration>, SF::Output, EF::Output)>
+where
+    S: FnOnce() -> SF,
+    SF: Future,
+    E: FnOnce() -> EF,
+    EF: Future,
+{
     tokio::time::sleep_until(window.measure_from.into()).await;
     let cpu_start = process_cpu();
     let started = at_measure_start().await;

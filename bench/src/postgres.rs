@@ -278,7 +278,7 @@ pub(crate) fn with_parameter(config: &str, key: &str, value: &str) -> String {
 }
 
 /// The cycle through tokio-postgres, with statements prepared once.
-struct RawCycle {
+pub(crate) struct RawCycle {
     client: Client,
     acquire: Statement,
     publish: Statement,
@@ -286,7 +286,7 @@ struct RawCycle {
 }
 
 impl RawCycle {
-    async fn prepare(client: Client, sql: &CycleSql) -> Result<Self> {
+    pub(crate) async fn prepare(client: Client, sql: &CycleSql) -> Result<Self> {
         let acquire = client.prepare(&sql.acquire).await?;
         let publish = client.prepare(&sql.publish).await?;
         let release = match &sql.release {

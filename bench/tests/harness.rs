@@ -386,3 +386,81 @@ fn a_quick_stamp_run_prints_a_row_per_worker_count() {
     let bad = run(&["stamp", "--repeats", "0"], dir.path());
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn a_quick_paths_run_prints_a_row_per_path_database_and_worker_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let markdown = dir.path().join("paths.md");
+    let output = run(
+        &[
+            "paths",
+            "--quick",
+            "--workers",
+            "1,2",
+            "--markdown",
+            markdown.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&markdown).unwrap(), stdout);
+    let mut expected = vec![
+        ("lease cycle on the caller's client", "PostgreSQL"),
+        ("fenced transaction, guard's pool", "PostgreSQL"),
+        ("fenced transaction, guard's pool", "SQLite, in place"),
+        ("fenced transaction, guard's pool", "SQLite, hand-off"),
+        ("fence in the caller's sqlx transaction", "PostgreSQL"),
+        ("claim of one row", "PostgreSQL"),
+    ];
+    if std::env::var_os("FENCED_MSSQL_URL").is_some() {
+        expected.push(("lease cycle on the caller's client", "SQL Server (TDS)"));
+        expected.push(("fenced transaction, guard's pool", "SQL Server (TDS)"));
+    }
+    for (path, database) in expected {
+        for workers in ["1", "2"] {
+            let row = stdout
+                .lines()
+                .find(|l| {
+                    let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                    cells.len() > 4
+                        && cells[1].starts_with(path)
+                        && cells[3] == database
+                        && cells[4] == workers
+                })
+                .unwrap_or_else(|| panic!("no row for {path} on {database}, {workers}:\n{stdout}"));
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            // Both sides ran and completed operations: a finite ratio.
+            for cell in [cells[5], cells[6], cells[7]] {
+                assert!(
+                    cell.parse::<f64>().is_ok_and(|v| v.is_finite() && v > 0.0),
+                    "{row}"
+                );
+            }
+        }
+    }
+    let control = run(
+        &[
+            "paths",
+            "--quick",
+            "--control",
+            "--workers",
+            "1",
+            "--parts",
+            "claim",
+        ],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&control.stdout);
+    assert!(control.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("**control run**") && stdout.contains("| the same path again |"),
+        "{stdout}"
+    );
+    let bad = run(&["paths", "--workers", "0"], dir.path());
+    assert_eq!(bad.status.code(), Some(2));
+}

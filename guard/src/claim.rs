@@ -196,7 +196,7 @@ impl<E: Executor> Store<E> {
     /// A row is free when never leased, released, expired by the database's clock, or
     /// acquired in an earlier epoch. Rows that another transaction holds locked at the
     /// moment (another claim's, an acquisition's) are skipped, not waited for:
-    /// `FOR UPDATE SKIP LOCKED` on PostgreSQL, `READPAST` on SQL Server; SQLite's single
+    /// `FOR NO KEY UPDATE SKIP LOCKED` on PostgreSQL, `READPAST` on SQL Server; SQLite's single
     /// writer needs neither. Babelfish ignores `READPAST`: there a claim that meets a row
     /// another claim is taking waits for it, finds it no longer free, and returns fewer
     /// rows; no row is ever claimed twice.
@@ -258,8 +258,13 @@ impl<E: Executor> Store<E> {
         }
         let owner = Uuid::new_v4();
         let Some(keys) = &candidates.keys else {
-            let sql = batch::claim(self.dialect(), self.table(), 0, &tests);
             let params = claim_params(limit, owner, ttl_ms, &values, &[]);
+            if tests.is_empty() {
+                // Rendered once, with the store's other statements.
+                let sql = &self.statements().claim_any;
+                return self.run_claim(sql, &params, owner, ttl).await;
+            }
+            let sql = batch::claim(self.dialect(), self.table(), 0, &tests);
             return self.run_claim(&sql, &params, owner, ttl).await;
         };
         // Once: a key repeated in a later chunk would be claimed again there, superseding

@@ -42,15 +42,16 @@
 //! [`Store::transaction`]'s timeout bounds the whole transaction, every statement
 //! included ([`Fenced::store`]'s too): past it, each fails with
 //! [`Error::TransactionTimedOut`] unsent, and the commit rolls back instead. On
-//! PostgreSQL the server enforces it as well: before each statement, pipelined with it,
-//! the transaction's `statement_timeout` and `idle_in_transaction_session_timeout` are
-//! set to the time left, so a holder that hangs, or keeps writing, is disconnected at
-//! the deadline and its transaction rolled back. SQL Server and SQLite have no such
-//! setting, so the guard ends the transaction itself at the deadline: on SQL Server it
-//! closes the connection (the server rolls back, cancelling a statement still
-//! running); on SQLite it interrupts a running statement and rolls back. Either way a
-//! holder that hangs holds the lock no longer than the timeout. In the caller's own
-//! transaction ([`Store::fence`]), the caller bounds it.
+//! PostgreSQL the server enforces it as well: with the transaction's first statement,
+//! and again once a tenth of the timeout has passed, pipelined with the statement, the
+//! transaction's `statement_timeout` and `idle_in_transaction_session_timeout` are set
+//! to the time left, so a holder that hangs, or keeps writing, is disconnected at most a
+//! tenth of the timeout past the deadline and its transaction rolled back. SQL Server
+//! and SQLite have no such setting, so the guard ends the transaction itself at the
+//! deadline: on SQL Server it closes the connection (the server rolls back, cancelling
+//! a statement still running); on SQLite it interrupts a running statement and rolls
+//! back. Either way a holder that hangs holds the lock no longer than the timeout. In
+//! the caller's own transaction ([`Store::fence`]), the caller bounds it.
 //!
 //! # What a `Fenced` refuses
 //!
@@ -298,6 +299,16 @@ impl<'l, E: Executor> Fenced<'l, E> {
     }
 }
 
+/// Who began the transaction a lease is checked and locked in: which check-and-lock
+/// statement it takes ([`dialect::lock_after_begin`] or [`dialect::lock`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Begun {
+    /// [`Store::transaction`], with [`dialect::begin`].
+    ByGuard,
+    /// The caller, on their own connection ([`Store::fence`]).
+    ByCaller,
+}
+
 /// Why a statement whose own check found the lease gone was not run.
 const LEASE_LOST: &str =
     "the lease's row no longer carries the lease: the fenced transaction ended";
@@ -332,6 +343,15 @@ pub trait Lend: Backend {
     /// Returns a connection with no transaction open to the pool.
     fn give_back(lent: Self::Lent);
 
+    /// Begins the transaction on `lent` with `begin` ([`dialect::begin`]). The default
+    /// sends it and waits for its answer; PostgreSQL's pool sends it with the
+    /// transaction's first statement instead, pipelined, so that beginning costs no
+    /// round trip of its own, and SQLite's runs it in the same call as that statement:
+    /// an error of `begin` is then that statement's error.
+    fn begin(lent: &Self::Lent, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
+        lent.execute_batch(begin)
+    }
+
     /// Bounds the transaction on `lent` by `deadline` (`timeout` after it began):
     /// past it, every statement but the transaction's end fails with
     /// [`Error::TransactionTimedOut`] unsent. Where the database can, it ends the
@@ -356,12 +376,17 @@ impl Deadline {
 
     /// The time left, `None` when unbounded; [`Error::TransactionTimedOut`] once past.
     pub(crate) fn remaining(&self) -> Result<Option<Duration>> {
+        Ok(self.remaining_of()?.map(|(left, _)| left))
+    }
+
+    /// The time left and the whole timeout, as [`remaining`](Deadline::remaining).
+    pub(crate) fn remaining_of(&self) -> Result<Option<(Duration, Duration)>> {
         match self.0.get() {
             None => Ok(None),
             Some(&(deadline, timeout)) => deadline
                 .checked_duration_since(Instant::now())
                 .filter(|left| !left.is_zero())
-                .map(Some)
+                .map(|left| Some((left, timeout)))
                 .ok_or(Error::TransactionTimedOut { timeout }),
         }
     }
@@ -503,15 +528,14 @@ impl<B: InTransaction> Store<B> {
             ));
         }
         let span = trace::step("fence", self.table(), lease.key(), Some(lease.generation()));
-        let locked =
-            trace::traced(span, self.lock_row(lease))
-                .await
-                .map_err(|error| match error.database_code().as_deref() {
-                    Some("51000") => Error::NotInTransaction(
-                        "a fence needs a transaction open on the connection",
-                    ),
-                    _ => error,
-                })?;
+        let locked = trace::traced(span, self.lock_row(lease, Begun::ByCaller))
+            .await
+            .map_err(|error| match error.database_code().as_deref() {
+                Some("51000") => {
+                    Error::NotInTransaction("a fence needs a transaction open on the connection")
+                }
+                _ => error,
+            })?;
         Ok(match locked {
             Outcome::Applied => Some(Fenced {
                 store: self,
@@ -528,6 +552,9 @@ impl<B: Executor> Store<B> {
     /// locks its row ([`Store::fence`]); see [`crate::transaction`]. `None` means the
     /// lease no longer holds: the transaction was rolled back and the connection given
     /// back.
+    ///
+    /// On PostgreSQL the `BEGIN`, the server's bound and the check go out together and
+    /// cost one round trip, as a plain transaction's `BEGIN` does.
     ///
     /// `timeout` bounds how long the transaction may stay open, and so how long a
     /// successor may wait for the row: past it, a statement or the commit rolls back
@@ -560,12 +587,8 @@ impl<B: Executor> Store<B> {
         let deadline = crate::wait::saturating_add(Instant::now(), timeout);
         let lent = self.backend().lend().await?;
         B::bound(&lent, deadline, timeout);
+        B::begin(&lent, dialect::begin(self.dialect())).await?;
         let store = self.with_executor(lent);
-        let dialect = self.dialect();
-        store
-            .backend()
-            .execute_batch(dialect::begin(dialect))
-            .await?;
         let fenced = Fenced {
             store,
             lease,
@@ -577,7 +600,7 @@ impl<B: Executor> Store<B> {
             lease.key(),
             Some(lease.generation()),
         );
-        match trace::traced(span, fenced.store.lock_row(lease)).await? {
+        match trace::traced(span, fenced.store.lock_row(lease, Begun::ByGuard)).await? {
             Outcome::Applied => Ok(Some(FencedTransaction { fenced })),
             Outcome::Refused => {
                 FencedTransaction::<B> { fenced }.rollback().await?;
@@ -588,7 +611,7 @@ impl<B: Executor> Store<B> {
 
     /// The check-and-lock statement: `Applied` when the lease holds and its row is now
     /// locked.
-    pub(crate) async fn lock_row(&self, lease: &Lease) -> Result<Outcome> {
+    pub(crate) async fn lock_row(&self, lease: &Lease, begun: Begun) -> Result<Outcome> {
         self.no_procedure("a fenced transaction")?;
         self.check_key(lease.key())?;
         if lease.is_revoked() {
@@ -599,8 +622,15 @@ impl<B: Executor> Store<B> {
             Value::I64(lease.generation()),
             Value::Uuid(lease.owner()),
         ];
-        let sql = &self.statements().lock;
-        let locked = if self.dialect() == dialect::Dialect::Postgres {
+        // PostgreSQL's lock, and SQLite's after `BEGIN IMMEDIATE`, are `SELECT`s that
+        // return the row; the others `UPDATE` it.
+        let statements = self.statements();
+        let (sql, returns_row) = match (self.dialect(), begun) {
+            (dialect::Dialect::Sqlite, Begun::ByGuard) => (&statements.lock_after_begin, true),
+            (dialect::Dialect::Postgres, _) => (&statements.lock, true),
+            _ => (&statements.lock, false),
+        };
+        let locked = if returns_row {
             self.backend().query_row(sql, &params).await?.is_some()
         } else {
             self.backend().execute(sql, &params).await? == 1

@@ -3,7 +3,8 @@
 //! They live with the connection that prepared them, so finding one is a comparison of
 //! texts on a connection the caller holds alone: no lock, no hash of the text. A store
 //! issues a handful of distinct statements, each many times. PostgreSQL keeps its
-//! server-side statements here, SQLite its rusqlite statements.
+//! server-side statements here (the guard's pool's, and those an executor on a caller's
+//! client prepared), SQLite its rusqlite statements.
 
 /// The statements prepared on one connection, found by their text, at most `capacity`
 /// of them: past that, the one run longest ago is dropped, so that a stream of distinct
@@ -76,7 +77,7 @@ impl<S> KeptStatements<S> {
     }
 
     /// How many statements are kept.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "postgres"))]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }

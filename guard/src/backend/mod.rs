@@ -7,7 +7,7 @@
 //! ([`crate::connection`]).
 
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
-mod kept;
+pub(crate) mod kept;
 #[cfg(feature = "mssql")]
 pub(crate) mod mssql;
 #[cfg(any(feature = "mssql", feature = "postgres", feature = "sqlite"))]

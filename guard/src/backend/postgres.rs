@@ -21,6 +21,7 @@ use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::transaction::{Deadline, Lend};
 use crate::value::{Key, Value};
+pub(crate) use connection::is_stale_plan;
 use connection::{Connection, Opener, opener};
 
 pub use connection::PooledClient;
@@ -309,7 +310,7 @@ impl std::error::Error for Unencodable {
 /// Whether `error`, from running a statement that takes `expected` parameters with
 /// `given`, was raised before anything was sent: tokio-postgres checks the count and
 /// encodes every value before it sends the statement.
-pub(crate) fn unsent(error: &tokio_postgres::Error, expected: usize, given: usize) -> bool {
+fn unsent(error: &tokio_postgres::Error, expected: usize, given: usize) -> bool {
     expected != given
         || std::error::Error::source(error).is_some_and(|source| source.is::<Unencodable>())
 }
@@ -433,19 +434,35 @@ pub(crate) async fn all_rows(
     Ok(all)
 }
 
+/// What a lent connection sends ahead of a statement, pipelined with it: the `BEGIN`
+/// of its transaction, if not sent yet, and the server's timeouts ([`SET_TIMEOUTS`]),
+/// in milliseconds, when the transaction is bounded. The pool's own statements send
+/// neither ([`Ahead::NOTHING`]).
+#[derive(Clone, Copy, Debug)]
+struct Ahead<'a> {
+    begin: Option<&'a str>,
+    timeouts: Option<&'a Value>,
+}
+
+impl Ahead<'_> {
+    const NOTHING: Ahead<'static> = Ahead {
+        begin: None,
+        timeouts: None,
+    };
+}
+
 /// Runs a statement on `conn`, prepared once per connection, and returns the rows it
 /// changed. A statement whose cached preparation went stale (its table was altered) is
-/// prepared again, once. With `timeouts`, the server's timeouts are set to it
-/// ([`SET_TIMEOUTS`]) first, pipelined with the statement.
+/// prepared again, once. What goes `ahead` of it is sent first, pipelined with it.
 async fn execute_on(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
-    timeouts: Option<&Value>,
+    mut ahead: Ahead<'_>,
 ) -> Result<u64> {
     let mut prepared_again = false;
     loop {
-        let set = set_timeouts(conn, timeouts).await?;
+        let set = set_timeouts(conn, ahead.timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
         // The values are bound straight from the slice: no vector of references. Run as
@@ -458,7 +475,9 @@ async fn execute_on(
             }
             Ok::<_, Failed>(rows.rows_affected().unwrap_or(0))
         };
-        match behind(client, set.as_ref(), run).await {
+        // Sent once: a statement prepared again runs inside the transaction begun.
+        let begin = ahead.begin.take();
+        match behind(client, begin, set.as_ref(), run).await {
             Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
                 prepared_again = true;
             }
@@ -480,18 +499,20 @@ async fn query_row_on(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
-    timeouts: Option<&Value>,
+    mut ahead: Ahead<'_>,
 ) -> Result<Option<Vec<Value>>> {
     let mut prepared_again = false;
     loop {
-        let set = set_timeouts(conn, timeouts).await?;
+        let set = set_timeouts(conn, ahead.timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
         let run = async {
             let rows = unexecuted(client.query_raw(statement, params)).await?;
             Ok::<_, Failed>(first_row(rows).await?)
         };
-        match behind(client, set.as_ref(), run).await {
+        // Sent once: a statement prepared again runs inside the transaction begun.
+        let begin = ahead.begin.take();
+        match behind(client, begin, set.as_ref(), run).await {
             Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
                 prepared_again = true;
             }
@@ -513,18 +534,20 @@ async fn query_rows_on(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
-    timeouts: Option<&Value>,
+    mut ahead: Ahead<'_>,
 ) -> Result<Vec<Vec<Value>>> {
     let mut prepared_again = false;
     loop {
-        let set = set_timeouts(conn, timeouts).await?;
+        let set = set_timeouts(conn, ahead.timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
         let run = async {
             let rows = unexecuted(client.query_raw(statement, params)).await?;
             Ok::<_, Failed>(all_rows(rows).await?)
         };
-        match behind(client, set.as_ref(), run).await {
+        // Sent once: a statement prepared again runs inside the transaction begun.
+        let begin = ahead.begin.take();
+        match behind(client, begin, set.as_ref(), run).await {
             Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
                 prepared_again = true;
             }
@@ -561,29 +584,42 @@ async fn set_timeouts<'v>(
     Ok(Some((statement.clone(), ms)))
 }
 
-/// Runs `run` on `client`, behind `set` when given: both are sent before either answer
-/// is read (tokio-postgres sends a query when its future is first polled, and polls
-/// them in order here), so they cost one waited round trip.
+/// Runs `run` on `client`, behind `begin` and `set` when given: all are sent before any
+/// answer is read (tokio-postgres sends a query when its future is first polled, and
+/// they are polled in order here), so together they cost one waited round trip.
 async fn behind<T>(
     client: &tokio_postgres::Client,
+    begin: Option<&str>,
     set: Option<&(tokio_postgres::Statement, &Value)>,
     run: impl Future<Output = std::result::Result<T, Failed>>,
 ) -> std::result::Result<T, Failed> {
-    let Some((statement, ms)) = set else {
+    if begin.is_none() && set.is_none() {
         return run.await;
+    }
+    let begin = async {
+        match begin {
+            Some(sql) => client.batch_execute(sql).await,
+            None => Ok(()),
+        }
     };
     let set = async {
-        first_row(
-            client
-                .query_raw(statement, std::slice::from_ref(*ms))
-                .await?,
-        )
-        .await
+        match set {
+            Some((statement, ms)) => first_row(
+                client
+                    .query_raw(statement, std::slice::from_ref(*ms))
+                    .await?,
+            )
+            .await
+            .map(drop),
+            None => Ok(()),
+        }
     };
-    let (set, ran) = tokio::join!(set, run);
+    let (begun, set, ran) = tokio::join!(biased; begin, set, run);
     // A failed set_config aborts the transaction, and the statement after it fails too,
-    // before it runs: its own error says so.
+    // before it runs: its own error says so. A failed `BEGIN` leaves no transaction for
+    // the statement to have run in: that it ran does not count.
     let ran = ran?;
+    begun?;
     set?;
     Ok(ran)
 }
@@ -593,9 +629,9 @@ async fn behind<T>(
 /// it could not bind, an aborted transaction, a session the server had already ended,
 /// 57P01), or the connection was closed before it was sent. A connection that closed
 /// after it was sent, with no answer, says nothing of the kind.
-struct Failed {
-    error: tokio_postgres::Error,
-    before_running: bool,
+pub(crate) struct Failed {
+    pub(crate) error: tokio_postgres::Error,
+    pub(crate) before_running: bool,
 }
 
 impl From<tokio_postgres::Error> for Failed {
@@ -611,7 +647,7 @@ impl From<tokio_postgres::Error> for Failed {
 /// one, or when the query failed on its first poll: tokio-postgres sends a query on
 /// its first poll and then waits for the answer, so an error then is a connection
 /// that was closed before anything was sent.
-async fn unexecuted(
+pub(crate) async fn unexecuted(
     start: impl Future<Output = std::result::Result<RowStream, tokio_postgres::Error>>,
 ) -> std::result::Result<RowStream, Failed> {
     let mut start = pin!(start);
@@ -635,7 +671,17 @@ async fn unexecuted(
 pub struct LentPostgres {
     conn: tokio::sync::Mutex<Checkout<Connection>>,
     deadline: Deadline,
+    /// The transaction's `BEGIN` until it is sent, with the next statement.
+    begin: std::sync::Mutex<Option<&'static str>>,
+    /// When the server's timeouts were last set.
+    bounded_at: std::sync::Mutex<Option<Instant>>,
 }
+
+/// How much of a fenced transaction's timeout may pass before the server's timeouts
+/// are set again: a tenth. Each statement runs, and each pause between statements
+/// lasts, at most the time left when they were last set, so the server ends a
+/// transaction at most this late past its deadline.
+const REBOUND_AFTER: u32 = 10;
 
 impl std::fmt::Debug for LentPostgres {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -650,6 +696,8 @@ impl Lend for Postgres {
         Ok(LentPostgres {
             conn: tokio::sync::Mutex::new(self.checkout().await?),
             deadline: Deadline::default(),
+            begin: std::sync::Mutex::new(None),
+            bounded_at: std::sync::Mutex::new(None),
         })
     }
 
@@ -657,25 +705,54 @@ impl Lend for Postgres {
         lent.conn.into_inner().give_back();
     }
 
-    /// The server ends the transaction at the deadline too: each statement is sent
-    /// after, and pipelined with, a `set_config` of `statement_timeout` and
-    /// `idle_in_transaction_session_timeout` to the time left, so neither a long
-    /// statement nor a pause between statements outlives it.
+    /// The server ends the transaction at the deadline too, at most a tenth of the
+    /// timeout late: the transaction's first statement, and the first after each tenth
+    /// of the timeout, is sent after, and pipelined with, a `set_config` of
+    /// `statement_timeout` and `idle_in_transaction_session_timeout` to the time left,
+    /// so neither a long statement nor a pause between statements outlives it by more.
     fn bound(lent: &LentPostgres, deadline: Instant, timeout: Duration) {
         lent.deadline.set(deadline, timeout);
+    }
+
+    /// Sent with the transaction's first statement, and the server's timeouts, before
+    /// either answer is read: beginning, setting the bound and checking the lease cost
+    /// one round trip, as the `BEGIN` of a plain transaction does.
+    fn begin(lent: &LentPostgres, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
+        *lent.pending_begin() = Some(begin);
+        std::future::ready(Ok(()))
     }
 }
 
 impl InTransaction for LentPostgres {}
 
 impl LentPostgres {
+    /// The `BEGIN` not sent yet, if any.
+    fn pending_begin(&self) -> std::sync::MutexGuard<'_, Option<&'static str>> {
+        self.begin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// [`Error::TransactionTimedOut`] past the deadline; before it, the time left in
-    /// milliseconds, for the server's timeouts; `None` when unbounded.
+    /// milliseconds when the server's timeouts are due to be set (see
+    /// [`Lend::bound`]); `None` when they are not, or the transaction is unbounded.
     fn time_left(&self) -> Result<Option<Value>> {
-        Ok(self.deadline.remaining()?.map(|left| {
-            // At least 1 ms: 0 would switch the timeouts off.
-            Value::Text(left.as_millis().clamp(1, i32::MAX as u128).to_string())
-        }))
+        let Some((left, timeout)) = self.deadline.remaining_of()? else {
+            return Ok(None);
+        };
+        let now = Instant::now();
+        let mut bounded_at = self
+            .bounded_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if bounded_at.is_some_and(|at| now.duration_since(at) < timeout / REBOUND_AFTER) {
+            return Ok(None);
+        }
+        *bounded_at = Some(now);
+        // At least 1 ms: 0 would switch the timeouts off.
+        Ok(Some(Value::Text(
+            left.as_millis().clamp(1, i32::MAX as u128).to_string(),
+        )))
     }
 }
 
@@ -686,30 +763,49 @@ impl Executor for LentPostgres {
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
         let left = self.time_left()?;
-        execute_on(self.conn.lock().await.conn(), sql, params, left.as_ref()).await
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let ahead = Ahead {
+            begin,
+            timeouts: left.as_ref(),
+        };
+        execute_on(conn.conn(), sql, params, ahead).await
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
         let left = self.time_left()?;
-        query_row_on(self.conn.lock().await.conn(), sql, params, left.as_ref()).await
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let ahead = Ahead {
+            begin,
+            timeouts: left.as_ref(),
+        };
+        query_row_on(conn.conn(), sql, params, ahead).await
     }
 
     async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
         let left = self.time_left()?;
-        query_rows_on(self.conn.lock().await.conn(), sql, params, left.as_ref()).await
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let ahead = Ahead {
+            begin,
+            timeouts: left.as_ref(),
+        };
+        query_rows_on(conn.conn(), sql, params, ahead).await
     }
 
     /// The transaction's own statements (`BEGIN`, `COMMIT`, `ROLLBACK`): never refused
-    /// for the deadline, so that a timed-out transaction can still be rolled back.
+    /// for the deadline, so that a timed-out transaction can still be rolled back. A
+    /// `BEGIN` not sent yet goes first, in the same batch.
     async fn execute_batch(&self, sql: &str) -> Result<()> {
-        Ok(self
-            .conn
-            .lock()
-            .await
-            .conn()
-            .client()
-            .batch_execute(sql)
-            .await?)
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let client = conn.conn().client();
+        match begin {
+            Some(begin) => client.batch_execute(&format!("{begin}; {sql}")).await?,
+            None => client.batch_execute(sql).await?,
+        }
+        Ok(())
     }
 }
 
@@ -722,7 +818,7 @@ impl Executor for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| execute_on(conn, sql, params, None).await)
+                .with_connection(async |conn| execute_on(conn, sql, params, Ahead::NOTHING).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,
@@ -735,7 +831,7 @@ impl Executor for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| query_row_on(conn, sql, params, None).await)
+                .with_connection(async |conn| query_row_on(conn, sql, params, Ahead::NOTHING).await)
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,
@@ -748,7 +844,9 @@ impl Executor for Postgres {
         let mut attempts = 0;
         loop {
             let attempt = self
-                .with_connection(async |conn| query_rows_on(conn, sql, params, None).await)
+                .with_connection(async |conn| {
+                    query_rows_on(conn, sql, params, Ahead::NOTHING).await
+                })
                 .await;
             match attempt {
                 Attempt::Done(result) => return result,

@@ -534,6 +534,8 @@ pub struct LentSqlite {
     /// ([`Lend::bound`]) stands down.
     ended: CancellationToken,
     _ended_on_drop: DropGuard,
+    /// The transaction's `BEGIN` until it runs, with the next statement.
+    begin: std::sync::Mutex<Option<&'static str>>,
 }
 
 impl std::fmt::Debug for LentSqlite {
@@ -543,13 +545,28 @@ impl std::fmt::Debug for LentSqlite {
 }
 
 impl LentSqlite {
+    /// The `BEGIN` not run yet, if any.
+    fn pending_begin(&self) -> std::sync::MutexGuard<'_, Option<&'static str>> {
+        self.begin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the connection, after the transaction's `BEGIN` if it has not run
+    /// yet: one trip to the thread that waits for the lock, not two.
     fn run<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
         let run = || {
             let mut checkout = self
                 .conn
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            with_busy_timeout(checkout.conn(), self.busy_timeout, |conn| f(conn.conn()))
+            let begin = self.pending_begin().take();
+            with_busy_timeout(checkout.conn(), self.busy_timeout, |conn| {
+                if let Some(begin) = begin {
+                    conn.conn().execute_batch(begin)?;
+                }
+                f(conn.conn())
+            })
         };
         let result = if on_multi_thread_runtime() {
             tokio::task::block_in_place(run)
@@ -574,7 +591,15 @@ impl Lend for Sqlite {
             interrupt,
             _ended_on_drop: ended.clone().drop_guard(),
             ended,
+            begin: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Runs with the transaction's first statement, in the same call: `BEGIN
+    /// IMMEDIATE` and the check, waiting for the write lock once.
+    fn begin(lent: &LentSqlite, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
+        *lent.pending_begin() = Some(begin);
+        std::future::ready(Ok(()))
     }
 
     /// SQLite has no bound of its own on a transaction. Statements past the deadline
@@ -622,6 +647,9 @@ impl InTransaction for LentSqlite {}
 
 impl Executor for LentSqlite {
     fn transaction_open(&self) -> Option<bool> {
+        if self.pending_begin().is_some() {
+            return Some(true);
+        }
         let mut checkout = self
             .conn
             .lock()

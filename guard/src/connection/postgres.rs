@@ -1,28 +1,85 @@
 //! tokio-postgres: a caller's `Client` or `Transaction`.
 
-use tokio_postgres::{Client, GenericClient, Transaction};
+use std::fmt::Write as _;
+use std::future::poll_fn;
+use std::pin::pin;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::backend::postgres::{all_rows, decode, first_row, unsent};
+use bytes::{BufMut, BytesMut};
+use futures_core::Stream;
+use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, GenericClient, Row, RowStream, Statement, Transaction};
+
+use crate::backend::kept::KeptStatements;
+use crate::backend::postgres::{Failed, decode, is_stale_plan, unexecuted};
 use crate::backend::{Executor, InTransaction};
 use crate::connection::IntoExecutor;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::value::Value;
 
-/// A caller's tokio-postgres [`Client`] or [`Transaction`], as an [`Executor`].
+/// A caller's tokio-postgres [`Client`] or [`Transaction`], as an [`Executor`]: what
+/// [`Store::on`](crate::Store::on) makes of it.
 ///
-/// Each statement is prepared (one round trip) and then run (another): the caller's
-/// connection keeps no statement cache of the guard's. The guard's own pool
-/// ([`Postgres`](crate::Postgres)) prepares each statement once per connection.
+/// Every statement costs one round trip. The first time this executor runs a
+/// statement, it goes as an unnamed statement, parsed, bound and run at once; the second
+/// time, it is also prepared on the connection, in the same round trip, and kept with
+/// this executor, which runs it from then on without the server parsing and planning it
+/// again, as a statement the service prepared itself; dropping the executor closes
+/// them. So keep the store that `on` made for as long as the client serves the same
+/// work (it borrows the client shared: the service's own statements still run on it).
+///
+/// Parameters are typed by the server from the statement, as when it prepares one, and
+/// every value is sent as the text its parameter's type reads: a value the type cannot
+/// read is the server's error, before the statement ran ([`Error::NotExecuted`]), which
+/// inside the caller's transaction aborts it, as any SQL error there does.
 #[cfg(feature = "postgres")]
-#[derive(Debug)]
-pub struct PostgresClient<'a, C>(&'a C);
+pub struct PostgresClient<'a, C> {
+    client: &'a C,
+    statements: Mutex<Statements>,
+}
+
+impl<C> std::fmt::Debug for PostgresClient<'_, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresClient")
+            .field("prepared", &self.lock().kept.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many statements one executor keeps prepared; the store sends a handful.
+const KEPT: usize = 32;
+
+/// The statements an executor has run: prepared ones kept, and the texts of those run
+/// once, which it prepares when they come again.
+struct Statements {
+    kept: KeptStatements<Statement>,
+    once: Vec<Box<str>>,
+}
+
+impl<'a, C> PostgresClient<'a, C> {
+    fn new(client: &'a C) -> Self {
+        PostgresClient {
+            client,
+            statements: Mutex::new(Statements {
+                kept: KeptStatements::new(KEPT),
+                once: Vec::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Statements> {
+        self.statements
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 impl<'a> IntoExecutor for &'a Client {
     type Executor = PostgresClient<'a, Client>;
 
     fn into_executor(self) -> Self::Executor {
-        PostgresClient(self)
+        PostgresClient::new(self)
     }
 }
 
@@ -30,7 +87,7 @@ impl<'a, 't> IntoExecutor for &'a Transaction<'t> {
     type Executor = PostgresClient<'a, Transaction<'t>>;
 
     fn into_executor(self) -> Self::Executor {
-        PostgresClient(self)
+        PostgresClient::new(self)
     }
 }
 
@@ -38,7 +95,7 @@ impl<'a, 't> IntoExecutor for &'a mut Transaction<'t> {
     type Executor = PostgresTransaction<'a, 't>;
 
     fn into_executor(self) -> Self::Executor {
-        PostgresTransaction(PostgresClient(self))
+        PostgresTransaction(PostgresClient::new(self))
     }
 }
 
@@ -89,41 +146,169 @@ impl<C: GenericClient + Sync> Executor for PostgresClient<'_, C> {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        let statement = self.0.prepare(sql).await.map_err(Error::not_executed)?;
-        let expected = statement.params().len();
-        match self.0.execute_raw(&statement, params).await {
-            Err(error) if unsent(&error, expected, params.len()) => Err(Error::not_executed(error)),
-            result => Ok(result?),
-        }
+        Ok(self.run(sql, params).await?.1)
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        let statement = self.0.prepare(sql).await.map_err(Error::not_executed)?;
-        let expected = statement.params().len();
-        let row = match self.0.query_raw(&statement, params).await {
-            Ok(rows) => first_row(rows).await?,
-            Err(error) if unsent(&error, expected, params.len()) => {
-                return Err(Error::not_executed(error));
-            }
-            Err(error) => return Err(error.into()),
-        };
-        row.as_ref().map(decode).transpose()
+        let (rows, _) = self.run(sql, params).await?;
+        rows.first().map(decode).transpose()
     }
 
     async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
-        let statement = self.0.prepare(sql).await.map_err(Error::not_executed)?;
-        let expected = statement.params().len();
-        let rows = match self.0.query_raw(&statement, params).await {
-            Ok(rows) => all_rows(rows).await?,
-            Err(error) if unsent(&error, expected, params.len()) => {
-                return Err(Error::not_executed(error));
-            }
-            Err(error) => return Err(error.into()),
-        };
+        let (rows, _) = self.run(sql, params).await?;
         rows.iter().map(decode).collect()
     }
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {
-        Ok(self.0.batch_execute(sql).await?)
+        Ok(self.client.batch_execute(sql).await?)
     }
+}
+
+/// How a statement is sent.
+enum Plan {
+    /// Prepared on this connection already.
+    Kept(Statement),
+    /// Unnamed, and prepared beside it to be kept: its second run here.
+    Again,
+    /// Unnamed: its first run here.
+    First,
+}
+
+impl<C: GenericClient + Sync> PostgresClient<'_, C> {
+    /// Runs `sql` in one round trip (see [`PostgresClient`]); its rows and the rows it
+    /// changed. An error the server gave before running it, or a connection closed
+    /// before anything was sent, is [`Error::NotExecuted`].
+    async fn run(&self, sql: &str, params: &[Value]) -> Result<(Vec<Row>, u64)> {
+        let plan = {
+            let mut statements = self.lock();
+            match statements.kept.find(sql) {
+                Some(index) => Plan::Kept(statements.kept.get_mut(index).clone()),
+                None => match statements.once.iter().position(|once| **once == *sql) {
+                    Some(index) => {
+                        statements.once.swap_remove(index);
+                        Plan::Again
+                    }
+                    None => {
+                        if statements.once.len() >= KEPT {
+                            statements.once.remove(0);
+                        }
+                        statements.once.push(sql.into());
+                        Plan::First
+                    }
+                },
+            }
+        };
+        let inferred = || params.iter().map(Inferred);
+        let ran = match plan {
+            Plan::Kept(statement) => {
+                let ran = collect(self.client.query_raw(&statement, inferred())).await;
+                if let Err(failed) = &ran
+                    && is_stale_plan(&failed.error)
+                {
+                    // Its rows changed shape (a table altered): prepared again when it
+                    // comes twice more.
+                    self.lock().kept.forget(sql);
+                }
+                ran
+            }
+            Plan::First => collect(self.typed(sql, params)).await,
+            Plan::Again => {
+                // Both sent before either answer is read: one round trip. The rows are
+                // read while the preparation waits, since the connection hands its
+                // answers over in order.
+                let (ran, prepared) = tokio::join!(
+                    biased;
+                    collect(self.typed(sql, params)),
+                    self.client.prepare(sql)
+                );
+                if let (Ok(_), Ok(statement)) = (&ran, prepared) {
+                    let mut statements = self.lock();
+                    if statements.kept.find(sql).is_none() {
+                        statements.kept.keep(sql, statement);
+                    }
+                }
+                ran
+            }
+        };
+        match ran {
+            Ok(ran) => Ok(ran),
+            Err(failed) if failed.before_running => Err(Error::not_executed(failed.error)),
+            Err(failed) => Err(failed.error.into()),
+        }
+    }
+
+    /// `sql` as an unnamed statement, each parameter declared `unknown` so that the
+    /// server infers its type from the statement exactly as it does when preparing it.
+    async fn typed(
+        &self,
+        sql: &str,
+        params: &[Value],
+    ) -> std::result::Result<RowStream, tokio_postgres::Error> {
+        let typed = params.iter().map(|value| (Inferred(value), Type::UNKNOWN));
+        self.client.query_typed_raw(sql, typed).await
+    }
+}
+
+/// Every row of the statement `start` starts, and the rows it changed; its error marked
+/// as before running when the server gave it in place of running it.
+async fn collect(
+    start: impl Future<Output = std::result::Result<RowStream, tokio_postgres::Error>>,
+) -> std::result::Result<(Vec<Row>, u64), Failed> {
+    let rows = unexecuted(start).await?;
+    let mut rows = pin!(rows);
+    let mut all = Vec::new();
+    while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {
+        all.push(row?);
+    }
+    Ok((all, rows.rows_affected().unwrap_or(0)))
+}
+
+/// A [`Value`] bound to a parameter whose type the server inferred: sent as the text
+/// that type reads (bytes as `bytea`'s hexadecimal, or as binary to a `bytea`
+/// parameter of a prepared statement).
+#[derive(Debug)]
+struct Inferred<'v>(&'v Value);
+
+impl ToSql for Inferred<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self.0 {
+            Value::Null => return Ok(IsNull::Yes),
+            Value::Bool(v) => out.put_slice(if *v { b"t" } else { b"f" }),
+            Value::I64(v) => write!(out, "{v}")?,
+            // Rust writes the shortest text that reads back as the same double; the
+            // server's spellings of the values that are not numbers.
+            Value::F64(v) if v.is_nan() => out.put_slice(b"NaN"),
+            Value::F64(v) if v.is_infinite() => {
+                out.put_slice(if *v > 0.0 { b"Infinity" } else { b"-Infinity" });
+            }
+            Value::F64(v) => write!(out, "{v}")?,
+            Value::Text(v) => out.put_slice(v.as_bytes()),
+            Value::Bytes(v) if *ty == Type::BYTEA => out.put_slice(v),
+            Value::Bytes(v) => {
+                out.put_slice(b"\\x");
+                for byte in v {
+                    write!(out, "{byte:02x}")?;
+                }
+            }
+            Value::Uuid(v) => write!(out, "{}", v.hyphenated())?,
+        }
+        Ok(IsNull::No)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, ty: &Type) -> Format {
+        match self.0 {
+            Value::Bytes(_) if *ty == Type::BYTEA => Format::Binary,
+            _ => Format::Text,
+        }
+    }
+
+    to_sql_checked!();
 }

@@ -23,6 +23,10 @@ use crate::table::{FencedTable, Identifier};
 const ROW: &str = "fenced_row";
 /// The alias of the rows a claim looks through.
 const FREE: &str = "fenced_free";
+/// The alias of the rows a claim chose (PostgreSQL).
+const CHOSEN: &str = "fenced_chosen";
+/// Where a claim of any rows starts looking (PostgreSQL): a random block.
+const START: &str = "fenced_start";
 /// The alias of the leases a batched renewal carries: columns `k`, `g`, `o`, `ttl`.
 const BATCH: &str = "fenced_batch";
 
@@ -190,10 +194,19 @@ pub fn renew_batch(dialect: Dialect, table: &FencedTable, rows: usize) -> String
 /// on, in order) and, with `keys` above 0, when its key is one of the
 /// `keys` parameters that follow.
 ///
-/// Rows that other transactions hold locked are skipped, not waited for: `FOR UPDATE
-/// SKIP LOCKED` on PostgreSQL, `READPAST` on SQL Server (with `UPDLOCK`, so that the rows
-/// chosen stay locked until the claim commits); SQLite's single writer needs neither.
-/// Returns key, new generation and epoch of each row claimed.
+/// Rows that other transactions hold locked are skipped, not waited for: `FOR NO KEY
+/// UPDATE SKIP LOCKED` on PostgreSQL, `READPAST` on SQL Server (with `UPDLOCK`, so that
+/// the rows chosen stay locked until the claim commits); SQLite's single writer needs
+/// neither. Returns key, new generation and epoch of each row claimed.
+///
+/// On PostgreSQL the rows chosen are an array the `UPDATE` finds by key (`= ANY`),
+/// through the key's index whatever the limit: a prepared claim runs a generic plan,
+/// which cannot know the limit and once took it for a tenth of the table, joining the
+/// chosen rows with a walk of the whole key index up to them. A claim of any rows
+/// (no key list) looks from a random block of the table on (a TID range scan), then
+/// from its start up to that block: claims that all began at the table's start passed
+/// every row the others held or had just taken, and updated rows of the same few
+/// pages, one claimer after another.
 pub fn claim(
     dialect: Dialect,
     table: &FencedTable,
@@ -242,16 +255,48 @@ pub fn claim(
     let returned = [key, table.generation_column(), table.epoch_column()];
     let row_free = free(dialect, table, ROW);
     match dialect {
-        Dialect::Postgres => format!(
-            "WITH fenced_claim AS (SELECT {} AS k FROM {name} AS {FREE} WHERE {candidate} \
-             LIMIT {} FOR UPDATE SKIP LOCKED) \
-             UPDATE {name} AS {ROW} SET {set} FROM fenced_claim \
-             WHERE {} = fenced_claim.k AND {row_free} RETURNING {}",
-            at(dialect, FREE, key),
-            p(1),
-            at(dialect, ROW, key),
-            returned.map(|c| at(dialect, ROW, c)).join(", ")
-        ),
+        Dialect::Postgres => {
+            let chosen = |extra: &str| {
+                format!(
+                    "SELECT {} AS k FROM {name} AS {FREE} WHERE {extra}{candidate} LIMIT {} \
+                     FOR NO KEY UPDATE SKIP LOCKED",
+                    at(dialect, FREE, key),
+                    p(1)
+                )
+            };
+            let head = |with: &str| {
+                format!(
+                    "{with}UPDATE {name} AS {ROW} SET {set} WHERE {}",
+                    at(dialect, ROW, key)
+                )
+            };
+            let tail = format!(
+                "AND {row_free} RETURNING {}",
+                returned.map(|c| at(dialect, ROW, c)).join(", ")
+            );
+            if keys > 0 {
+                format!("{} = ANY (ARRAY({})) {tail}", head(""), chosen(""))
+            } else {
+                // From a random block of the table on, then from its start up to there.
+                let start = format!("(SELECT s FROM {START})");
+                let from = format!("{FREE}.ctid >= {start} AND ");
+                let before = format!("{FREE}.ctid < {start} AND ");
+                let with = format!(
+                    "WITH {START} AS MATERIALIZED (SELECT ('(' || floor(random() * \
+                     (pg_catalog.pg_relation_size('{name}') / \
+                     pg_catalog.current_setting('block_size')::bigint))::bigint || ',0)')::tid \
+                     AS s) "
+                );
+                format!(
+                    "{} = ANY (ARRAY(SELECT k FROM (SELECT k FROM ({}) AS fenced_from UNION ALL \
+                     SELECT k FROM ({}) AS fenced_before) AS {CHOSEN} LIMIT {})) {tail}",
+                    head(&with),
+                    chosen(&from),
+                    chosen(&before),
+                    p(1)
+                )
+            }
+        }
         Dialect::Sqlite => format!(
             "UPDATE {name} AS {ROW} SET {set} WHERE {} IN (SELECT {} FROM {name} AS {FREE} \
              WHERE {candidate} LIMIT {}) AND {row_free} RETURNING {}",
@@ -319,9 +364,9 @@ mod tests {
         mssql_renew_batch: renew_batch(Dialect::Mssql, &table(), 2) =>
             "DECLARE @fenced_batch TABLE (k bigint, g bigint, o uniqueidentifier, ttl bigint); DECLARE @fenced_unlocked TABLE (k bigint); DECLARE @fenced_renewed TABLE (k bigint, g bigint, o uniqueidentifier, r int); DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; INSERT INTO @fenced_batch (k, g, o, ttl) VALUES (@P1, @P2, @P3, @P4), (@P5, @P6, @P7, @P8); INSERT INTO @fenced_unlocked (k) SELECT fenced_row.[ReportId] FROM [app].[Job] AS fenced_row WITH (UPDLOCK, READPAST, ROWLOCK) WHERE fenced_row.[ReportId] IN (SELECT k FROM @fenced_batch); UPDATE fenced_row SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(fenced_batch.ttl AS int), SYSUTCDATETIME()) FROM [app].[Job] AS fenced_row JOIN @fenced_batch AS fenced_batch ON fenced_row.[ReportId] = fenced_batch.k AND fenced_row.[Generation] = fenced_batch.g AND fenced_row.[LeaseOwner] = fenced_batch.o WHERE fenced_row.[LeaseUntilUtc] > SYSUTCDATETIME() AND fenced_row.[LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1) AND fenced_row.[ReportId] IN (SELECT k FROM @fenced_unlocked); INSERT INTO @fenced_renewed (k, g, o, r) SELECT fenced_row.[ReportId], fenced_row.[Generation], fenced_row.[LeaseOwner], 1 FROM [app].[Job] AS fenced_row JOIN @fenced_batch AS fenced_batch ON fenced_row.[ReportId] = fenced_batch.k AND fenced_row.[Generation] = fenced_batch.g AND fenced_row.[LeaseOwner] = fenced_batch.o WHERE fenced_row.[LeaseUntilUtc] > SYSUTCDATETIME() AND fenced_row.[LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1) AND fenced_row.[ReportId] IN (SELECT k FROM @fenced_unlocked); INSERT INTO @fenced_renewed (k, g, o, r) SELECT fenced_batch.k, fenced_batch.g, fenced_batch.o, 0 FROM @fenced_batch AS fenced_batch WHERE fenced_batch.k NOT IN (SELECT k FROM @fenced_unlocked) AND EXISTS (SELECT 1 FROM [app].[Job] AS fenced_locked WITH (READUNCOMMITTED) WHERE fenced_locked.[ReportId] = fenced_batch.k); IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; DECLARE @fenced_error int = 1000000 + ERROR_NUMBER(), @fenced_message nvarchar(2048) = ERROR_MESSAGE(); THROW @fenced_error, @fenced_message, 1; END CATCH; SELECT k, g, o, r FROM @fenced_renewed",
         postgres_claim_any: claim(Dialect::Postgres, &table(), 0, &[]) =>
-            r#"WITH fenced_claim AS (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR UPDATE SKIP LOCKED) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) FROM fenced_claim WHERE fenced_row."ReportId" = fenced_claim.k AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
+            r#"WITH fenced_start AS MATERIALIZED (SELECT ('(' || floor(random() * (pg_catalog.pg_relation_size('"app"."Job"') / pg_catalog.current_setting('block_size')::bigint))::bigint || ',0)')::tid AS s) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE fenced_row."ReportId" = ANY (ARRAY(SELECT k FROM (SELECT k FROM (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid >= (SELECT s FROM fenced_start) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) AS fenced_from UNION ALL SELECT k FROM (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid < (SELECT s FROM fenced_start) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) AS fenced_before) AS fenced_chosen LIMIT $1)) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
         postgres_claim_filtered_keys: claim(Dialect::Postgres, &table(), 2, &[(&queue(), Test::Compare(Comparison::Eq)), (&queue(), Test::IsNotNull)]) =>
-            r#"WITH fenced_claim AS (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" = $4 AND fenced_free."Queue" IS NOT NULL AND fenced_free."ReportId" IN ($5, $6) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR UPDATE SKIP LOCKED) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) FROM fenced_claim WHERE fenced_row."ReportId" = fenced_claim.k AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
+            r#"UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE fenced_row."ReportId" = ANY (ARRAY(SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" = $4 AND fenced_free."Queue" IS NOT NULL AND fenced_free."ReportId" IN ($5, $6) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED)) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
         sqlite_claim: claim(Dialect::Sqlite, &table(), 1, &[(&queue(), Test::Compare(Comparison::Ne))]) =>
             r#"UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = ?2, "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + ?3, "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE fenced_row."ReportId" IN (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" <> ?4 AND fenced_free."ReportId" IN (?5) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT ?1) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING "ReportId", "Generation", "LeaseEpoch""#,
         mssql_claim: claim(Dialect::Mssql, &table(), 1, &[(&queue(), Test::IsNull)]) =>

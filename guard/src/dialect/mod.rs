@@ -14,6 +14,7 @@
 //! | [`renew`] | 1 key, 2 generation, 3 owner, 4 ttl in milliseconds |
 //! | [`release`] | 1 key, 2 generation, 3 owner |
 //! | [`lock`] | 1 key, 2 generation, 3 owner; changes (PostgreSQL: returns) one row while the lease holds |
+//! | [`lock_after_begin`] | as [`lock`]; SQLite's returns one row while the lease holds |
 //! | [`update`], [`publish`] | 1..=n the caller's values, n+1 key, n+2 generation, n+3 owner |
 //! | [`update_recorded`], [`publish_recorded`] | as [`update`] / [`publish`], then n+4 operation id |
 //! | [`record_operation`] (SQLite) | 1 operation id, 2 key, 3 generation |
@@ -700,7 +701,8 @@ pub fn release(dialect: Dialect, table: &FencedTable) -> String {
 /// `UPDATE` needs, without writing a row version; rows of other tables may still take
 /// a foreign key to it. SQL Server and SQLite lock by updating the generation to
 /// itself: a table hint is ignored by Babelfish, and a SQLite transaction begun
-/// `DEFERRED` takes the write lock only with a write.
+/// `DEFERRED` takes the write lock only with a write (in a transaction the guard
+/// begins, `IMMEDIATE`, [`lock_after_begin`] reads instead).
 ///
 /// The epoch's row is locked too, shared, until the transaction ends: an
 /// [`advance_epoch`] waits for every open fenced transaction, and a transaction whose
@@ -735,6 +737,23 @@ pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
                 mssql::epoch_lock(table.epoch_table(), "Shared"),
             )
         }
+    }
+}
+
+/// The check-and-lock of a transaction the guard began itself with [`begin`]
+/// ([`Store::transaction`](crate::Store::transaction)): on SQLite, whose
+/// `BEGIN IMMEDIATE` holds the database's write lock from the start, a read of the
+/// lease's row (`SELECT 1`, under the fence of [`lock`]) that writes nothing, since no
+/// other connection can write, a successor's acquisition or an epoch advance included,
+/// until the transaction ends; elsewhere [`lock`] itself.
+pub fn lock_after_begin(dialect: Dialect, table: &FencedTable) -> String {
+    match dialect {
+        Dialect::Sqlite => format!(
+            "SELECT 1 FROM {} WHERE {}",
+            table.name().quoted(dialect),
+            fence_predicate_on(dialect, table, 1, &epoch_subquery(dialect, table))
+        ),
+        Dialect::Postgres | Dialect::Mssql => lock(dialect, table),
     }
 }
 
@@ -1025,6 +1044,9 @@ pub(crate) struct Statements {
     pub(crate) lock: String,
     /// SQLite's [`still_fenced_query`]; empty in the other dialects.
     pub(crate) still_fenced: String,
+    pub(crate) lock_after_begin: String,
+    /// A claim of any rows, without a filter: [`batch::claim`].
+    pub(crate) claim_any: String,
 }
 
 impl Statements {
@@ -1047,6 +1069,8 @@ impl Statements {
                 Dialect::Sqlite => still_fenced_query(table),
                 Dialect::Postgres | Dialect::Mssql => String::new(),
             },
+            lock_after_begin: lock_after_begin(dialect, table),
+            claim_any: batch::claim(dialect, table, 0, &[]),
         }
     }
 }

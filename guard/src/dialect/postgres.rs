@@ -90,6 +90,7 @@ mod tests {
             r#"UPDATE "app"."ReportPublication" SET "LeaseUntilUtc" = clock_timestamp() + $4::bigint * interval '1 millisecond' WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)"#,
         lock: dialect::lock(D, &table()) =>
             r#"SELECT 1 FROM "app"."ReportPublication" WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1 FOR SHARE) FOR NO KEY UPDATE"#,
+        lock_after_begin_is_the_lock: dialect::lock_after_begin(D, &table()) == dialect::lock(D, &table()) => true,
         release: dialect::release(D, &table()) =>
             r#"UPDATE "app"."ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3"#,
         update: dialect::update(D, &table(), &[&payload()]) =>

@@ -67,6 +67,8 @@ mod tests {
         lock: dialect::lock(D, &table()) =>
             // fenced-lint: allow(generation-rewind) the check-and-lock statement writes the generation unchanged to lock the row
             r#"UPDATE "ReportPublication" SET "Generation" = "Generation" WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)"#,
+        lock_after_begin_reads: dialect::lock_after_begin(D, &table()) =>
+            r#"SELECT 1 FROM "ReportPublication" WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)"#,
         release: dialect::release(D, &table()) =>
             r#"UPDATE "ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3"#,
         update: dialect::update(D, &table(), &[&payload()]) =>

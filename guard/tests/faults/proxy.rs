@@ -26,6 +26,12 @@
 //!   never hears so.
 //! - [`Proxy::set_delay`]: every batch in both directions waits that long first.
 //!
+//! It also counts the round trips a client waits for ([`Proxy::round_trips`]): each
+//! batch the client sends after a reply reached it begins one, and the batches it
+//! sends before the next reply (pipelined: it did not wait) belong to the same one.
+//! With [`Proxy::set_reply_delay`] longer than the client takes to send what it
+//! pipelines, the count does not depend on how the bytes happened to be split.
+//!
 //! A fault is armed for one statement ([`Proxy::arm`]) or for a number of them
 //! ([`Proxy::arm_for`]), and fires once for each. A PostgreSQL client must not ask for
 //! TLS (the tests connect with `sslmode=disable`); a TDS client must not encrypt past
@@ -58,7 +64,10 @@ struct Control {
     /// The armed fault and how many more statements it is for.
     armed: Mutex<Option<(Fault, u32)>>,
     delay: Mutex<Duration>,
+    reply_delay: Mutex<Duration>,
     fired: AtomicU64,
+    round_trips: AtomicU64,
+    statements: AtomicU64,
 }
 
 impl Control {
@@ -76,6 +85,10 @@ impl Control {
 
     fn delay(&self) -> Duration {
         *self.delay.lock().unwrap()
+    }
+
+    fn reply_delay(&self) -> Duration {
+        *self.reply_delay.lock().unwrap()
     }
 }
 
@@ -172,6 +185,36 @@ impl Proxy {
     pub fn fired(&self) -> u64 {
         self.control.fired.load(Ordering::SeqCst)
     }
+
+    /// Delays every later reply of the server by `delay`, on top of [`set_delay`]'s,
+    /// so that what a client pipelines reaches the proxy before the first answer.
+    ///
+    /// [`set_delay`]: Proxy::set_delay
+    pub fn set_reply_delay(&self, delay: Duration) {
+        *self.control.reply_delay.lock().unwrap() = delay;
+    }
+
+    /// The round trips clients waited for since the last
+    /// [`reset_round_trips`](Proxy::reset_round_trips), over all connections: the
+    /// batches a client sent after a reply reached it, or as a connection's first.
+    pub fn round_trips(&self) -> u64 {
+        self.control.round_trips.load(Ordering::SeqCst)
+    }
+
+    /// Starts the counts of [`round_trips`](Proxy::round_trips) and
+    /// [`statements`](Proxy::statements) again, from 0. Call it while no client waits
+    /// for an answer.
+    pub fn reset_round_trips(&self) {
+        self.control.round_trips.store(0, Ordering::SeqCst);
+        self.control.statements.store(0, Ordering::SeqCst);
+    }
+
+    /// The statements clients sent since the last
+    /// [`reset_round_trips`](Proxy::reset_round_trips): PostgreSQL `Execute` and
+    /// simple `Query` messages, TDS RPC and SQL batch messages.
+    pub fn statements(&self) -> u64 {
+        self.control.statements.load(Ordering::SeqCst)
+    }
 }
 
 async fn relay(client: TcpStream, upstream: SocketAddr, protocol: Protocol, control: Arc<Control>) {
@@ -183,6 +226,9 @@ async fn relay(client: TcpStream, upstream: SocketAddr, protocol: Protocol, cont
     let (client_read, client_write) = client.into_split();
     let (server_read, server_write) = server.into_split();
     let cut_on_reply = Arc::new(AtomicBool::new(false));
+    // Whether a reply reached the client since its last batch: its next batch then
+    // begins a round trip it waits for.
+    let replied = AtomicBool::new(true);
     let (from_client, from_server) = match protocol {
         Protocol::Postgres => (
             Framing::Postgres { untyped: true },
@@ -193,8 +239,8 @@ async fn relay(client: TcpStream, upstream: SocketAddr, protocol: Protocol, cont
     // Whichever direction ends first ends the connection: both halves of both sockets
     // are dropped here, which closes them.
     tokio::select! {
-        () = requests(Units::new(client_read, from_client), server_write, &control, &cut_on_reply) => {}
-        () = replies(Units::new(server_read, from_server), client_write, &control, &cut_on_reply) => {}
+        () = requests(Units::new(client_read, from_client), server_write, &control, &cut_on_reply, &replied) => {}
+        () = replies(Units::new(server_read, from_server), client_write, &control, &cut_on_reply, &replied) => {}
     }
 }
 
@@ -226,6 +272,14 @@ impl Unit {
             Unit::Pg(kind) => kind == b'E' || kind == b'Q',
             Unit::Tds { kind, begins, .. } => begins && matches!(kind, TDS_SQL_BATCH | TDS_RPC),
             Unit::Tls | Unit::Opaque => false,
+        }
+    }
+
+    /// The unit is a statement the client sends: one the server runs.
+    fn is_statement(self) -> bool {
+        match self {
+            Unit::Pg(kind) => kind == b'E' || kind == b'Q',
+            unit => unit.begins_statement(),
         }
     }
 
@@ -378,10 +432,8 @@ impl Units {
     }
 }
 
-/// Passes `batch` on after the delay the control asks for; `false` once the other side
-/// is gone.
-async fn pass(to: &mut OwnedWriteHalf, batch: &[u8], control: &Control) -> bool {
-    let delay = control.delay();
+/// Passes `batch` on after `delay`; `false` once the other side is gone.
+async fn pass(to: &mut OwnedWriteHalf, batch: &[u8], delay: Duration) -> bool {
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
@@ -393,8 +445,16 @@ async fn requests(
     mut to: OwnedWriteHalf,
     control: &Control,
     cut_on_reply: &AtomicBool,
+    replied: &AtomicBool,
 ) {
     while let Some((kinds, batch)) = units.next().await {
+        if replied.swap(false, Ordering::SeqCst) {
+            control.round_trips.fetch_add(1, Ordering::SeqCst);
+        }
+        let statements = kinds.iter().filter(|unit| unit.is_statement()).count();
+        control
+            .statements
+            .fetch_add(statements as u64, Ordering::SeqCst);
         let executes = kinds.iter().any(|unit| unit.begins_statement());
         if executes && control.take_if(Fault::CutBeforeExecute) {
             return;
@@ -402,7 +462,7 @@ async fn requests(
         if executes && control.take_if(Fault::CutAfterCommit) {
             cut_on_reply.store(true, Ordering::SeqCst);
         }
-        if !pass(&mut to, &batch, control).await {
+        if !pass(&mut to, &batch, control.delay()).await {
             return;
         }
     }
@@ -413,6 +473,7 @@ async fn replies(
     mut to: OwnedWriteHalf,
     control: &Control,
     cut_on_reply: &AtomicBool,
+    replied: &AtomicBool,
 ) {
     while let Some((kinds, batch)) = units.next().await {
         if cut_on_reply.load(Ordering::SeqCst) {
@@ -424,9 +485,10 @@ async fn replies(
             }
             continue;
         }
-        if !pass(&mut to, &batch, control).await {
+        if !pass(&mut to, &batch, control.delay() + control.reply_delay()).await {
             return;
         }
+        replied.store(true, Ordering::SeqCst);
     }
 }
 

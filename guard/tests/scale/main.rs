@@ -274,6 +274,76 @@ mod postgres {
             }
             place.teardown().await;
         }
+
+        /// A claim of any free rows, prepared and run often enough to take a generic
+        /// plan, which cannot know its limit, looks from a block of the table on (a TID
+        /// range scan) and finds the rows it chose by key: an index condition on the
+        /// key's index, no join. Negative control: the claim's earlier shape, the chosen
+        /// rows joined with the table in a `WITH`, joins them there (a hash join over the
+        /// whole table, or a merge join walking the key's index up to them).
+        #[tokio::test]
+        async fn a_claims_generic_plan_finds_its_rows_by_key() {
+            let place = TestSchema::create("fenced_scale_", 1).await;
+            let store = Store::new(place.connect().await, jobs(&place));
+            store.create_schema().await.unwrap();
+            provision_range(&store, 1, 20_000).await;
+            let table = store.table().name().quoted(store.dialect());
+            place
+                .admin()
+                .execute_batch(&format!("ANALYZE {table}"))
+                .await
+                .unwrap();
+            let claim = dialect::batch::claim(store.dialect(), store.table(), 0, &[]);
+            // The earlier shape, rebuilt from the claim's own parts.
+            let part = |after: &str, before: &str| -> String {
+                let rest = claim.split_once(after).expect(after).1;
+                rest.split_once(before).expect(before).0.to_owned()
+            };
+            let update = part(" AS s) ", " WHERE fenced_row.");
+            let key = format!(
+                "fenced_row.{}",
+                store.table().key_column().quoted(store.dialect())
+            );
+            let free = part(
+                "fenced_free.ctid >= (SELECT s FROM fenced_start) AND ",
+                " LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) AS fenced_from",
+            );
+            let (row_free, returned) = claim
+                .rsplit_once(")) AND ")
+                .expect("the row's own check")
+                .1
+                .split_once(" RETURNING ")
+                .expect("RETURNING");
+            let earlier = format!(
+                "WITH fenced_claim AS (SELECT fenced_free.{} AS k FROM {table} AS fenced_free \
+                 WHERE {free} LIMIT $1 FOR UPDATE SKIP LOCKED) {update} FROM fenced_claim \
+                 WHERE {key} = fenced_claim.k AND {row_free} RETURNING {returned}",
+                store.table().key_column().quoted(store.dialect()),
+            );
+            let owner = "'00000000-0000-0000-0000-000000000001'";
+            let values = format!("1, {owner}, 1000");
+            let client = store.backend().client().await.unwrap();
+            client
+                .batch_execute("SET plan_cache_mode = force_generic_plan")
+                .await
+                .unwrap();
+            drop(client);
+            let shape = plan(&store, "fenced_claim_now", &claim, &values).await;
+            assert!(
+                shape.contains("= ANY") && !shape.contains(" Join "),
+                "the claim joins its chosen rows:\n{shape}"
+            );
+            assert!(
+                shape.contains("Tid Range Scan") && !shape.contains("Seq Scan"),
+                "the claim does not look from a block of the table on:\n{shape}"
+            );
+            let control = plan(&store, "fenced_claim_before", &earlier, &values).await;
+            assert!(
+                control.contains(" Join "),
+                "the earlier claim's generic plan joins no rows: the test could not tell\n{control}"
+            );
+            place.teardown().await;
+        }
     }
 }
 

@@ -123,3 +123,63 @@ mod bound {
         waiter.await.unwrap();
     }
 }
+
+/// A fenced transaction on the guard's pool checks its lease without writing: its
+/// `BEGIN IMMEDIATE` holds the database's write lock already. Counted by a trigger that
+/// records every update of the fenced table: a fenced transaction that checks its lease
+/// and commits records none. Negative control: the check-and-lock of a transaction the
+/// caller began (an `UPDATE` of the generation to itself), in the same kind of
+/// transaction, records one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_transaction_checks_its_lease_without_writing() {
+    use fenced_guard::{Executor, Lend, dialect};
+
+    let place = TempDatabase::new("check.db");
+    let (store, key) = crate::suite::setup(&place).await;
+    let lease = store
+        .try_acquire(key, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .expect("the row is free");
+    let table = store.table().name().quoted(store.dialect());
+    store
+        .backend()
+        .execute_batch(&format!(
+            "CREATE TABLE Updates (n INTEGER NOT NULL); \
+             CREATE TRIGGER counted AFTER UPDATE ON {table} BEGIN INSERT INTO Updates VALUES (1); END"
+        ))
+        .await
+        .unwrap();
+    let updates = async || {
+        store
+            .backend()
+            .query_i64("SELECT COUNT(*) FROM Updates", &[])
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let tx = store
+        .transaction(&lease, Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("the lease holds");
+    tx.commit().await.unwrap();
+    assert_eq!(updates().await, 0, "the fenced transaction's check wrote");
+
+    let lent = store.backend().lend().await.unwrap();
+    lent.execute_batch(dialect::begin(store.dialect()))
+        .await
+        .unwrap();
+    let lock = dialect::lock(store.dialect(), store.table());
+    let params = crate::support::lease::lock_params(&lease);
+    assert_eq!(lent.execute(&lock, &params).await.unwrap(), 1);
+    lent.execute_batch(dialect::commit(store.dialect()))
+        .await
+        .unwrap();
+    Sqlite::give_back(lent);
+    assert_eq!(
+        updates().await,
+        1,
+        "the caller's check-and-lock was not counted: the test could not tell"
+    );
+}

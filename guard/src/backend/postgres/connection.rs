@@ -64,12 +64,7 @@ impl Connection {
     /// checks the plan before it executes, and the backend's statements are
     /// autocommitted, so no transaction is left aborted by it.
     pub(crate) fn forget_stale(&mut self, sql: &str, error: &tokio_postgres::Error) -> bool {
-        let stale = error.as_db_error().is_some_and(|db| {
-            // Told by the code and the server function that raises it, not by the
-            // message, which the server may translate.
-            *db.code() == SqlState::FEATURE_NOT_SUPPORTED
-                && db.routine() == Some("RevalidateCachedQuery")
-        });
+        let stale = is_stale_plan(error);
         if stale {
             // Dropping the statement closes it on the server.
             self.prepared.forget(sql);
@@ -91,6 +86,17 @@ impl Connection {
     pub(crate) fn closed_before_sending(&self, error: &tokio_postgres::Error) -> bool {
         error.is_closed() && self.ended_unasked.load(Ordering::SeqCst)
     }
+}
+
+/// Whether `error` is the server refusing to run a prepared statement because its rows
+/// would now have another shape ("cached plan must not change result type"): told by
+/// the code and the server function that raises it, not by the message, which the
+/// server may translate.
+pub(crate) fn is_stale_plan(error: &tokio_postgres::Error) -> bool {
+    error.as_db_error().is_some_and(|db| {
+        *db.code() == SqlState::FEATURE_NOT_SUPPORTED
+            && db.routine() == Some("RevalidateCachedQuery")
+    })
 }
 
 /// Opens connections: the server's configuration and the TLS connector, behind one

@@ -1,0 +1,553 @@
+//! A fenced transaction of the guard's pool (`Store::transaction`: the lease checked,
+//! three lines inserted, a fenced update of the lease's row, commit) against the same
+//! statements in a plain transaction of the driver's: PostgreSQL, SQLite and SQL
+//! Server.
+//!
+//! Each worker holds a lease on its own row for the whole run, so the fenced write is an
+//! update (`Store::update`), which a held lease can repeat, where a publication could run
+//! once per generation; both are one fenced `UPDATE` of the row.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Barrier, OnceLock};
+use std::time::Duration;
+
+use fenced_guard::{
+    Dialect, FencedTable, Identifier, Lease, Lend, Mssql, Postgres, Sqlite, SqliteOptions, Store,
+    Value, dialect,
+};
+use rusqlite::params;
+
+use super::client::{run_cycles, warm};
+use super::place::{MssqlPlace, PgPlace, TdsClient};
+use super::{Name, Pair, Results, Run, ServerClock, Settings, Side, compare, protocol};
+use crate::error::{Error, Result};
+use crate::measure::{self, Cycle, Summary, Timing, Window};
+use crate::postgres::connect;
+use crate::sqlite::Execution;
+use crate::workload::{self, PAYLOAD, PAYLOAD_COLUMN, Rows};
+
+/// Lines each transaction inserts.
+pub(crate) const LINES: [&str; 3] = ["first line", "second line", "third line"];
+/// How long a fenced transaction may stay open: far longer than any of the runs'.
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);
+/// The workers' leases, held for the whole benchmark.
+const HELD_FOR: Duration = Duration::from_secs(3600);
+
+pub(crate) async fn run(
+    settings: &Settings,
+    results: &mut Results,
+    log: &mut dyn FnMut(&str),
+) -> Result<()> {
+    let most = settings.workers.iter().copied().max().unwrap_or(1);
+
+    let place = PgPlace::setup(&settings.postgres, settings.durable).await?;
+    let measured = async {
+        let (table, leases) = pg_leases(&place, "TxLease", most).await?;
+        let lines = format!("{}.TxLine", place.schema);
+        place
+            .monitor
+            .batch_execute(&format!(
+                "CREATE TABLE {lines} (\"Report\" bigint NOT NULL, \"Line\" text NOT NULL)"
+            ))
+            .await?;
+        let pair = PgTransaction {
+            place: &place,
+            statements: Statements::new(Dialect::Postgres, &table, &lines)?,
+            table,
+            leases,
+            lines,
+        };
+        compare(&pair, settings, log).await
+    }
+    .await;
+    place.teardown().await?;
+    results.versions.push(place.version().await?);
+    results.measured.extend(measured?);
+
+    for execution in [Execution::InPlace, Execution::HandOff] {
+        let lite = Lite::setup(&settings.sqlite_dir, most, execution).await?;
+        results
+            .measured
+            .extend(compare(&lite, settings, log).await?);
+    }
+    results
+        .versions
+        .push(format!("SQLite {} (bundled, WAL)", rusqlite::version()));
+
+    if let Some(url) = &settings.mssql {
+        let place = MssqlPlace::setup(url).await?;
+        let measured = async {
+            let table = place
+                .table("TxLease", i64::try_from(most).unwrap_or(i64::MAX))
+                .await?;
+            let lines = format!("[{}].[TxLine]", place.schema);
+            use fenced_guard::Executor as _;
+            place
+                .admin
+                .execute_batch(&format!(
+                    "CREATE TABLE {lines} ([Report] bigint NOT NULL, [Line] nvarchar(100) NOT NULL)"
+                ))
+                .await?;
+            place.created(&lines);
+            let store = Store::new(place.pool(1).await?, table.clone());
+            let leases = hold(&store, most).await?;
+            let pair = TdsTransaction {
+                place: &place,
+                statements: Statements::new(Dialect::Mssql, &table, &lines)?,
+                table,
+                leases,
+            };
+            compare(&pair, settings, log).await
+        }
+        .await;
+        let version = place.version().await;
+        place.teardown().await?;
+        results.versions.push(version?);
+        results.measured.extend(measured?);
+    }
+    Ok(())
+}
+
+/// Takes a lease on each of the rows `1..=rows`, held for the whole benchmark.
+async fn hold<B: fenced_guard::Backend>(store: &Store<B>, rows: usize) -> Result<Vec<Lease>> {
+    let mut leases = Vec::with_capacity(rows);
+    for worker in 0..rows {
+        let key = Rows::Distinct.key(worker);
+        let lease = store
+            .try_acquire(key, HELD_FOR)
+            .await?
+            .ok_or_else(|| protocol(format!("row {key} was not free")))?;
+        leases.push(lease);
+    }
+    Ok(leases)
+}
+
+async fn pg_leases(place: &PgPlace, name: &str, rows: usize) -> Result<(FencedTable, Vec<Lease>)> {
+    let table = place
+        .table(name, i64::try_from(rows).unwrap_or(i64::MAX))
+        .await?;
+    let store = Store::new(
+        Postgres::connect_with(&place.config, 1).await?,
+        table.clone(),
+    );
+    let leases = hold(&store, rows).await?;
+    Ok((table, leases))
+}
+
+/// The statements of the transaction's body, as the guard renders the fenced write.
+#[derive(Clone)]
+struct Statements {
+    /// Inserts a line: 1 the report's key, 2 the line.
+    insert: String,
+    /// The fenced update of the lease's row: 1 the payload, 2 key, 3 generation, 4
+    /// owner.
+    update: String,
+}
+
+impl Statements {
+    fn new(d: Dialect, table: &FencedTable, lines: &str) -> Result<Statements> {
+        let q = |name: &str| -> Result<String> { Ok(Identifier::new(name)?.quoted(d)) };
+        Ok(Statements {
+            insert: format!(
+                "INSERT INTO {lines} ({}, {}) VALUES ({}, {})",
+                q("Report")?,
+                q("Line")?,
+                d.placeholder(1),
+                d.placeholder(2)
+            ),
+            update: dialect::update(d, table, &[&Identifier::new(PAYLOAD_COLUMN)?]),
+        })
+    }
+}
+
+/// The fenced transaction, through the guard's pool.
+struct FencedCycle<B> {
+    store: Store<B>,
+    lease: Lease,
+    insert: String,
+}
+
+impl<B: Lend + Clone> Cycle for FencedCycle<B> {
+    async fn attempt(&mut self, key: i64) -> Result<bool> {
+        let tx = self
+            .store
+            .transaction(&self.lease, TIMEOUT)
+            .await?
+            .ok_or_else(|| protocol("a fenced transaction was refused under a held lease"))?;
+        for line in LINES {
+            let rows = tx
+                .execute(&self.insert, &[Value::I64(key), Value::from(line)])
+                .await?;
+            workload::one_row(rows, "a line's insert")?;
+        }
+        let payload = [(PAYLOAD_COLUMN, Value::from(PAYLOAD))];
+        if !tx.store().update(&self.lease, &payload).await?.is_applied() {
+            return Err(protocol("a fenced update was refused under a held lease"));
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+/// One fenced cycle per worker, worker `i` under lease `i`.
+fn fenced_cycles<B: Lend + Clone>(
+    store: &Store<B>,
+    leases: &[Lease],
+    insert: &str,
+    workers: usize,
+) -> Vec<FencedCycle<B>> {
+    leases[..workers]
+        .iter()
+        .map(|lease| FencedCycle {
+            store: store.clone(),
+            lease: lease.clone(),
+            insert: insert.to_owned(),
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// PostgreSQL.
+
+struct PgTransaction<'p> {
+    place: &'p PgPlace,
+    table: FencedTable,
+    statements: Statements,
+    leases: Vec<Lease>,
+    lines: String,
+}
+
+/// The plain transaction on tokio-postgres, its statements prepared once.
+struct PlainPg {
+    client: tokio_postgres::Client,
+    insert: tokio_postgres::Statement,
+    update: tokio_postgres::Statement,
+    lease: Lease,
+}
+
+impl Cycle for PlainPg {
+    async fn attempt(&mut self, key: i64) -> Result<bool> {
+        let tx = self.client.transaction().await?;
+        for line in LINES {
+            workload::one_row(
+                tx.execute(&self.insert, &[&key, &line]).await?,
+                "a line's insert",
+            )?;
+        }
+        let (generation, owner) = (self.lease.generation(), self.lease.owner());
+        let updated = tx
+            .execute(&self.update, &[&PAYLOAD, &key, &generation, &owner])
+            .await?;
+        workload::one_row(updated, "the fenced update")?;
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+impl Pair for PgTransaction<'_> {
+    fn name(&self) -> Name {
+        Name {
+            path: "fenced transaction, guard's pool",
+            against: "the same statements in a plain transaction",
+            database: "PostgreSQL",
+            unit: "transaction",
+            target: Some(0.9),
+        }
+    }
+
+    async fn run(&self, side: Side, workers: usize, timing: Timing) -> Result<Run> {
+        let place = self.place;
+        place
+            .vacuum(&self.table.name().quoted(Dialect::Postgres), true)
+            .await?;
+        place
+            .monitor
+            .batch_execute(&format!("TRUNCATE {}", self.lines))
+            .await?;
+        let name = place.name(match side {
+            Side::Guard => "fenced",
+            Side::Driver => "plain",
+        });
+        let config = place.named(&name);
+        let clock = ServerClock::of(&place.monitor, &name);
+        let (summary, server) = match side {
+            Side::Guard => {
+                let store = Store::new(
+                    Postgres::connect_with(&config, workers).await?,
+                    self.table.clone(),
+                );
+                let cycles = fenced_cycles(&store, &self.leases, &self.statements.insert, workers);
+                run_cycles(cycles, timing, &clock).await?
+            }
+            Side::Driver => {
+                let mut cycles = Vec::with_capacity(workers);
+                for lease in &self.leases[..workers] {
+                    let client = connect(&config).await?;
+                    cycles.push(PlainPg {
+                        insert: client.prepare(&self.statements.insert).await?,
+                        update: client.prepare(&self.statements.update).await?,
+                        client,
+                        lease: lease.clone(),
+                    });
+                }
+                run_cycles(cycles, timing, &clock).await?
+            }
+        };
+        Ok(Run::of(summary, server, timing.measured))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// SQLite.
+
+/// How long a statement waits for another connection's write lock, on both sides.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A SQLite file of its own, with the workers' leases, and the guard's execution mode.
+struct Lite {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    table: FencedTable,
+    leases: Vec<Lease>,
+    statements: Statements,
+    execution: Execution,
+}
+
+impl Lite {
+    async fn setup(parent: &Path, rows: usize, execution: Execution) -> Result<Lite> {
+        let dir = tempfile::tempdir_in(parent).map_err(|source| Error::Io {
+            path: parent.display().to_string(),
+            source,
+        })?;
+        let path = dir.path().join("paths.db");
+        let table = workload::table("TxLease")?;
+        let store = Store::new(Sqlite::open(&path).await?, table.clone());
+        store.create_schema().await?;
+        use fenced_guard::Executor as _;
+        store
+            .backend()
+            .execute_batch(
+                "CREATE TABLE TxLine (\"Report\" INTEGER NOT NULL, \"Line\" TEXT NOT NULL)",
+            )
+            .await?;
+        for worker in 0..rows {
+            store.provision(Rows::Distinct.key(worker)).await?;
+        }
+        let leases = hold(&store, rows).await?;
+        Ok(Lite {
+            _dir: dir,
+            path,
+            statements: Statements::new(Dialect::Sqlite, &table, "TxLine")?,
+            table,
+            leases,
+            execution,
+        })
+    }
+}
+
+impl Pair for Lite {
+    fn name(&self) -> Name {
+        Name {
+            path: "fenced transaction, guard's pool",
+            against: "the same statements in a plain transaction",
+            database: match self.execution {
+                Execution::InPlace => "SQLite, in place",
+                Execution::HandOff => "SQLite, hand-off",
+            },
+            unit: "transaction",
+            target: Some(0.9),
+        }
+    }
+
+    async fn run(&self, side: Side, workers: usize, timing: Timing) -> Result<Run> {
+        let summary = match side {
+            Side::Guard => {
+                let options = SqliteOptions::default()
+                    .max_connections(workers)
+                    .busy_timeout(BUSY_TIMEOUT)
+                    .execution(self.execution.into());
+                let store = Store::new(
+                    Sqlite::open_with(&self.path, options).await?,
+                    self.table.clone(),
+                );
+                let cycles = fenced_cycles(&store, &self.leases, &self.statements.insert, workers);
+                run_cycles(cycles, timing, &ServerClock::none()).await?.0
+            }
+            Side::Driver => {
+                let (path, statements) = (self.path.clone(), self.statements.clone());
+                let leases = self.leases[..workers].to_vec();
+                tokio::task::spawn_blocking(move || {
+                    plain_sqlite(&path, &statements, &leases, timing)
+                })
+                .await
+                .map_err(|_| Error::Worker)??
+            }
+        };
+        Ok(Run::of(summary, None, timing.measured))
+    }
+}
+
+/// The plain transactions on rusqlite, `BEGIN IMMEDIATE` as the guard's, one thread and
+/// connection per lease, statements kept in each connection's cache.
+fn plain_sqlite(
+    path: &Path,
+    statements: &Statements,
+    leases: &[Lease],
+    timing: Timing,
+) -> Result<Summary> {
+    let ready = Barrier::new(leases.len() + 1);
+    let window = OnceLock::new();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = leases
+            .iter()
+            .enumerate()
+            .map(|(i, lease)| {
+                let (ready, window) = (&ready, &window);
+                scope.spawn(move || {
+                    let conn = rusqlite::Connection::open(path).and_then(|conn| {
+                        conn.busy_timeout(BUSY_TIMEOUT)?;
+                        conn.prepare_cached(&statements.insert)?;
+                        conn.prepare_cached(&statements.update)?;
+                        Ok(conn)
+                    });
+                    ready.wait();
+                    let conn = conn?;
+                    let window: Window = *window.wait();
+                    let owner = lease.owner().hyphenated().to_string();
+                    measure::drive_blocking(
+                        |key| {
+                            conn.execute_batch("BEGIN IMMEDIATE")?;
+                            for line in LINES {
+                                let rows = conn
+                                    .prepare_cached(&statements.insert)?
+                                    .execute(params![key, line])?;
+                                workload::one_row(
+                                    u64::try_from(rows).unwrap_or(0),
+                                    "a line's insert",
+                                )?;
+                            }
+                            let updated = conn
+                                .prepare_cached(&statements.update)?
+                                .execute(params![PAYLOAD, key, lease.generation(), owner])?;
+                            workload::one_row(
+                                u64::try_from(updated).unwrap_or(0),
+                                "the fenced update",
+                            )?;
+                            conn.execute_batch("COMMIT")?;
+                            Ok(true)
+                        },
+                        Rows::Distinct.key(i),
+                        window,
+                    )
+                })
+            })
+            .collect();
+        ready.wait();
+        let window = *window.get_or_init(|| timing.start());
+        std::thread::sleep(
+            window
+                .measure_from
+                .saturating_duration_since(std::time::Instant::now()),
+        );
+        let cpu_start = measure::process_cpu();
+        std::thread::sleep(
+            window
+                .until
+                .saturating_duration_since(std::time::Instant::now()),
+        );
+        let cpu = measure::cpu_between(cpu_start, measure::process_cpu());
+        let mut tally = measure::Tally::default();
+        for handle in handles {
+            tally.merge(handle.join().map_err(|_| Error::Worker)??);
+        }
+        Ok(Summary::of(tally, window.measured(), cpu))
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// SQL Server.
+
+struct TdsTransaction<'p> {
+    place: &'p MssqlPlace,
+    table: FencedTable,
+    statements: Statements,
+    leases: Vec<Lease>,
+}
+
+/// The plain transaction on tiberius.
+struct PlainTds {
+    client: TdsClient,
+    statements: Statements,
+    lease: Lease,
+}
+
+impl Cycle for PlainTds {
+    async fn attempt(&mut self, key: i64) -> Result<bool> {
+        self.client
+            .simple_query("BEGIN TRANSACTION")
+            .await?
+            .into_results()
+            .await?;
+        for line in LINES {
+            let rows = self
+                .client
+                .execute(&self.statements.insert, &[&key, &line])
+                .await?
+                .total();
+            workload::one_row(rows, "a line's insert")?;
+        }
+        let (generation, owner) = (self.lease.generation(), self.lease.owner());
+        let updated = self
+            .client
+            .execute(
+                &self.statements.update,
+                &[&PAYLOAD, &key, &generation, &owner],
+            )
+            .await?
+            .total();
+        workload::one_row(updated, "the fenced update")?;
+        self.client
+            .simple_query("COMMIT TRANSACTION")
+            .await?
+            .into_results()
+            .await?;
+        Ok(true)
+    }
+}
+
+impl Pair for TdsTransaction<'_> {
+    fn name(&self) -> Name {
+        Name {
+            path: "fenced transaction, guard's pool",
+            against: "the same statements in a plain transaction",
+            database: "SQL Server (TDS)",
+            unit: "transaction",
+            target: Some(0.9),
+        }
+    }
+
+    async fn run(&self, side: Side, workers: usize, timing: Timing) -> Result<Run> {
+        let summary = match side {
+            Side::Guard => {
+                let store: Store<Mssql> =
+                    Store::new(self.place.pool(workers).await?, self.table.clone());
+                let cycles = fenced_cycles(&store, &self.leases, &self.statements.insert, workers);
+                let cycles = warm(cycles).await?;
+                run_cycles(cycles, timing, &ServerClock::none()).await?.0
+            }
+            Side::Driver => {
+                let mut cycles = Vec::with_capacity(workers);
+                for lease in &self.leases[..workers] {
+                    cycles.push(PlainTds {
+                        client: self.place.client().await?,
+                        statements: self.statements.clone(),
+                        lease: lease.clone(),
+                    });
+                }
+                let cycles = warm(cycles).await?;
+                run_cycles(cycles, timing, &ServerClock::none()).await?.0
+            }
+        };
+        Ok(Run::of(summary, None, timing.measured))
+    }
+}
