@@ -440,9 +440,10 @@ async fn a_fenced_transaction_waits_no_more_than_a_plain_one() {
     );
 
     // Negative control: `BEGIN` waited for on its own, then the check-and-lock, as
-    // before they were pipelined: one round trip more than the plain transaction.
-    let lease = leased(&own).await;
-    let (done, unpipelined) = counted(&proxy, async {
+    // before they were pipelined: one round trip more than the plain transaction. Run
+    // once first, so that its statements (the lines as written, without the check the
+    // fenced transaction adds to each) are prepared on the connection.
+    let unpipelined = async |lease: Lease| {
         let lent = store.backend().lend().await?;
         lent.execute_batch("BEGIN").await?;
         let lock = dialect::lock(Dialect::Postgres, store.table());
@@ -458,8 +459,10 @@ async fn a_fenced_transaction_waits_no_more_than_a_plain_one() {
         lent.execute_batch("COMMIT").await?;
         Postgres::give_back(lent);
         Ok::<_, fenced_guard::Error>(())
-    })
-    .await;
+    };
+    unpipelined(leased(&own).await).await.unwrap();
+    let lease = leased(&own).await;
+    let (done, unpipelined) = counted(&proxy, unpipelined(lease)).await;
     done.unwrap();
     println!("fenced, BEGIN waited for on its own: {unpipelined} round trips");
     assert_eq!(
