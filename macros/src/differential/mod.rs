@@ -4,12 +4,15 @@
 //!
 //! - [`lease_table`]: a write of the lease's own table, its SQL with the fence appended,
 //!   run with a stale lease: refused, every row unchanged.
+//! - [`other_table`]: a write of another table, sent unchanged inside a fenced
+//!   transaction: every protected table unchanged.
 //!
-//! It has a negative control, the same generator with the checks off, that must find
-//! texts that escape. It reads `FENCED_DIFF_SEED` and `FENCED_DIFF_TEXTS`, and prints
-//! its counts past the test harness's capture.
+//! Each has a negative control, the same generator with the checks off, that must find
+//! texts that escape. Both read `FENCED_DIFF_SEED` and `FENCED_DIFF_TEXTS`, and print
+//! their counts past the test harness's capture.
 
 mod lease_table;
+mod other_table;
 
 use fenced_guard::Dialect;
 
