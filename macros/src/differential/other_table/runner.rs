@@ -61,6 +61,7 @@ pub(super) struct Tally {
     pub(super) escapes: Vec<&'static str>,
     pub(super) first_errors: Vec<String>,
     pub(super) first_refusals: Vec<String>,
+    /// Fenced transactions begun.
     pub(super) transactions: usize,
     /// Statements sent, those sent again after a failure rolled their batch back
     /// included.
@@ -89,6 +90,7 @@ impl Tally {
         self.errors += other.errors;
         self.escapes.extend(other.escapes);
         self.sends += other.sends;
+        self.transactions += other.transactions;
         for e in other.first_errors {
             if self.first_errors.len() < 8 {
                 self.first_errors.push(e);
@@ -281,6 +283,7 @@ async fn each<B: Backend + Lend>(
                     tally.escapes.push(sent.text);
                     let _ = tx.rollback().await;
                     tx = begin(db).await;
+                    tally.transactions += 1;
                 }
             }
             Sending::Refused(error) => tally.refusal(sent, &error),
@@ -289,6 +292,7 @@ async fn each<B: Backend + Lend>(
                 if !open {
                     let _ = tx.rollback().await;
                     tx = begin(db).await;
+                    tally.transactions += 1;
                 }
             }
         }

@@ -201,12 +201,16 @@ impl<B: Backend + Lend + Clone> Prepared<B> {
         let second = Store::new(backend.clone(), table(Role::Second));
         let lease = rows(&store, 3).await;
         let _second_lease = rows(&second, 2).await;
-        let reading = snapshot_query(&backend).await;
-        Prepared {
+        let prepared = Prepared {
             store,
             lease,
-            reading,
-        }
+            reading: snapshot_query(&backend).await,
+        };
+        // What the oracle holds the texts to: every row above (three and two fenced
+        // rows, an epoch row and an operation each).
+        let rows = prepared.snapshot(&backend).await;
+        assert_eq!(rows.len(), 9, "the protected tables' rows: {rows:?}");
+        prepared
     }
 }
 
@@ -235,9 +239,9 @@ impl<B> Prepared<B> {
     }
 }
 
-/// Rows `count` keys of `store`'s table, one of them leased (returned), one leased and
-/// released, the others never; and an operation recorded under the lease in a fenced
-/// transaction, so that the operations table has a row.
+/// Provisions `count` rows of `store`'s table, one of them leased (returned), one
+/// leased and released, the others never; and records an operation under the lease in
+/// a fenced transaction, so that the operations table has a row.
 async fn rows<B: Backend + Lend>(store: &Store<B>, count: usize) -> Lease {
     let d = store.dialect();
     let t = store.table();
