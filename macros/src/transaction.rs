@@ -211,6 +211,29 @@ fn same_table(text: &str, declared: &str) -> bool {
         || (name(&written) == name(&declared) && !(written.contains('.') && declared.contains('.')))
 }
 
+/// Which of the other-table checks run. All of them do in the macro; the differential
+/// test switches the databases' own readings and the protected-table refusals off for
+/// its negative control.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Checks {
+    /// Each database's text is read, parsed and rendered as that database reads it, and
+    /// refused where that reading splits it otherwise than the tolerant one; without
+    /// it, by the tolerant reading of all three at once.
+    pub(crate) own_reading: bool,
+    /// A reading that writes the lease's own table refuses the statement. (The
+    /// refusals of the declared tables, [`declaration::protected`] and
+    /// [`protected_target`], and of the guard's screen, [`screened`], are the caller's
+    /// to run or leave out with it.)
+    pub(crate) protected: bool,
+}
+
+impl Checks {
+    pub(crate) const ALL: Checks = Checks {
+        own_reading: true,
+        protected: true,
+    };
+}
+
 /// A statement on another table, checked: its table unquoted, and its text per dialect
 /// (in the order of [`Dialect::ALL`]), `None` for a database the method is not written
 /// for.
@@ -233,6 +256,18 @@ pub(crate) fn check(
     method: &str,
     params: &[String],
     only: Option<Dialect>,
+) -> (Result<Checked, Vec<Problem>>, Vec<usize>) {
+    check_with(sql, declared, method, params, only, Checks::ALL)
+}
+
+/// [`check`], with the checks chosen.
+pub(crate) fn check_with(
+    sql: &str,
+    declared: &str,
+    method: &str,
+    params: &[String],
+    only: Option<Dialect>,
+    checks: Checks,
 ) -> (Result<Checked, Vec<Problem>>, Vec<usize>) {
     let found = match only {
         None => fenced_sql::portable::portable_problems(sql),
@@ -259,14 +294,16 @@ pub(crate) fn check(
         .into_iter()
         .filter(|d| only.is_none_or(|only| only == *d));
     for dialect in dialects {
-        let read = match statement::read(sql, dialect, true) {
+        let read = match statement::read(sql, dialect, checks.own_reading) {
             Ok(read) => read,
             Err(p) => {
                 statement::add(&mut problems, p);
                 continue;
             }
         };
-        if let Some(p) = statement::disagreement(sql, dialect) {
+        if checks.own_reading
+            && let Some(p) = statement::disagreement(sql, dialect)
+        {
             statement::add(
                 &mut problems,
                 Problem {
@@ -281,9 +318,10 @@ pub(crate) fn check(
             statement::placeholders(sql, &read.lexed.tokens, method, params, &mut found);
         unused = not_used;
         let target = written(sql, &read, dialect, only, &mut found);
-        let writes_lease = target
-            .as_ref()
-            .is_some_and(|(name, ..)| same_table(name, declared));
+        let writes_lease = checks.protected
+            && target
+                .as_ref()
+                .is_some_and(|(name, ..)| same_table(name, declared));
         if let Some((name, tokens, _)) = &target
             && writes_lease
         {
@@ -600,6 +638,45 @@ fn sent(dialect: Dialect, sql: &str, kinds: &[TokenKind], params: usize) -> Resu
     Ok(())
 }
 
+/// The protected table `checked` writes, when every database's reading of it writes
+/// another table than `target`, the first reading's that named one other than the
+/// lease's `declared` (SQL Server's alias, read alone); `target` itself the caller
+/// checks with [`declaration::protected`] first.
+pub(crate) fn protected_target(
+    found: Option<&declaration::Found>,
+    declared: &str,
+    target: &str,
+    checked: &Checked,
+) -> Option<String> {
+    if checked
+        .target
+        .eq_ignore_ascii_case(&statement::plain_name(target))
+    {
+        return None;
+    }
+    declaration::protected(found, declared, &checked.target)
+}
+
+/// What `Fenced` refuses at run time, refused at compile time: the guard's screen over
+/// each database's text, with every table the declaration protects. The first database
+/// whose text it refuses, and why.
+pub(crate) fn screened(
+    found: Option<&declaration::Found>,
+    declared: &str,
+    checked: &Checked,
+) -> Option<(Dialect, String)> {
+    let protected = declaration::protected_names(found, declared);
+    let protected: Vec<&QualifiedName> = protected.iter().collect();
+    Dialect::ALL
+        .into_iter()
+        .zip(&checked.sql)
+        .find_map(|(dialect, text)| {
+            let text = text.as_deref()?;
+            fenced_guard::__private::refusal(dialect.guard(), text, &protected)
+                .map(|reason| (dialect, reason))
+        })
+}
+
 /// Expands a method whose SQL writes `target`, a table other than the declared one.
 pub(crate) fn expand_other(
     args: &Args,
@@ -680,13 +757,8 @@ pub(crate) fn expand_other(
             None
         }
     };
-    // The table every database's reading writes, when the first reading that named
-    // another table than the lease's saw another (SQL Server's alias, read alone).
     if let Some(checked) = &checked
-        && !checked
-            .target
-            .eq_ignore_ascii_case(&statement::plain_name(target))
-        && let Some(why) = declaration::protected(found, &declared, &checked.target)
+        && let Some(why) = protected_target(found, &declared, target, checked)
     {
         errors.push(syn::Error::new(
             Span::call_site(),
@@ -695,26 +767,15 @@ pub(crate) fn expand_other(
     }
     if let Some(checked) = &checked
         && errors.is_empty()
+        && let Some((dialect, reason)) = screened(found, &declared, checked)
     {
-        // What `Fenced` refuses at run time, refused now: the same reading of each
-        // database's text, with every table the declaration protects.
-        let protected = declaration::protected_names(found, &declared);
-        let protected: Vec<&QualifiedName> = protected.iter().collect();
-        for (dialect, text) in Dialect::ALL.iter().zip(&checked.sql) {
-            let Some(text) = text else { continue };
-            if let Some(reason) =
-                fenced_guard::__private::refusal(dialect.guard(), text, &protected)
-            {
-                errors.push(syn::Error::new_spanned(
-                    lit,
-                    format!(
-                        "`{method_name}` would be refused in a fenced transaction on {}: {reason}",
-                        dialect.guard()
-                    ),
-                ));
-                break;
-            }
-        }
+        errors.push(syn::Error::new_spanned(
+            lit,
+            format!(
+                "`{method_name}` would be refused in a fenced transaction on {}: {reason}",
+                dialect.guard()
+            ),
+        ));
     }
     if fenced.is_some() {
         for i in unused {

@@ -190,8 +190,16 @@ const TABLE_WORDS: &[&str] = &[
 ];
 
 /// Words that may stand between a table word and the name: `UPDATE ONLY t`,
-/// `DROP TABLE IF EXISTS t`, `FROM LATERAL`.
-const TRANSPARENT_WORDS: &[&str] = &["ONLY", "IF", "NOT", "EXISTS", "LATERAL", "TOP"];
+/// `DROP TABLE IF EXISTS t`, `FROM LATERAL`, `UPDATE TOP (1) PERCENT t`, SQLite's
+/// `UPDATE OR IGNORE t`.
+const TRANSPARENT_WORDS: &[&str] = &[
+    "ONLY", "IF", "NOT", "EXISTS", "LATERAL", "TOP", "PERCENT", "OR", "ROLLBACK", "ABORT",
+    "REPLACE", "FAIL", "IGNORE",
+];
+
+/// Words after which a parenthesised group at a table's place holds tables: a
+/// parenthesised join, `FROM (t AS a JOIN u ON ...)`, PostgreSQL's `ONLY (t)`.
+const GROUP_WORDS: &[&str] = &["FROM", "JOIN", "USING", "APPLY", "ONLY", "LATERAL"];
 
 /// Words that end a `FROM` or `USING` list at its depth.
 const LIST_END_WORDS: &[&str] = &[
@@ -222,17 +230,42 @@ fn protected_write(sql: &str, lexed: &Lexed, protected: &[&QualifiedName]) -> Op
     // Whether the next name is a table's, and the depths of open FROM/USING lists.
     let mut table_next = false;
     let mut lists: Vec<usize> = Vec::new();
+    // The depths at which a group closes before the table's name: `TOP (1) t`.
+    let mut resume: Vec<usize> = Vec::new();
     let mut depth = 0usize;
     let mut i = 0;
     while i < tokens.len() {
         let token = &tokens[i];
         let text = &sql[token.range()];
+        let previous = i.checked_sub(1).map(|p| &tokens[p]);
         match token.kind {
-            TokenKind::LParen => depth += 1,
+            TokenKind::LParen => {
+                if table_next && is(sql, previous, &["TOP"]) {
+                    resume.push(depth);
+                }
+                depth += 1;
+                if table_next
+                    && (is(sql, previous, GROUP_WORDS)
+                        || previous.is_some_and(|p| {
+                            matches!(p.kind, TokenKind::Comma | TokenKind::LParen)
+                        }))
+                {
+                    // A parenthesised join: its tables are at a table's place, and its
+                    // commas separate tables.
+                    lists.push(depth);
+                    i += 1;
+                    continue;
+                }
+            }
             TokenKind::RParen => {
                 lists.retain(|&d| d < depth);
                 depth = depth.saturating_sub(1);
-                table_next = false;
+                table_next = resume.last() == Some(&depth);
+                if table_next {
+                    resume.pop();
+                    i += 1;
+                    continue;
+                }
             }
             TokenKind::Comma => table_next = lists.last() == Some(&depth),
             TokenKind::Semicolon => {
@@ -264,7 +297,12 @@ fn protected_write(sql: &str, lexed: &Lexed, protected: &[&QualifiedName]) -> Op
                 i += 1;
                 continue;
             }
-            if lists.last() == Some(&depth) && is(sql, Some(token), LIST_END_WORDS) {
+            // `WITH (NOLOCK)`, a table hint, goes on with the list.
+            let hint = is(sql, Some(token), &["WITH"])
+                && tokens
+                    .get(i + 1)
+                    .is_some_and(|t| t.kind == TokenKind::LParen);
+            if lists.last() == Some(&depth) && is(sql, Some(token), LIST_END_WORDS) && !hint {
                 lists.pop();
             }
         }
@@ -467,6 +505,37 @@ mod tests {
             Dialect::Mssql,
             "BEGIN INSERT INTO line VALUES (1) END"
         ));
+    }
+
+    /// A statement names the table it writes in places other than right after its
+    /// keyword: inside a parenthesised join (SQL Server writes the table an alias in it
+    /// names), after `TOP (n)` and SQLite's `OR IGNORE`, in a `FROM` list after a table
+    /// hint.
+    #[test]
+    fn a_protected_table_behind_a_group_a_hint_or_a_conflict_clause_is_refused() {
+        for d in ALL {
+            for sql in [
+                "UPDATE p SET Generation = 1 FROM (Report AS p JOIN line AS l ON 1 = 1)",
+                "DELETE p FROM line AS l JOIN (other AS o CROSS JOIN app.Report AS p) ON 1 = 1",
+                "UPDATE p SET a = 1 FROM ((FencedEpoch AS p JOIN line ON 1 = 1) JOIN o ON 1 = 1)",
+                "UPDATE p SET a = 1 FROM line AS l WITH (NOLOCK), FencedOperation AS p",
+                "UPDATE TOP (1) Report SET a = 1",
+                "DELETE TOP (10) PERCENT Report",
+                "UPDATE OR IGNORE Report SET a = 1",
+                "UPDATE ONLY (Report) SET a = 1",
+            ] {
+                assert!(refused(d, sql), "{d}: {sql}");
+            }
+            // The controls: the same shapes on other tables.
+            for sql in [
+                "UPDATE p SET a = 1 FROM (line AS p JOIN other AS o ON o.id = p.id)",
+                "UPDATE TOP (1) line SET a = 1",
+                "UPDATE OR IGNORE line SET a = (SELECT 1)",
+                "UPDATE l SET a = 1 FROM line AS l WITH (NOLOCK), other AS o WHERE o.id = l.id",
+            ] {
+                assert!(!refused(d, sql), "{d}: {sql}");
+            }
+        }
     }
 
     #[test]

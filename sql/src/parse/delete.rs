@@ -86,6 +86,11 @@ mod tests {
         let tsql = "DELETE r FROM dbo.Report AS r WHERE r.id = 1";
         assert_eq!(target(Dialect::Mssql.into(), tsql), ("Report".into(), true));
         assert_eq!(target(Reading::Tolerant, tsql), ("Report".into(), true));
+        let joined = "DELETE r FROM (dbo.Report AS r JOIN line AS l ON 1 = 1)";
+        assert_eq!(
+            target(Dialect::Mssql.into(), joined),
+            ("Report".into(), true)
+        );
         let using = "DELETE FROM \"Report\" USING line AS Report WHERE 1 = 1";
         for reading in [Reading::Tolerant, Dialect::Postgres.into()] {
             assert_eq!(

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::{Parser, STOP_WORDS, TableName, is_name};
+use super::{MAX_NESTING, Parser, STOP_WORDS, TableName, is_name};
 use crate::Dialect;
 use crate::expr::Predicate;
 use crate::lex::{Token, TokenKind, ident_name_escaped, is_any_word};
@@ -177,7 +177,9 @@ impl<'a> Parser<'a, '_> {
         let mut after_join = false;
         let mut inner = false;
         loop {
-            if self.at_kind(TokenKind::LParen) {
+            if let Some(joined) = self.parenthesised_join(mentioned, inner_on) {
+                out.extend(joined);
+            } else if self.at_kind(TokenKind::LParen) {
                 let start = self.pos;
                 self.skip_group();
                 let inside = tables_in(self.text, &self.tokens[start..self.pos]);
@@ -252,6 +254,40 @@ impl<'a> Parser<'a, '_> {
             break;
         }
         out
+    }
+
+    /// A parenthesised join at the cursor, `(t AS a JOIN u ON ...)` (and `(t)`): its
+    /// entries, each with its alias, for they are the enclosing list's own (SQL Server
+    /// writes `a` in `UPDATE a ... FROM (t AS a JOIN u ON ...)`); the cursor after it
+    /// and its alias, if any. `None`, the cursor unmoved, for any other group: a derived
+    /// table, a subquery.
+    fn parenthesised_join(
+        &mut self,
+        mentioned: &mut Vec<TableName>,
+        inner_on: &mut Vec<Predicate>,
+    ) -> Option<Vec<FromItem>> {
+        let first = self.peek_at(1)?;
+        let joined = self.at_kind(TokenKind::LParen)
+            && (first.kind == TokenKind::LParen
+                || is_name(first) && !is_any_word(self.text, first, &STOP_WORDS));
+        if !joined || self.nesting >= MAX_NESTING {
+            return None;
+        }
+        let start = self.pos;
+        self.pos += 1;
+        self.nesting += 1;
+        let (mut inner_mentioned, mut inner_conditions) = (Vec::new(), Vec::new());
+        let items = self.table_list(&mut inner_mentioned, &mut inner_conditions);
+        self.nesting -= 1;
+        if items.is_empty() || !self.at_kind(TokenKind::RParen) {
+            self.pos = start;
+            return None;
+        }
+        self.pos += 1;
+        let _ = self.alias();
+        mentioned.extend(inner_mentioned);
+        inner_on.extend(inner_conditions);
+        Some(items)
     }
 
     /// The entry of a `FROM` list that SQL Server's alias rule makes the target named

@@ -164,6 +164,32 @@ mod tests {
         assert_eq!(target(Dialect::Postgres.into(), qualified).0, "t");
     }
 
+    /// An alias inside a parenthesised join is the `FROM` list's as any other: SQL
+    /// Server writes the table it names.
+    #[test]
+    fn an_alias_inside_a_parenthesised_join_makes_the_target_on_sql_server() {
+        let sql =
+            "UPDATE p SET a = 1 FROM (dbo.Report AS p JOIN line AS l ON 1 = 1) WHERE l.id = 2";
+        let (written, via, _) = target(Dialect::Mssql.into(), sql);
+        assert_eq!(written, "dbo.Report");
+        assert!(matches!(via, Via::Alias(r) if &sql[r.clone()] == "p"));
+        assert_eq!(
+            target(Dialect::Postgres.into(), sql),
+            ("p".into(), Via::Name, vec![])
+        );
+        assert_eq!(target(Reading::Tolerant, sql).2, ["p"]);
+        let nested = "UPDATE p SET a = 1 FROM line AS l JOIN ((o CROSS JOIN Report p) \
+                      JOIN u ON 1 = 1) ON 1 = 1";
+        assert_eq!(target(Dialect::Mssql.into(), nested).0, "Report");
+        // A derived table in parentheses is still one, and a subquery is no join.
+        let derived = "UPDATE d SET a = 1 FROM ((SELECT * FROM Report) AS d JOIN l ON 1 = 1)";
+        let (written, via, _) = target(Dialect::Mssql.into(), derived);
+        assert_eq!(written, "Report");
+        assert!(matches!(via, Via::DerivedTable(_)));
+        let union = "UPDATE u SET a = 1 FROM ((SELECT 1 AS a) UNION (SELECT 2)) AS q";
+        assert_eq!(target(Dialect::Mssql.into(), union).0, "u");
+    }
+
     #[test]
     fn a_derived_table_is_written_through_on_sql_server() {
         let sql = "UPDATE r SET a = 1 FROM (SELECT * FROM dbo.Report WHERE Generation = 3) AS r";

@@ -1,4 +1,5 @@
-//! The differential test of the macro's SQL checks against the real databases.
+//! The differential test of the lease-table path: the macro's checks of a fenced write's
+//! SQL, against the real databases.
 //!
 //! A seeded generator writes caller `SET` and `WHERE` texts: values, nested
 //! parentheses, operators, every quoting, comment and placeholder form of the three
@@ -31,41 +32,8 @@ use fenced_guard::{
     Store, Value,
 };
 
+use super::{Rng, macro_dialect, mssql_url, pg_url, say, seed, wanted};
 use crate::statement::{self, Checks, Declared};
-
-/// The macro's name for a dialect.
-fn macro_dialect(d: Dialect) -> statement::Dialect {
-    match d {
-        Dialect::Postgres => statement::Dialect::Postgres,
-        Dialect::Sqlite => statement::Dialect::Sqlite,
-        Dialect::Mssql => statement::Dialect::Mssql,
-    }
-}
-
-/// splitmix64: small, seeded, and the same on every platform.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
 
 /// Fragments that some database reads differently from another, or that try to close
 /// the macro's parenthesis, each as one operand-sized piece.
@@ -584,25 +552,6 @@ async fn run<B: Backend>(store: &Store<B>, accepted: &[Accepted], checked: bool)
     tally
 }
 
-fn seed() -> u64 {
-    std::env::var("FENCED_DIFF_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED_F3AC_ED18)
-}
-
-fn wanted() -> usize {
-    std::env::var("FENCED_DIFF_TEXTS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10_000)
-}
-
-fn pg_url() -> String {
-    std::env::var("FENCED_PG_URL")
-        .unwrap_or_else(|_| "host=127.0.0.1 port=5432 user=postgres dbname=test".to_owned())
-}
-
 /// A PostgreSQL store in a schema of its own; the schema's name, to drop it.
 async fn postgres_store() -> (Store<Postgres>, Postgres, String) {
     let url = pg_url();
@@ -627,14 +576,7 @@ async fn postgres_store() -> (Store<Postgres>, Postgres, String) {
 /// schema, which the macro's unqualified name resolves to), made anew; `None` without
 /// `FENCED_MSSQL_URL`, a failure without it when `CI` is set.
 async fn mssql_store() -> Option<Store<Mssql>> {
-    let Ok(url) = std::env::var("FENCED_MSSQL_URL") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but FENCED_MSSQL_URL is not: the SQL Server run must happen in CI"
-        );
-        say("sql server: did not run (FENCED_MSSQL_URL is not set)");
-        return None;
-    };
+    let url = mssql_url()?;
     let backend = Mssql::connect_with(&url, 1)
         .await
         .unwrap_or_else(|e| panic!("SQL Server is not reachable with FENCED_MSSQL_URL: {e}"));
@@ -663,13 +605,6 @@ async fn sqlite_store(dir: &tempfile::TempDir, name: &str) -> Store<Sqlite> {
     let store = Store::new(backend, table());
     store.create_schema().await.expect("create the tables");
     store
-}
-
-/// Writes `line` past the test harness's capture, so that the counts show in every run
-/// (CI's included), not only when a test fails.
-fn say(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "differential: {line}");
 }
 
 /// The counts of one run, said; the first escapes and errors, printed (shown when a test
