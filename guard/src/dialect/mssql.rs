@@ -1,6 +1,7 @@
 //! SQL Server text: `SYSUTCDATETIME()`, `datetime2(7)` expiry, `@Pn` placeholders,
 //! `OUTPUT inserted.…`.
 
+use crate::error::MSSQL_REPLAYED;
 use crate::table::{ColumnType, QualifiedName};
 
 /// Raises error 51000 unless a transaction is open: the first statement of a fenced
@@ -41,7 +42,7 @@ pub(super) const CLOCK: &str = "SYSUTCDATETIME()";
 /// the body's work is undone (the transaction rolled back, or the caller's rolled back
 /// to the savepoint, never further) and the error raised again: in a transaction of its
 /// own by `THROW`, with the original number; in the caller's as
-/// [`REPLAYED`]` + ` that number, since Babelfish ends the caller's transaction on a
+/// [`MSSQL_REPLAYED`]` + ` that number, since Babelfish ends the caller's transaction on a
 /// bare `THROW` of some errors (a CHECK violation's). A caller's transaction that the
 /// error left uncommittable (`XACT_STATE()` -1, as `XACT_ABORT ON` makes every error)
 /// stays as SQL Server leaves it for a plain statement: the caller can only roll it
@@ -53,15 +54,11 @@ pub(super) fn in_transaction(body: &str) -> String {
          {body} IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY \
          BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; \
          THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; \
-         DECLARE @fenced_error int = {REPLAYED} + ERROR_NUMBER(), \
+         DECLARE @fenced_error int = {MSSQL_REPLAYED} + ERROR_NUMBER(), \
          @fenced_message nvarchar(2048) = ERROR_MESSAGE(); \
          THROW @fenced_error, @fenced_message, 1; END CATCH;"
     )
 }
-
-/// What the guard's batches add to an error's number when they raise it again inside
-/// the caller's transaction; [`crate::Error::database_code`] takes it off.
-pub(crate) const REPLAYED: u32 = 1_000_000;
 
 pub(super) fn expiry_after(ttl: usize) -> String {
     format!("DATEADD(millisecond, CAST(@P{ttl} AS int), {CLOCK})")
