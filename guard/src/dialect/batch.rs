@@ -16,7 +16,7 @@
 //! [`acquire`]: super::acquire
 
 use super::{Dialect, epoch_subquery, mssql, q};
-use crate::claim::Test;
+use crate::claim::filter::Test;
 use crate::table::{FencedTable, Identifier};
 
 /// The alias of the fenced table's row being changed.
