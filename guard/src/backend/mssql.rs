@@ -15,12 +15,13 @@ use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::backend::pool::Deadline;
 use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
-use crate::backend::{Executor, InTransaction};
 use crate::connection::mssql as client;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
-use crate::transaction::{Deadline, Lend};
+use crate::executor::Lend;
+use crate::executor::{Executor, InTransaction};
 use crate::value::{Key, Value};
 
 /// A pooled connection: the tiberius client, and the pool's view of its socket.

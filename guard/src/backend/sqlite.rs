@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::backend::pool::Deadline;
 use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
-use crate::backend::{Executor, InTransaction};
 use crate::connection::sqlite as caller;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
-use crate::transaction::{Deadline, Lend};
+use crate::executor::Lend;
+use crate::executor::{Executor, InTransaction};
 use crate::value::{Key, Value};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, Statement, params_from_iter};

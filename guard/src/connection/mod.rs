@@ -50,16 +50,4 @@ pub use sqlx::{SqlxPgConnection, SqlxPgPool};
 #[cfg(feature = "sqlx-sqlite")]
 pub use sqlx::{SqlxSqliteConnection, SqlxSqlitePool};
 
-use crate::backend::Executor;
-
-/// A connection, transaction or pool of the caller's, which [`Store::on`] runs the
-/// protocol on. Implemented for the types in the [module's table](self).
-///
-/// [`Store::on`]: crate::Store::on
-pub trait IntoExecutor {
-    /// The executor that runs statements on it.
-    type Executor: Executor;
-
-    /// Wraps it; nothing is sent.
-    fn into_executor(self) -> Self::Executor;
-}
+pub use crate::executor::IntoExecutor;

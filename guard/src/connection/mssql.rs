@@ -4,10 +4,10 @@ use tiberius::Client;
 use tokio::sync::Mutex;
 
 use crate::backend::mssql::{decode, inline_nulls, with_row_count};
-use crate::backend::{Executor, InTransaction};
-use crate::connection::IntoExecutor;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
+use crate::executor::IntoExecutor;
+use crate::executor::{Executor, InTransaction};
 use crate::value::Value;
 
 /// A caller's tiberius [`Client`], as an [`Executor`]: statements run on it in turn,

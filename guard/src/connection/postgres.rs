@@ -12,10 +12,10 @@ use tokio_postgres::{Client, GenericClient, Row, RowStream, Statement, Transacti
 
 use crate::backend::kept::KeptStatements;
 use crate::backend::postgres::{Failed, decode, is_stale_plan, unexecuted};
-use crate::backend::{Executor, InTransaction};
-use crate::connection::IntoExecutor;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
+use crate::executor::IntoExecutor;
+use crate::executor::{Executor, InTransaction};
 use crate::value::Value;
 
 /// A caller's tokio-postgres [`Client`] or [`Transaction`], as an [`Executor`]: what

@@ -8,10 +8,10 @@
 use sqlx::{AssertSqlSafe, Column as _, Row as _, TypeInfo as _};
 use tokio::sync::Mutex;
 
-use crate::backend::{Executor, InTransaction};
-use crate::connection::IntoExecutor;
 use crate::dialect::Dialect;
 use crate::error::{Error, Result};
+use crate::executor::IntoExecutor;
+use crate::executor::{Executor, InTransaction};
 use crate::value::Value;
 
 impl From<sqlx::Error> for Error {
