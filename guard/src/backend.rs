@@ -7,27 +7,18 @@
 //! ([`crate::connection`]).
 //!
 //! This module only gathers them under the path users import: the contract lives in
-//! `executor.rs`, below everything, and each pool in its database's folder.
-
-#[cfg(any(feature = "postgres", feature = "sqlite"))]
-pub(crate) mod kept;
-#[cfg(feature = "mssql")]
-pub(crate) mod mssql;
-#[cfg(any(feature = "mssql", feature = "postgres", feature = "sqlite"))]
-mod pool;
-#[cfg(feature = "postgres")]
-pub(crate) mod postgres;
-#[cfg(feature = "sqlite")]
-pub(crate) mod sqlite;
+//! `executor.rs`, below everything, and each pool in its database's folder
+//! (`postgres/pool.rs`, `sqlite/pool.rs`, `mssql/pool.rs`), beside that database's
+//! statements and the caller's executors; what the pools share is in `pool/`.
 
 // Each public type of a backend also carries its feature's `cfg` itself, though its
 // module has it: rustdoc carries only an item's own `cfg` into the documentation of the
 // `fenced` crate, which inlines these types, as their feature badge.
 #[cfg(feature = "mssql")]
-pub use mssql::{LentMssql, Mssql, MssqlOptions};
+pub use crate::mssql::pool::{LentMssql, Mssql, MssqlOptions};
 #[cfg(feature = "postgres")]
-pub use postgres::{LentPostgres, PooledClient, Postgres};
+pub use crate::postgres::pool::{LentPostgres, PooledClient, Postgres};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{LentSqlite, Sqlite, SqliteExecution, SqliteOptions};
+pub use crate::sqlite::pool::{LentSqlite, Sqlite, SqliteExecution, SqliteOptions};
 
 pub use crate::executor::{Backend, Executor, InTransaction};

@@ -112,9 +112,16 @@ mod error;
 mod executor;
 pub mod keeper;
 mod lease;
+mod mssql;
 pub mod operation;
 mod outcome;
+#[cfg(any(feature = "mssql", feature = "postgres", feature = "sqlite"))]
+mod pool;
+mod postgres;
 pub mod renewal;
+mod sqlite;
+#[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
+mod sqlx;
 mod store;
 mod table;
 mod trace;

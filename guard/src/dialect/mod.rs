@@ -31,7 +31,7 @@
 //! The statements over many rows, the batched renewal and the claim, are in [`batch`].
 
 /// Tests that a rendered statement is exactly the text given, one test per case, for
-/// the dialect modules' tests (declared before them, so that they see it).
+/// the tests of each database's text (`postgres/dialect.rs`, ...) and of [`batch`].
 #[cfg(test)]
 macro_rules! renders {
     ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
@@ -41,19 +41,23 @@ macro_rules! renders {
         }
     )*};
 }
+#[cfg(test)]
+pub(crate) use renders;
 
 pub mod batch;
 pub(crate) mod kind;
 pub mod lex;
-mod mssql;
-mod postgres;
 pub mod procedures;
 pub(crate) mod recheck;
 pub(crate) mod screen;
-mod sqlite;
 
 pub use kind::Dialect;
 
+// Each database's own text: this module is where the dialect is chosen, the one place
+// that names every database.
+use crate::mssql::dialect as mssql;
+use crate::postgres::dialect as postgres;
+use crate::sqlite::dialect as sqlite;
 use crate::table::{ColumnType, FencedTable, Identifier, KeyType, QualifiedName};
 
 // What each database writes for the parts every statement shares. Here, where the

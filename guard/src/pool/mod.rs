@@ -4,6 +4,13 @@
 //! Giving back is the only way a connection returns to the pool, so a connection whose
 //! future was dropped mid-statement (a cancellation, a timeout, a panic), or that its
 //! backend judged unusable after an error, is closed and never reused.
+//!
+//! Shared by the guard's pools of each database (`postgres/pool.rs`, `sqlite/pool.rs`,
+//! `mssql/pool.rs`), with the prepared statements a connection keeps (`kept.rs`) and
+//! the deadline of a lent connection's fenced transaction ([`Deadline`]).
+
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub(crate) mod kept;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};

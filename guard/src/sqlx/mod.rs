@@ -8,10 +8,9 @@
 use sqlx::{AssertSqlSafe, Column as _, Row as _, TypeInfo as _};
 use tokio::sync::Mutex;
 
-use crate::dialect::Dialect;
+use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
-use crate::executor::IntoExecutor;
-use crate::executor::{Executor, InTransaction};
+use crate::executor::{Executor, InTransaction, IntoExecutor};
 use crate::value::Value;
 
 impl From<sqlx::Error> for Error {
