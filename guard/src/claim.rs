@@ -45,13 +45,17 @@ use tracing::Instrument;
 
 use uuid::Uuid;
 
-use crate::backend::Executor;
 use crate::dialect::batch;
 use crate::error::{Error, Result};
+use crate::executor::Executor;
 use crate::lease::Lease;
 use crate::store::{Store, ttl_millis};
 use crate::table::{Identifier, KeyType};
 use crate::value::{Key, Value};
+
+pub(crate) mod filter;
+
+pub use filter::{Comparison, Test};
 
 /// The most candidate keys one claim statement carries; a longer list is claimed from
 /// in statements of this many keys, one after the other, until the limit is reached.
@@ -60,50 +64,6 @@ pub const MAX_KEYS_PER_STATEMENT: usize = 1024;
 
 /// The most conditions a [`Candidates`] filter may have (each value is a parameter).
 pub const MAX_CONDITIONS: usize = 64;
-
-/// A comparison of one of the table's declared columns with a value, in a claim's
-/// filter ([`Candidates::filter`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Comparison {
-    /// `column = value`
-    Eq,
-    /// `column <> value`
-    Ne,
-    /// `column < value`
-    Lt,
-    /// `column <= value`
-    Le,
-    /// `column > value`
-    Gt,
-    /// `column >= value`
-    Ge,
-}
-
-impl Comparison {
-    /// The SQL operator, the same in every dialect.
-    pub fn operator(self) -> &'static str {
-        match self {
-            Comparison::Eq => "=",
-            Comparison::Ne => "<>",
-            Comparison::Lt => "<",
-            Comparison::Le => "<=",
-            Comparison::Gt => ">",
-            Comparison::Ge => ">=",
-        }
-    }
-}
-
-/// One test of a column in a claim's filter, as [`batch::claim`] renders it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Test {
-    /// `column <operator> <parameter>`
-    Compare(Comparison),
-    /// `column IS NULL`
-    IsNull,
-    /// `column IS NOT NULL`
-    IsNotNull,
-}
 
 /// Which rows a [claim](Store::claim) may take, beside being free: every row of the
 /// table ([`any`](Candidates::any)) or those of a key list ([`keys`](Candidates::keys)),

@@ -4,7 +4,7 @@
 //! network or SQL error. A write refused by the fence is *not* an error; it is
 //! [`Outcome::Refused`](crate::Outcome::Refused).
 
-use crate::table::KeyType;
+use crate::table::types::KeyType;
 
 /// Everything that can go wrong in the guard, apart from a refusal by the fence.
 #[derive(Debug, thiserror::Error)]
@@ -400,14 +400,19 @@ impl From<tiberius::error::Error> for Error {
     }
 }
 
+/// SQL Server: what the guard's batches add to an error's number when they raise it
+/// again inside the caller's transaction (`mssql::dialect::in_transaction`), and what
+/// [`Error::database_code`] takes off. Here, with the reading of errors, so that the
+/// errors need none of SQL Server's statements.
+pub(crate) const MSSQL_REPLAYED: u32 = 1_000_000;
+
 /// A SQL Server error's number, as the database first raised it: the guard's batches
 /// raise an error again inside the caller's transaction with
 /// a fixed number (1,000,000) added to it.
 #[cfg(feature = "mssql")]
 pub(crate) fn mssql_number(token: &tiberius::error::TokenError) -> u32 {
-    let replayed = crate::dialect::mssql_replayed();
     match token.code() {
-        code if code > replayed => code - replayed,
+        code if code > MSSQL_REPLAYED => code - MSSQL_REPLAYED,
         code => code,
     }
 }

@@ -74,8 +74,8 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::Backend;
 use crate::error::{Error, Result};
+use crate::executor::Backend;
 use crate::lease::Lease;
 use crate::outcome::Outcome;
 use crate::store::Store;

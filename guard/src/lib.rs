@@ -109,11 +109,19 @@ pub mod connection;
 pub mod declaration;
 pub mod dialect;
 mod error;
+mod executor;
 pub mod keeper;
 mod lease;
+mod mssql;
 pub mod operation;
 mod outcome;
+#[cfg(any(feature = "mssql", feature = "postgres", feature = "sqlite"))]
+mod pool;
+mod postgres;
 pub mod renewal;
+mod sqlite;
+#[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
+mod sqlx;
 mod store;
 mod table;
 mod trace;
@@ -122,7 +130,6 @@ mod value;
 mod wait;
 pub mod work;
 
-pub use backend::{Backend, Executor, InTransaction};
 #[cfg(feature = "mssql")]
 pub use backend::{Mssql, MssqlOptions};
 #[cfg(feature = "postgres")]
@@ -136,6 +143,8 @@ pub use dialect::{
     Dialect, FencedSql, fence_predicate, publish_once_assignment, publish_once_predicate,
 };
 pub use error::{Error, Result};
+pub use executor::Lend;
+pub use executor::{Backend, Executor, InTransaction};
 pub use keeper::{Keeper, KeeperBuilder, Loss};
 pub use lease::{AsLease, Lease, LeaseState};
 pub use operation::{OperationOutcome, Resolution};
@@ -151,7 +160,7 @@ pub use table::{
 #[cfg(feature = "postgres")]
 pub use tokio_postgres;
 pub use tokio_util::sync::CancellationToken;
-pub use transaction::{Fenced, FencedTransaction, Lend};
+pub use transaction::{Fenced, FencedTransaction};
 pub use value::{Key, Value};
 pub use wait::Wait;
 pub use work::{Completion, Work};

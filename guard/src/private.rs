@@ -3,9 +3,9 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use crate::backend::{Backend, Executor};
 use crate::dialect::{self, Dialect, FencedSql};
 use crate::error::{Error, Result};
+use crate::executor::{Backend, Executor};
 use crate::lease::{AsLease, Lease};
 use crate::operation::OperationOutcome;
 use crate::outcome::Outcome;

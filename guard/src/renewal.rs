@@ -56,10 +56,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::backend::{Backend, Executor};
 use crate::claim::{key_from, padded};
 use crate::dialect::{Dialect, batch};
 use crate::error::{Error, Result};
+use crate::executor::{Backend, Executor};
 use crate::keeper::{KeeperBuilder, Loss};
 use crate::lease::{AsLease, Lease};
 use crate::outcome::Renewal;

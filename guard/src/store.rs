@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::backend::Executor;
-use crate::connection::IntoExecutor;
 use crate::dialect::procedures::{MssqlProcedures, Procedure};
 use crate::dialect::{self, Dialect, FencedSql, Statements};
 use crate::error::{Error, Result};
+use crate::executor::Executor;
+use crate::executor::IntoExecutor;
 use crate::lease::{AsLease, Lease, LeaseState};
 use crate::operation::{OperationOutcome, Resolution, is_unique_violation};
 use crate::outcome::Outcome;

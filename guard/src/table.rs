@@ -7,8 +7,12 @@
 
 use std::fmt;
 
-use crate::dialect::Dialect;
+use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
+
+pub(crate) mod types;
+
+pub use types::{ColumnType, KeyType};
 
 /// The longest identifier accepted, in characters (SQL Server's `sysname` limit; kept
 /// for SQLite too, which has none). Identifiers are ASCII, so characters are bytes.
@@ -153,47 +157,6 @@ impl fmt::Display for QualifiedName {
             None => write!(f, "{}", self.name),
         }
     }
-}
-
-/// The type of the fenced table's key column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum KeyType {
-    /// `uuid` / `uniqueidentifier` / SQLite `TEXT` (hyphenated lowercase). The default,
-    /// as in the article.
-    #[default]
-    Uuid,
-    /// `bigint` / SQLite `INTEGER`.
-    BigInt,
-    /// `text` / `nvarchar(450)` / SQLite `TEXT`.
-    Text,
-}
-
-impl fmt::Display for KeyType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            KeyType::Uuid => "uuid",
-            KeyType::BigInt => "bigint",
-            KeyType::Text => "text",
-        })
-    }
-}
-
-/// A portable column type for the application's own columns, used only by schema
-/// creation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ColumnType {
-    /// `boolean` / `bit` / SQLite `INTEGER`.
-    Bool,
-    /// `bigint` / SQLite `INTEGER`.
-    BigInt,
-    /// `double precision` / `float` / SQLite `REAL`.
-    Double,
-    /// `text` / `nvarchar(max)` / SQLite `TEXT`.
-    Text,
-    /// `bytea` / `varbinary(max)` / SQLite `BLOB`.
-    Bytes,
-    /// `uuid` / `uniqueidentifier` / SQLite `TEXT`.
-    Uuid,
 }
 
 /// An application column of the fenced table, declared for schema creation. Always

@@ -113,10 +113,11 @@
 use std::ops::Deref;
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, Executor, InTransaction};
 use crate::dialect;
 use crate::dialect::recheck::Recheck;
 use crate::error::{Error, Result};
+pub use crate::executor::Lend;
+use crate::executor::{Executor, InTransaction};
 use crate::lease::{AsLease, Lease};
 use crate::operation::{OperationOutcome, Resolution};
 use crate::outcome::Outcome;
@@ -326,69 +327,6 @@ fn ended(error: Error) -> Error {
             Error::NotInTransaction(LEASE_LOST)
         }
         _ => error,
-    }
-}
-
-/// A guard's pool that can lend one of its connections for a [`FencedTransaction`].
-///
-/// A lent connection that is not given back (a transaction dropped without commit or
-/// rollback, a cancelled statement) is closed: the server rolls its transaction back.
-pub trait Lend: Backend {
-    /// One connection of the pool, held for a transaction.
-    type Lent: InTransaction + Send + Sync;
-
-    /// Takes a connection from the pool.
-    fn lend(&self) -> impl Future<Output = Result<Self::Lent>> + Send;
-
-    /// Returns a connection with no transaction open to the pool.
-    fn give_back(lent: Self::Lent);
-
-    /// Begins the transaction on `lent` with `begin` ([`dialect::begin`]). The default
-    /// sends it and waits for its answer; PostgreSQL's pool sends it with the
-    /// transaction's first statement instead, pipelined, so that beginning costs no
-    /// round trip of its own, and SQLite's runs it in the same call as that statement:
-    /// an error of `begin` is then that statement's error.
-    fn begin(lent: &Self::Lent, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
-        lent.execute_batch(begin)
-    }
-
-    /// Bounds the transaction on `lent` by `deadline` (`timeout` after it began):
-    /// past it, every statement but the transaction's end fails with
-    /// [`Error::TransactionTimedOut`] unsent. Where the database can, it ends the
-    /// transaction itself at the deadline. The default does nothing: the
-    /// [`Fenced`] then checks its own statements only.
-    fn bound(lent: &Self::Lent, deadline: Instant, timeout: Duration) {
-        let _ = (lent, deadline, timeout);
-    }
-}
-
-/// When a lent connection's fenced transaction times out; unset on a connection that
-/// is not bounded.
-#[cfg(any(feature = "postgres", feature = "sqlite", feature = "mssql"))]
-#[derive(Debug, Default)]
-pub(crate) struct Deadline(std::sync::OnceLock<(Instant, Duration)>);
-
-#[cfg(any(feature = "postgres", feature = "sqlite", feature = "mssql"))]
-impl Deadline {
-    pub(crate) fn set(&self, deadline: Instant, timeout: Duration) {
-        let _ = self.0.set((deadline, timeout));
-    }
-
-    /// The time left, `None` when unbounded; [`Error::TransactionTimedOut`] once past.
-    pub(crate) fn remaining(&self) -> Result<Option<Duration>> {
-        Ok(self.remaining_of()?.map(|(left, _)| left))
-    }
-
-    /// The time left and the whole timeout, as [`remaining`](Deadline::remaining).
-    pub(crate) fn remaining_of(&self) -> Result<Option<(Duration, Duration)>> {
-        match self.0.get() {
-            None => Ok(None),
-            Some(&(deadline, timeout)) => deadline
-                .checked_duration_since(Instant::now())
-                .filter(|left| !left.is_zero())
-                .map(|left| Some((left, timeout)))
-                .ok_or(Error::TransactionTimedOut { timeout }),
-        }
     }
 }
 

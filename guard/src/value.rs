@@ -8,7 +8,7 @@ use std::fmt;
 
 use uuid::Uuid;
 
-use crate::table::KeyType;
+use crate::table::types::KeyType;
 
 /// A parameter value, or a value read back from a row.
 #[derive(Clone, Debug, PartialEq)]

@@ -61,8 +61,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::backend::Backend;
 use crate::error::{Error, Result};
+use crate::executor::Backend;
 use crate::keeper::{KeeperBuilder, Loss};
 use crate::lease::Lease;
 use crate::outcome::Outcome;

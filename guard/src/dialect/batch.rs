@@ -15,8 +15,9 @@
 //! [`renew`]: super::renew
 //! [`acquire`]: super::acquire
 
-use super::{Dialect, epoch_subquery, mssql, q};
-use crate::claim::Test;
+use super::{Dialect, epoch_subquery, q};
+use crate::claim::filter::Test;
+use crate::mssql::dialect as mssql;
 use crate::table::{FencedTable, Identifier};
 
 /// The alias of the fenced table's row being changed.

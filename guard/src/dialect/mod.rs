@@ -31,7 +31,7 @@
 //! The statements over many rows, the batched renewal and the claim, are in [`batch`].
 
 /// Tests that a rendered statement is exactly the text given, one test per case, for
-/// the dialect modules' tests (declared before them, so that they see it).
+/// the tests of each database's text (`postgres/dialect.rs`, ...) and of [`batch`].
 #[cfg(test)]
 macro_rules! renders {
     ($($name:ident: $actual:expr => $expected:expr,)*) => {$(
@@ -41,51 +41,29 @@ macro_rules! renders {
         }
     )*};
 }
+#[cfg(test)]
+pub(crate) use renders;
 
 pub mod batch;
+pub(crate) mod kind;
 pub mod lex;
-mod mssql;
-mod postgres;
 pub mod procedures;
 pub(crate) mod recheck;
 pub(crate) mod screen;
-mod sqlite;
 
-use std::fmt;
+pub use kind::Dialect;
 
+// Each database's own text: this module is where the dialect is chosen, the one place
+// that names every database.
+use crate::mssql::dialect as mssql;
+use crate::postgres::dialect as postgres;
+use crate::sqlite::dialect as sqlite;
 use crate::table::{ColumnType, FencedTable, Identifier, KeyType, QualifiedName};
 
-/// The SQL dialects the guard speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Dialect {
-    /// PostgreSQL: `$n` parameters, `"quoted"` identifiers, `clock_timestamp()`.
-    Postgres,
-    /// SQLite: `?n` parameters, `"quoted"` identifiers, integer milliseconds.
-    Sqlite,
-    /// SQL Server: `@Pn` parameters, `[quoted]` identifiers, `SYSUTCDATETIME()`.
-    Mssql,
-}
-
-impl fmt::Display for Dialect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Dialect::Postgres => "postgresql",
-            Dialect::Sqlite => "sqlite",
-            Dialect::Mssql => "sql server",
-        })
-    }
-}
-
+// What each database writes for the parts every statement shares. Here, where the
+// statements are rendered, and not beside the type (`kind`), which the table and the
+// errors name without needing any database's text.
 impl Dialect {
-    /// The placeholder for the `n`-th parameter (1-based): `$n`, `?n` or `@Pn`.
-    pub fn placeholder(self, n: usize) -> String {
-        match self {
-            Dialect::Postgres => format!("${n}"),
-            Dialect::Sqlite => format!("?{n}"),
-            Dialect::Mssql => format!("@P{n}"),
-        }
-    }
-
     /// The database's clock, in the expiry column's type: `clock_timestamp()` on
     /// PostgreSQL (never `now()`, which is the transaction's start), `SYSUTCDATETIME()`
     /// on SQL Server, and integer milliseconds since the Unix epoch on SQLite.
@@ -755,13 +733,6 @@ pub fn lock_after_begin(dialect: Dialect, table: &FencedTable) -> String {
         ),
         Dialect::Postgres | Dialect::Mssql => lock(dialect, table),
     }
-}
-
-/// SQL Server: what the guard's batches add to an error's number when they raise it
-/// again inside the caller's transaction.
-#[cfg(feature = "mssql")]
-pub(crate) fn mssql_replayed() -> u32 {
-    mssql::REPLAYED
 }
 
 /// SQL Server: the check put before each statement of a fenced transaction, in its

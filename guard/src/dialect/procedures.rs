@@ -25,8 +25,9 @@
 //! epoch (no row when refused), provision, renewal, release and publications return
 //! `RowsAffected`, and the epoch advance returns the new epoch.
 
-use crate::dialect::{self, Dialect, mssql};
+use crate::dialect::{self, Dialect};
 use crate::error::Result;
+use crate::mssql::dialect as mssql;
 use crate::table::{FencedTable, Identifier, QualifiedName};
 
 const D: Dialect = Dialect::Mssql;

@@ -3,11 +3,11 @@
 use tiberius::Client;
 use tokio::sync::Mutex;
 
-use crate::backend::mssql::{decode, inline_nulls, with_row_count};
-use crate::backend::{Executor, InTransaction};
-use crate::connection::IntoExecutor;
-use crate::dialect::Dialect;
+use super::params::inline_nulls;
+use super::value::{decode, with_row_count};
+use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
+use crate::executor::{Executor, InTransaction, IntoExecutor};
 use crate::value::Value;
 
 /// A caller's tiberius [`Client`], as an [`Executor`]: statements run on it in turn,

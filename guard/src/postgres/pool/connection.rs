@@ -14,9 +14,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::{Client, Socket, Statement};
 
-use crate::backend::kept::KeptStatements;
-use crate::backend::pool::Checkout;
 use crate::error::Result;
+use crate::pool::Checkout;
+use crate::pool::kept::KeptStatements;
 
 /// How many prepared statements a connection keeps: see
 /// [`Postgres::MAX_PREPARED_STATEMENTS`](crate::Postgres::MAX_PREPARED_STATEMENTS).

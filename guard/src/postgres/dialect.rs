@@ -3,7 +3,7 @@
 use crate::table::ColumnType;
 
 /// The database's clock: the statement's current time, not the transaction's start.
-pub(super) const CLOCK: &str = "clock_timestamp()";
+pub(crate) const CLOCK: &str = "clock_timestamp()";
 
 /// The server's timeline, as a `bigint`: the first eight hexadecimal digits of the name
 /// of the WAL file it writes now. `pg_walfile_name` names the file by the timeline the
@@ -18,19 +18,19 @@ const TIMELINE: &str = "('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_
 /// timeline`. A decimal factor keeps the stamp readable (epoch 3 on timeline 2 is
 /// 3000002); PostgreSQL numbers timelines from 1, one more per promotion or archive
 /// recovery, so a cluster stays below it for a million of them.
-pub(super) const TIMELINES: i64 = 1_000_000;
+pub(crate) const TIMELINES: i64 = 1_000_000;
 
 /// The stamp of the epoch column `epoch` of the epoch table: the epoch and the server's
 /// timeline in one `bigint`.
-pub(super) fn stamp(epoch: &str) -> String {
+pub(crate) fn stamp(epoch: &str) -> String {
     format!("{epoch} * {TIMELINES} + {TIMELINE}")
 }
 
-pub(super) fn expiry_after(ttl: usize) -> String {
+pub(crate) fn expiry_after(ttl: usize) -> String {
     format!("{CLOCK} + ${ttl}::bigint * interval '1 millisecond'")
 }
 
-pub(super) fn column_type(t: ColumnType) -> &'static str {
+pub(crate) fn column_type(t: ColumnType) -> &'static str {
     match t {
         ColumnType::Bool => "boolean",
         ColumnType::BigInt => "bigint",
@@ -43,7 +43,7 @@ pub(super) fn column_type(t: ColumnType) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use crate::dialect::{self, Dialect};
+    use crate::dialect::{self, Dialect, renders};
     use crate::table::{ColumnType, FencedTable, Identifier, KeyType};
 
     const D: Dialect = Dialect::Postgres;

@@ -4,11 +4,10 @@ use std::future::ready;
 
 use rusqlite::{Connection, Transaction, params_from_iter};
 
-use crate::backend::sqlite::{bound, decode};
-use crate::backend::{Executor, InTransaction};
-use crate::connection::IntoExecutor;
-use crate::dialect::Dialect;
+use super::value::{bound, decode};
+use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
+use crate::executor::{Executor, InTransaction, IntoExecutor};
 use crate::value::Value;
 
 /// A caller's rusqlite [`Connection`] (or the connection of a [`Transaction`]), as an

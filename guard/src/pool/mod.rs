@@ -4,11 +4,17 @@
 //! Giving back is the only way a connection returns to the pool, so a connection whose
 //! future was dropped mid-statement (a cancellation, a timeout, a panic), or that its
 //! backend judged unusable after an error, is closed and never reused.
+//!
+//! Shared by the guard's pools of each database (`postgres/pool.rs`, `sqlite/pool.rs`,
+//! `mssql/pool.rs`), with the prepared statements a connection keeps (`kept.rs`) and
+//! the deadline of a lent connection's fenced transaction ([`Deadline`]).
+
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub(crate) mod kept;
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -199,6 +205,34 @@ impl<T> Drop for Checkout<T> {
             // are ever open.
             drop(conn);
             self.pool.end_checkout(None);
+        }
+    }
+}
+
+/// When a lent connection's fenced transaction times out; unset on a connection that
+/// is not bounded. Every pool's lent connection keeps one ([`Lend::bound`](crate::Lend::bound)).
+#[derive(Debug, Default)]
+pub(crate) struct Deadline(OnceLock<(Instant, Duration)>);
+
+impl Deadline {
+    pub(crate) fn set(&self, deadline: Instant, timeout: Duration) {
+        let _ = self.0.set((deadline, timeout));
+    }
+
+    /// The time left, `None` when unbounded; [`Error::TransactionTimedOut`] once past.
+    pub(crate) fn remaining(&self) -> Result<Option<Duration>> {
+        Ok(self.remaining_of()?.map(|(left, _)| left))
+    }
+
+    /// The time left and the whole timeout, as [`remaining`](Deadline::remaining).
+    pub(crate) fn remaining_of(&self) -> Result<Option<(Duration, Duration)>> {
+        match self.0.get() {
+            None => Ok(None),
+            Some(&(deadline, timeout)) => deadline
+                .checked_duration_since(Instant::now())
+                .filter(|left| !left.is_zero())
+                .map(|left| Some((left, timeout)))
+                .ok_or(Error::TransactionTimedOut { timeout }),
         }
     }
 }

@@ -1,35 +1,19 @@
-//! The executor contract, and one pooled executor per database behind its feature.
+//! The executor contract, at the bottom of the guard: what the protocol
+//! ([`Store`](crate::Store), [`transaction`](crate::transaction), claims and renewals)
+//! is written over, and what each database's pool and each caller's connection
+//! implements.
 //!
-//! An [`Executor`] runs statements with bound parameters. The protocol
-//! ([`Store`](crate::Store)) is written once over it. A [`Backend`] is an executor that
-//! can be shared between tasks: the guard's own pools ([`Postgres`], [`Sqlite`],
-//! [`Mssql`]). The caller's own connections are executors too
-//! ([`crate::connection`]).
-
-#[cfg(any(feature = "postgres", feature = "sqlite"))]
-pub(crate) mod kept;
-#[cfg(feature = "mssql")]
-pub(crate) mod mssql;
-#[cfg(any(feature = "mssql", feature = "postgres", feature = "sqlite"))]
-mod pool;
-#[cfg(feature = "postgres")]
-pub(crate) mod postgres;
-#[cfg(feature = "sqlite")]
-pub(crate) mod sqlite;
+//! An [`Executor`] runs statements with bound parameters. A [`Backend`] is an executor
+//! that can be shared between tasks; an [`InTransaction`] one runs inside a transaction
+//! that stays open while it is borrowed; a [`Lend`] pool lends one of its connections
+//! for a fenced transaction; [`IntoExecutor`] wraps a connection of the caller's. Nothing
+//! here names a database: each database's folder (`postgres/`, `sqlite/`, `mssql/`,
+//! `sqlx/`) implements these traits, and the protocol never names those folders.
 
 use std::future::Future;
+use std::time::{Duration, Instant};
 
-// Each public type of a backend also carries its feature's `cfg` itself, though its
-// module has it: rustdoc carries only an item's own `cfg` into the documentation of the
-// `fenced` crate, which inlines these types, as their feature badge.
-#[cfg(feature = "mssql")]
-pub use mssql::{LentMssql, Mssql, MssqlOptions};
-#[cfg(feature = "postgres")]
-pub use postgres::{LentPostgres, PooledClient, Postgres};
-#[cfg(feature = "sqlite")]
-pub use sqlite::{LentSqlite, Sqlite, SqliteExecution, SqliteOptions};
-
-use crate::dialect::Dialect;
+use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
 use crate::value::Value;
 
@@ -149,3 +133,51 @@ pub trait InTransaction: Executor {}
 pub trait Backend: Executor + Send + Sync + 'static {}
 
 impl<T: Executor + Send + Sync + 'static> Backend for T {}
+
+/// A connection, transaction or pool of the caller's, which [`Store::on`] runs the
+/// protocol on. Implemented for the types in the table of
+/// [`connection`](crate::connection).
+///
+/// [`Store::on`]: crate::Store::on
+pub trait IntoExecutor {
+    /// The executor that runs statements on it.
+    type Executor: Executor;
+
+    /// Wraps it; nothing is sent.
+    fn into_executor(self) -> Self::Executor;
+}
+
+/// A guard's pool that can lend one of its connections for a
+/// [`FencedTransaction`](crate::FencedTransaction).
+///
+/// A lent connection that is not given back (a transaction dropped without commit or
+/// rollback, a cancelled statement) is closed: the server rolls its transaction back.
+pub trait Lend: Backend {
+    /// One connection of the pool, held for a transaction.
+    type Lent: InTransaction + Send + Sync;
+
+    /// Takes a connection from the pool.
+    fn lend(&self) -> impl Future<Output = Result<Self::Lent>> + Send;
+
+    /// Returns a connection with no transaction open to the pool.
+    fn give_back(lent: Self::Lent);
+
+    /// Begins the transaction on `lent` with `begin`
+    /// ([`dialect::begin`](crate::dialect::begin)). The default sends it and waits for
+    /// its answer; PostgreSQL's pool sends it with the transaction's first statement
+    /// instead, pipelined, so that beginning costs no round trip of its own, and
+    /// SQLite's runs it in the same call as that statement: an error of `begin` is then
+    /// that statement's error.
+    fn begin(lent: &Self::Lent, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
+        lent.execute_batch(begin)
+    }
+
+    /// Bounds the transaction on `lent` by `deadline` (`timeout` after it began):
+    /// past it, every statement but the transaction's end fails with
+    /// [`Error::TransactionTimedOut`] unsent. Where the database can, it ends the
+    /// transaction itself at the deadline. The default does nothing: the
+    /// [`Fenced`](crate::Fenced) then checks its own statements only.
+    fn bound(lent: &Self::Lent, deadline: Instant, timeout: Duration) {
+        let _ = (lent, deadline, timeout);
+    }
+}

@@ -2,26 +2,25 @@
 //! never reuses a connection whose state is unknown (a network error, a cancellation,
 //! a transaction left open).
 
-mod params;
 mod socket;
 
-use std::borrow::Cow;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tiberius::{Client, ColumnData, Config};
+use tiberius::{Client, Config};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
-use crate::backend::{Executor, InTransaction};
-use crate::connection::mssql as client;
-use crate::dialect::Dialect;
+use super::caller as client;
+use super::params;
+use super::value::{decode, with_row_count};
+use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
-use crate::transaction::{Deadline, Lend};
-use crate::value::{Key, Value};
+use crate::executor::{Executor, InTransaction, Lend};
+use crate::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Deadline, Pool};
+use crate::value::Value;
 
 /// A pooled connection: the tiberius client, and the pool's view of its socket.
 struct Connection {
@@ -309,81 +308,6 @@ async fn outside_transaction(conn: &mut Connection) -> bool {
     .await;
     matches!(row, Ok(Some(row)) if row.get::<i32, _>(0) == Some(0))
 }
-
-/// `sql`, then the number of rows it changed as a one-row result. `@@ROWCOUNT` is read
-/// right after the statement, in its scope: an `AFTER` trigger's own statements do not
-/// change it there (the count Entity Framework relies on for tables with triggers),
-/// and `SET NOCOUNT ON` does not suppress it. The line break ends a trailing `--`
-/// comment; trailing semicolons are dropped so that none is doubled.
-pub(crate) fn with_row_count(sql: &str) -> String {
-    let statement = sql.trim_end().trim_end_matches(';');
-    format!("{statement}\n;SELECT CAST(@@ROWCOUNT AS bigint)")
-}
-
-impl tiberius::ToSql for Value {
-    fn to_sql(&self) -> ColumnData<'_> {
-        match self {
-            Value::Null => ColumnData::String(None),
-            Value::Bool(v) => ColumnData::Bit(Some(*v)),
-            Value::I64(v) => ColumnData::I64(Some(*v)),
-            Value::F64(v) => ColumnData::F64(Some(*v)),
-            Value::Text(v) => ColumnData::String(Some(Cow::Borrowed(v))),
-            Value::Bytes(v) => ColumnData::Binary(Some(Cow::Borrowed(v))),
-            Value::Uuid(v) => ColumnData::Guid(Some(*v)),
-        }
-    }
-}
-
-impl tiberius::ToSql for Key {
-    fn to_sql(&self) -> ColumnData<'_> {
-        match self {
-            Key::Uuid(v) => ColumnData::Guid(Some(*v)),
-            Key::BigInt(v) => ColumnData::I64(Some(*v)),
-            Key::Text(v) => ColumnData::String(Some(Cow::Borrowed(v))),
-        }
-    }
-}
-
-impl<'a> tiberius::IntoSql<'a> for Value {
-    fn into_sql(self) -> ColumnData<'a> {
-        match self {
-            Value::Null => ColumnData::String(None),
-            Value::Bool(v) => ColumnData::Bit(Some(v)),
-            Value::I64(v) => ColumnData::I64(Some(v)),
-            Value::F64(v) => ColumnData::F64(Some(v)),
-            Value::Text(v) => ColumnData::String(Some(Cow::Owned(v))),
-            Value::Bytes(v) => ColumnData::Binary(Some(Cow::Owned(v))),
-            Value::Uuid(v) => ColumnData::Guid(Some(v)),
-        }
-    }
-}
-
-pub(crate) fn decode(row: tiberius::Row) -> Result<Vec<Value>> {
-    row.into_iter()
-        .map(|cell| {
-            Ok(match cell {
-                ColumnData::U8(v) => v.map(|v| Value::I64(v.into())),
-                ColumnData::I16(v) => v.map(|v| Value::I64(v.into())),
-                ColumnData::I32(v) => v.map(|v| Value::I64(v.into())),
-                ColumnData::I64(v) => v.map(Value::I64),
-                ColumnData::F32(v) => v.map(|v| Value::F64(v.into())),
-                ColumnData::F64(v) => v.map(Value::F64),
-                ColumnData::Bit(v) => v.map(Value::Bool),
-                ColumnData::String(v) => v.map(|v| Value::Text(v.into_owned())),
-                ColumnData::Guid(v) => v.map(Value::Uuid),
-                ColumnData::Binary(v) => v.map(|v| Value::Bytes(v.into_owned())),
-                other => {
-                    return Err(Error::UnexpectedResult(format!(
-                        "a column of a type that is not decoded ({other:?}); cast it in the query"
-                    )));
-                }
-            }
-            .unwrap_or(Value::Null))
-        })
-        .collect()
-}
-
-pub(crate) use params::inline_nulls;
 
 /// A connection of an [`Mssql`] pool, lent for a fenced transaction.
 #[cfg(feature = "mssql")]

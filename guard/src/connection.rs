@@ -24,42 +24,26 @@
 //! future is ready when first polled. Synchronous code drives it with any executor's
 //! `block_on`.
 //!
+//! Like [`crate::backend`], this module only gathers the executors under the path
+//! users import: each lives in its database's folder (`postgres/caller.rs`,
+//! `sqlite/caller.rs`, `mssql/caller.rs`, and `sqlx/` for sqlx's two databases), and
+//! [`IntoExecutor`] with the rest of the contract in `executor.rs`.
+//!
 //! [`Store::on`]: crate::Store::on
 //! [`Store::fence`]: crate::Store::fence
-
-#[cfg(feature = "mssql")]
-pub(crate) mod mssql;
-#[cfg(feature = "postgres")]
-mod postgres;
-#[cfg(feature = "sqlite")]
-pub(crate) mod sqlite;
-#[cfg(any(feature = "sqlx-postgres", feature = "sqlx-sqlite"))]
-mod sqlx;
 
 // Each public type of a backend also carries its feature's `cfg` itself, though its
 // module has it: rustdoc carries only an item's own `cfg` into the documentation of the
 // `fenced` crate, which inlines these types, as their feature badge.
 #[cfg(feature = "mssql")]
-pub use mssql::TiberiusClient;
+pub use crate::mssql::caller::TiberiusClient;
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresClient, PostgresTransaction};
+pub use crate::postgres::caller::{PostgresClient, PostgresTransaction};
 #[cfg(feature = "sqlite")]
-pub use sqlite::RusqliteConnection;
+pub use crate::sqlite::caller::RusqliteConnection;
 #[cfg(feature = "sqlx-postgres")]
-pub use sqlx::{SqlxPgConnection, SqlxPgPool};
+pub use crate::sqlx::{SqlxPgConnection, SqlxPgPool};
 #[cfg(feature = "sqlx-sqlite")]
-pub use sqlx::{SqlxSqliteConnection, SqlxSqlitePool};
+pub use crate::sqlx::{SqlxSqliteConnection, SqlxSqlitePool};
 
-use crate::backend::Executor;
-
-/// A connection, transaction or pool of the caller's, which [`Store::on`] runs the
-/// protocol on. Implemented for the types in the [module's table](self).
-///
-/// [`Store::on`]: crate::Store::on
-pub trait IntoExecutor {
-    /// The executor that runs statements on it.
-    type Executor: Executor;
-
-    /// Wraps it; nothing is sent.
-    fn into_executor(self) -> Self::Executor;
-}
+pub use crate::executor::IntoExecutor;

@@ -3,13 +3,13 @@
 use crate::table::ColumnType;
 
 /// The database's clock in integer milliseconds since the Unix epoch.
-pub(super) const CLOCK: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+pub(crate) const CLOCK: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
-pub(super) fn expiry_after(ttl: usize) -> String {
+pub(crate) fn expiry_after(ttl: usize) -> String {
     format!("{CLOCK} + ?{ttl}")
 }
 
-pub(super) fn column_type(t: ColumnType) -> &'static str {
+pub(crate) fn column_type(t: ColumnType) -> &'static str {
     match t {
         ColumnType::Bool | ColumnType::BigInt => "INTEGER",
         ColumnType::Double => "REAL",
@@ -20,7 +20,7 @@ pub(super) fn column_type(t: ColumnType) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use crate::dialect::{self, Dialect};
+    use crate::dialect::{self, Dialect, renders};
     use crate::table::{ColumnType, FencedTable, Identifier, KeyType};
 
     const D: Dialect = Dialect::Sqlite;

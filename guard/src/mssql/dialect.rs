@@ -1,17 +1,19 @@
 //! SQL Server text: `SYSUTCDATETIME()`, `datetime2(7)` expiry, `@Pn` placeholders,
 //! `OUTPUT inserted.…`.
 
+use crate::dialect::kind::Dialect;
+use crate::error::MSSQL_REPLAYED;
 use crate::table::{ColumnType, QualifiedName};
 
 /// Raises error 51000 unless a transaction is open: the first statement of a fenced
 /// transaction's batches.
-pub(super) const OUTSIDE_A_TRANSACTION: &str = "IF @@TRANCOUNT = 0 THROW 51000, \
+pub(crate) const OUTSIDE_A_TRANSACTION: &str = "IF @@TRANCOUNT = 0 THROW 51000, \
      N'fenced: a fenced transaction''s statement needs its transaction open', 1;";
 
 /// Raises error 51002 in a `SNAPSHOT` transaction: it reads the recovery epoch as it
 /// was when its snapshot was taken, so an advance made since would not end the leases
 /// issued before it. Every session may read its own row of `sys.dm_exec_sessions`.
-pub(super) const IN_A_SNAPSHOT: &str = "IF EXISTS (SELECT 1 FROM sys.dm_exec_sessions \
+pub(crate) const IN_A_SNAPSHOT: &str = "IF EXISTS (SELECT 1 FROM sys.dm_exec_sessions \
      WHERE session_id = @@SPID AND transaction_isolation_level = 5) THROW 51002, \
      N'fenced: a SNAPSHOT transaction reads the recovery epoch as of its snapshot and \
      cannot check a lease; fence in a READ COMMITTED transaction', 1;";
@@ -23,47 +25,43 @@ pub(super) const IN_A_SNAPSHOT: &str = "IF EXISTS (SELECT 1 FROM sys.dm_exec_ses
 /// application lock rather than a table hint: Babelfish ignores `HOLDLOCK`, and honours
 /// `sp_getapplock`. The name inside the literal is a validated identifier, with no
 /// quote possible; SQL Server keeps a resource name's first 255 characters.
-pub(super) fn epoch_lock(epoch_table: &QualifiedName, mode: &str) -> String {
+pub(crate) fn epoch_lock(epoch_table: &QualifiedName, mode: &str) -> String {
     format!(
         "DECLARE @fenced_lock int; EXEC @fenced_lock = sp_getapplock @Resource = \
          N'fenced epoch {}', @LockMode = N'{mode}', @LockOwner = N'Transaction'; \
          IF @fenced_lock < 0 THROW 51003, N'fenced: the recovery epoch''s lock was not \
          granted', 1;",
-        epoch_table.quoted(super::Dialect::Mssql)
+        epoch_table.quoted(Dialect::Mssql)
     )
 }
 
 /// The database's clock, in UTC.
-pub(super) const CLOCK: &str = "SYSUTCDATETIME()";
+pub(crate) const CLOCK: &str = "SYSUTCDATETIME()";
 
 /// T-SQL running `body` atomically: in a transaction of its own, committed at its end,
 /// or, inside a transaction the caller holds open, in a savepoint of it. On any error
 /// the body's work is undone (the transaction rolled back, or the caller's rolled back
 /// to the savepoint, never further) and the error raised again: in a transaction of its
 /// own by `THROW`, with the original number; in the caller's as
-/// [`REPLAYED`]` + ` that number, since Babelfish ends the caller's transaction on a
+/// [`MSSQL_REPLAYED`]` + ` that number, since Babelfish ends the caller's transaction on a
 /// bare `THROW` of some errors (a CHECK violation's). A caller's transaction that the
 /// error left uncommittable (`XACT_STATE()` -1, as `XACT_ABORT ON` makes every error)
 /// stays as SQL Server leaves it for a plain statement: the caller can only roll it
 /// back.
-pub(super) fn in_transaction(body: &str) -> String {
+pub(crate) fn in_transaction(body: &str) -> String {
     format!(
         "DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY \
          IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; \
          {body} IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY \
          BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; \
          THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; \
-         DECLARE @fenced_error int = {REPLAYED} + ERROR_NUMBER(), \
+         DECLARE @fenced_error int = {MSSQL_REPLAYED} + ERROR_NUMBER(), \
          @fenced_message nvarchar(2048) = ERROR_MESSAGE(); \
          THROW @fenced_error, @fenced_message, 1; END CATCH;"
     )
 }
 
-/// What the guard's batches add to an error's number when they raise it again inside
-/// the caller's transaction; [`crate::Error::database_code`] takes it off.
-pub(crate) const REPLAYED: u32 = 1_000_000;
-
-pub(super) fn expiry_after(ttl: usize) -> String {
+pub(crate) fn expiry_after(ttl: usize) -> String {
     format!("DATEADD(millisecond, CAST(@P{ttl} AS int), {CLOCK})")
 }
 
@@ -80,7 +78,7 @@ pub(crate) fn column_type(t: ColumnType) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use crate::dialect::{self, Dialect};
+    use crate::dialect::{self, Dialect, renders};
     use crate::table::{ColumnType, FencedTable, Identifier, KeyType};
 
     const D: Dialect = Dialect::Mssql;

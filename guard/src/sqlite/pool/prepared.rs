@@ -11,7 +11,7 @@
 
 use rusqlite::{Connection, PrepFlags, Statement};
 
-use crate::backend::kept::KeptStatements;
+use crate::pool::kept::KeptStatements;
 
 /// How many statements a connection keeps: [`Sqlite::MAX_PREPARED_STATEMENTS`].
 ///

@@ -10,12 +10,11 @@ use futures_core::Stream;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, GenericClient, Row, RowStream, Statement, Transaction};
 
-use crate::backend::kept::KeptStatements;
-use crate::backend::postgres::{Failed, decode, is_stale_plan, unexecuted};
-use crate::backend::{Executor, InTransaction};
-use crate::connection::IntoExecutor;
-use crate::dialect::Dialect;
+use super::pool::{Failed, decode, is_stale_plan, unexecuted};
+use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
+use crate::executor::{Executor, InTransaction, IntoExecutor};
+use crate::pool::kept::KeptStatements;
 use crate::value::Value;
 
 /// A caller's tokio-postgres [`Client`] or [`Transaction`], as an [`Executor`]: what

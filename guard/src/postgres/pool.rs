@@ -15,11 +15,10 @@ use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Row, RowStream, Socket};
 
-use crate::backend::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
-use crate::backend::{Executor, InTransaction};
-use crate::dialect::Dialect;
+use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
-use crate::transaction::{Deadline, Lend};
+use crate::executor::{Executor, InTransaction, Lend};
+use crate::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Deadline, Pool};
 use crate::value::{Key, Value};
 pub(crate) use connection::is_stale_plan;
 use connection::{Connection, Opener, opener};
