@@ -22,7 +22,10 @@ use crate::error::{Error, Result};
 
 /// How long a statement waits for a pooled connection by default: 30 s, as sqlx's
 /// `acquire_timeout`.
-#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "postgres", feature = "sqlite", feature = "mssql")),
+    allow(dead_code)
+)]
 pub(crate) const DEFAULT_CHECKOUT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connections of type `T`, at most `max` at a time.
@@ -102,7 +105,10 @@ impl<T> Pool<T> {
     /// [`Pool::checkout`], given up after `timeout` with [`Error::PoolTimedOut`]: the
     /// wait for a free slot and the opening of a connection together. Saturates: a
     /// timeout too long for the timer ([`Duration::MAX`]) waits as long as it takes.
-    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+    #[cfg_attr(
+        not(any(feature = "postgres", feature = "sqlite", feature = "mssql")),
+        allow(dead_code)
+    )]
     pub(crate) async fn checkout_within<F, Fut>(
         self: &Arc<Self>,
         timeout: Duration,
@@ -121,7 +127,7 @@ impl<T> Pool<T> {
     /// Takes an idle connection at once, if one is idle and a slot is free, without a
     /// future to poll: the common case of a statement costs one lock. `None` when the
     /// caller must wait or open one: then [`Pool::checkout`].
-    #[cfg(any(test, feature = "postgres", feature = "sqlite"))]
+    #[cfg(any(test, feature = "postgres", feature = "sqlite", feature = "mssql"))]
     pub(crate) fn take_idle(self: &Arc<Self>) -> Option<Checkout<T>> {
         let conn = {
             let mut state = self.state();
@@ -178,7 +184,7 @@ impl<T> Checkout<T> {
     }
 
     /// The connection, shared.
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mssql"))]
     pub(crate) fn conn_ref(&self) -> &T {
         self.conn
             .as_ref()
@@ -220,6 +226,7 @@ impl Deadline {
     }
 
     /// The time left, `None` when unbounded; [`Error::TransactionTimedOut`] once past.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "mssql")), allow(dead_code))]
     pub(crate) fn remaining(&self) -> Result<Option<Duration>> {
         Ok(self.remaining_of()?.map(|(left, _)| left))
     }
