@@ -103,11 +103,11 @@ fn report<'a, T: Bench>(
 }
 
 /// The fenced workload under faults: no violation and no stale write accepted, in
-/// every run. Runs again on a fresh bench (at most five runs) until the faults have done
-/// their job at least once: a row claimed, a stale write attempted and refused, and with `wire` (a
-/// proxy in front of the workers) connections cut both before and after commit, a
-/// write failed by a cut, and a publication's operation id resolved after its retry;
-/// otherwise the runs would prove nothing.
+/// every run. Runs again on a fresh bench (at most [`RUNS`]) until the faults have
+/// done their job at least once: a row claimed, a stale write attempted and refused,
+/// and with `wire` (a proxy in front of the workers) connections cut both before and
+/// after commit, a write failed by a cut, and a publication's operation id resolved
+/// after its retry; otherwise the runs would prove nothing.
 pub async fn fenced_history_holds<T, S>(setup: impl Fn() -> S, wire: bool)
 where
     T: Bench,
@@ -115,7 +115,9 @@ where
 {
     let seed = seed();
     let mut coverage = Coverage::default();
-    for round in 0..5u64 {
+    // Runs until every fault has been exercised: on a loaded server a run completes fewer
+    // operations, and a lost acknowledgement to resolve can take more than five.
+    for round in 0..RUNS {
         let bench = Arc::new(setup().await);
         let settings = settings(Mode::Fenced, seed.wrapping_add(round * 1000), duration());
         let (recorded, verdict, elapsed) = one_run(&bench, &settings).await;
@@ -138,8 +140,11 @@ where
             return;
         }
     }
-    panic!("five runs did not exercise every fault, so they proved too little: {coverage:?}");
+    panic!("{RUNS} runs did not exercise every fault, so they proved too little: {coverage:?}");
 }
+
+/// At most this many fenced runs, each a fresh bench, to exercise every fault.
+const RUNS: u64 = 10;
 
 /// What the fenced runs have exercised so far.
 #[derive(Debug, Default)]
