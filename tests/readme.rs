@@ -228,6 +228,21 @@ fn readme_blocks_are_this_file() {
     assert!(check_sync(&missing, file).is_err());
 }
 
+/// The README is one read: what fenced is and how to start. The rest has documents of
+/// its own, and this keeps it from growing back.
+const README_LINES: usize = 300;
+
+#[test]
+fn the_readme_stays_one_read() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("read README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= README_LINES,
+        "README.md has {lines} lines, more than {README_LINES}: move detail to a document of its own"
+    );
+}
+
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn the_readme_on_sqlite() {
