@@ -184,30 +184,10 @@ struct PathsArgs {
 
 impl PathsArgs {
     fn settings(&self) -> Result<paths::Settings, Error> {
-        let secs = |v: f64, what: &str, zero: bool| {
-            if v.is_finite() && (v > 0.0 || (zero && v == 0.0)) && v <= 3600.0 {
-                Ok(Duration::from_secs_f64(v))
-            } else {
-                Err(Error::Usage(format!(
-                    "--{what} must be {} and at most 3600 seconds, not {v}",
-                    if zero { "0 or more" } else { "more than 0" }
-                )))
-            }
-        };
-        if self.repeats == 0 {
-            return Err(Error::Usage("--repeats must be at least 1".into()));
-        }
-        if self.workers.is_empty() || self.workers.iter().any(|&w| w == 0 || w > 1024) {
-            return Err(Error::Usage(
-                "--workers must list worker counts between 1 and 1024".into(),
-            ));
-        }
         if self.claim_rows < 1 {
             return Err(Error::Usage("--claim-rows must be at least 1".into()));
         }
-        let mut workers = self.workers.clone();
-        workers.sort_unstable();
-        workers.dedup();
+        let workers = worker_counts(self.repeats, &self.workers)?;
         let quick = self.quick;
         let shm = PathBuf::from("/dev/shm");
         Ok(paths::Settings {
@@ -225,8 +205,8 @@ impl PathsArgs {
             durable: self.durable,
             workers,
             timing: measure::Timing {
-                warmup: secs(if quick { 0.2 } else { self.warmup }, "warmup", true)?,
-                measured: secs(if quick { 0.3 } else { self.seconds }, "seconds", false)?,
+                warmup: window(if quick { 0.2 } else { self.warmup }, "warmup", true)?,
+                measured: window(if quick { 0.3 } else { self.seconds }, "seconds", false)?,
             },
             repeats: if quick { 1 } else { self.repeats },
             control: self.control,
@@ -271,35 +251,15 @@ struct StampArgs {
 
 impl StampArgs {
     fn settings(&self) -> Result<stamp::Settings, Error> {
-        let secs = |v: f64, what: &str, zero: bool| {
-            if v.is_finite() && (v > 0.0 || (zero && v == 0.0)) && v <= 3600.0 {
-                Ok(Duration::from_secs_f64(v))
-            } else {
-                Err(Error::Usage(format!(
-                    "--{what} must be {} and at most 3600 seconds, not {v}",
-                    if zero { "0 or more" } else { "more than 0" }
-                )))
-            }
-        };
-        if self.repeats == 0 {
-            return Err(Error::Usage("--repeats must be at least 1".into()));
-        }
-        if self.workers.is_empty() || self.workers.iter().any(|&w| w == 0 || w > 1024) {
-            return Err(Error::Usage(
-                "--workers must list worker counts between 1 and 1024".into(),
-            ));
-        }
-        let mut workers = self.workers.clone();
-        workers.sort_unstable();
-        workers.dedup();
+        let workers = worker_counts(self.repeats, &self.workers)?;
         let quick = self.quick;
         Ok(stamp::Settings {
             postgres: std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned()),
             durable: self.durable,
             workers,
             timing: measure::Timing {
-                warmup: secs(if quick { 0.2 } else { self.warmup }, "warmup", true)?,
-                measured: secs(if quick { 0.3 } else { self.seconds }, "seconds", false)?,
+                warmup: window(if quick { 0.2 } else { self.warmup }, "warmup", true)?,
+                measured: window(if quick { 0.3 } else { self.seconds }, "seconds", false)?,
             },
             repeats: if quick { 1 } else { self.repeats },
             control: self.control,
@@ -472,17 +432,7 @@ impl Args {
         }
         let warmup = seconds(self.warmup, 0.5, 0.2, "warmup")?;
         let repeats = self.repeats.unwrap_or(if self.quick { 1 } else { 3 });
-        if repeats == 0 {
-            return Err(Error::Usage("--repeats must be at least 1".into()));
-        }
-        if self.workers.is_empty() || self.workers.iter().any(|&w| w == 0 || w > 1024) {
-            return Err(Error::Usage(
-                "--workers must list worker counts between 1 and 1024".into(),
-            ));
-        }
-        let mut workers = self.workers.clone();
-        workers.sort_unstable();
-        workers.dedup();
+        let workers = worker_counts(repeats, &self.workers)?;
         let postgres = (!self.no_postgres)
             .then(|| std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned()));
         let sqlite = (!self.no_sqlite).then(|| {
@@ -612,6 +562,35 @@ fn main() -> ExitCode {
             ExitCode::from(if usage { 2 } else { 1 })
         }
     }
+}
+
+/// A window of `v` seconds for `--what`: more than 0 (or 0 where `zero`), at most an
+/// hour.
+fn window(v: f64, what: &str, zero: bool) -> Result<Duration, Error> {
+    if v.is_finite() && (v > 0.0 || (zero && v == 0.0)) && v <= 3600.0 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(Error::Usage(format!(
+            "--{what} must be {} and at most 3600 seconds, not {v}",
+            if zero { "0 or more" } else { "more than 0" }
+        )))
+    }
+}
+
+/// `--repeats` and `--workers`, checked; the worker counts sorted, each once.
+fn worker_counts(repeats: usize, workers: &[usize]) -> Result<Vec<usize>, Error> {
+    if repeats == 0 {
+        return Err(Error::Usage("--repeats must be at least 1".into()));
+    }
+    if workers.is_empty() || workers.iter().any(|&w| w == 0 || w > 1024) {
+        return Err(Error::Usage(
+            "--workers must list worker counts between 1 and 1024".into(),
+        ));
+    }
+    let mut workers = workers.to_vec();
+    workers.sort_unstable();
+    workers.dedup();
+    Ok(workers)
 }
 
 #[cfg(test)]
