@@ -421,6 +421,15 @@ pub(crate) async fn first_row(
     Ok(first)
 }
 
+/// How many rows the statement behind `rows` changed, after reading them all.
+async fn rows_changed(rows: RowStream) -> std::result::Result<u64, tokio_postgres::Error> {
+    let mut rows = pin!(rows);
+    while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {
+        row?;
+    }
+    Ok(rows.rows_affected().unwrap_or(0))
+}
+
 /// Every row of `rows`.
 pub(crate) async fn all_rows(
     rows: RowStream,
@@ -451,14 +460,52 @@ impl Ahead<'_> {
 }
 
 /// Runs a statement on `conn`, prepared once per connection, and returns the rows it
-/// changed. A statement whose cached preparation went stale (its table was altered) is
-/// prepared again, once. What goes `ahead` of it is sent first, pipelined with it.
+/// changed.
 async fn execute_on(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
-    mut ahead: Ahead<'_>,
+    ahead: Ahead<'_>,
 ) -> Result<u64> {
+    run_on(conn, sql, params, ahead, rows_changed).await
+}
+
+/// Runs a statement on `conn`, as [`execute_on`], and returns its first row.
+async fn query_row_on(
+    conn: &mut Connection,
+    sql: &str,
+    params: &[Value],
+    ahead: Ahead<'_>,
+) -> Result<Option<Vec<Value>>> {
+    let row = run_on(conn, sql, params, ahead, first_row).await?;
+    row.as_ref().map(decode).transpose()
+}
+
+/// Runs a statement on `conn`, as [`execute_on`], and returns every row.
+async fn query_rows_on(
+    conn: &mut Connection,
+    sql: &str,
+    params: &[Value],
+    ahead: Ahead<'_>,
+) -> Result<Vec<Vec<Value>>> {
+    let rows = run_on(conn, sql, params, ahead, all_rows).await?;
+    rows.iter().map(decode).collect()
+}
+
+/// Runs a statement on `conn`, prepared once per connection, and reads its rows with
+/// `read`. A statement whose cached preparation went stale (its table was altered) is
+/// prepared again, once. What goes `ahead` of it is sent first, pipelined with it.
+async fn run_on<T, F, Fut>(
+    conn: &mut Connection,
+    sql: &str,
+    params: &[Value],
+    mut ahead: Ahead<'_>,
+    read: F,
+) -> Result<T>
+where
+    F: Fn(RowStream) -> Fut,
+    Fut: Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+{
     let mut prepared_again = false;
     loop {
         let set = set_timeouts(conn, ahead.timeouts).await?;
@@ -468,11 +515,7 @@ async fn execute_on(
         // a query, so that an error before the statement ran is told apart.
         let run = async {
             let rows = unexecuted(client.query_raw(statement, params)).await?;
-            let mut rows = pin!(rows);
-            while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {
-                row?;
-            }
-            Ok::<_, Failed>(rows.rows_affected().unwrap_or(0))
+            Ok::<_, Failed>(read(rows).await?)
         };
         // Sent once: a statement prepared again runs inside the transaction begun.
         let begin = ahead.begin.take();
@@ -488,77 +531,7 @@ async fn execute_on(
                 return Err(Error::not_executed(failed.error));
             }
             Err(failed) => return Err(failed.error.into()),
-            Ok(rows) => return Ok(rows),
-        }
-    }
-}
-
-/// Runs a statement on `conn`, as [`execute_on`], and returns its first row.
-async fn query_row_on(
-    conn: &mut Connection,
-    sql: &str,
-    params: &[Value],
-    mut ahead: Ahead<'_>,
-) -> Result<Option<Vec<Value>>> {
-    let mut prepared_again = false;
-    loop {
-        let set = set_timeouts(conn, ahead.timeouts).await?;
-        let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
-        let expected = statement.params().len();
-        let run = async {
-            let rows = unexecuted(client.query_raw(statement, params)).await?;
-            Ok::<_, Failed>(first_row(rows).await?)
-        };
-        // Sent once: a statement prepared again runs inside the transaction begun.
-        let begin = ahead.begin.take();
-        match behind(client, begin, set.as_ref(), run).await {
-            Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
-                prepared_again = true;
-            }
-            Err(failed)
-                if failed.before_running
-                    || conn.closed_before_sending(&failed.error)
-                    || unsent(&failed.error, expected, params.len()) =>
-            {
-                return Err(Error::not_executed(failed.error));
-            }
-            Err(failed) => return Err(failed.error.into()),
-            Ok(row) => return row.as_ref().map(decode).transpose(),
-        }
-    }
-}
-
-/// Runs a statement on `conn`, as [`execute_on`], and returns every row.
-async fn query_rows_on(
-    conn: &mut Connection,
-    sql: &str,
-    params: &[Value],
-    mut ahead: Ahead<'_>,
-) -> Result<Vec<Vec<Value>>> {
-    let mut prepared_again = false;
-    loop {
-        let set = set_timeouts(conn, ahead.timeouts).await?;
-        let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
-        let expected = statement.params().len();
-        let run = async {
-            let rows = unexecuted(client.query_raw(statement, params)).await?;
-            Ok::<_, Failed>(all_rows(rows).await?)
-        };
-        // Sent once: a statement prepared again runs inside the transaction begun.
-        let begin = ahead.begin.take();
-        match behind(client, begin, set.as_ref(), run).await {
-            Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
-                prepared_again = true;
-            }
-            Err(failed)
-                if failed.before_running
-                    || conn.closed_before_sending(&failed.error)
-                    || unsent(&failed.error, expected, params.len()) =>
-            {
-                return Err(Error::not_executed(failed.error));
-            }
-            Err(failed) => return Err(failed.error.into()),
-            Ok(rows) => return rows.iter().map(decode).collect(),
+            Ok(read) => return Ok(read),
         }
     }
 }
