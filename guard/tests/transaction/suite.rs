@@ -5,7 +5,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use fenced_guard::{
-    Executor, FencedTable, Key, Lease, Lend, OperationOutcome, Outcome, Resolution, Store, Value,
+    Dialect, Executor, FencedTable, Key, Lease, Lend, OperationOutcome, Outcome, Resolution, Store,
+    Value,
 };
 use uuid::Uuid;
 
@@ -295,6 +296,68 @@ where
         2,
         "the negative control wrote nothing: the test could not tell a stale write"
     );
+}
+
+/// A careless caller ends the fenced transaction under its `Fenced` through the store's
+/// own executor (`tx.store().backend()`: a commit, then a transaction begun again on
+/// the same connection), and the lease passes to B. The guard's write and every line
+/// A's `Fenced` sends after that are refused: each statement that can write checks the
+/// lease itself. Negative control: a line sent on that executor then lands.
+pub async fn a_transaction_ended_under_its_fenced_refuses_its_stale_lines<F: Fixture>(place: Arc<F>)
+where
+    F::Backend: Lend,
+{
+    let (store, key) = setup(&*place).await;
+    let a = acquire(&store, &key).await;
+    let insert = insert_line(&*place, &store);
+    let d = store.dialect();
+    let tx = store.transaction(&a, TIMEOUT).await.unwrap().unwrap();
+    tx.execute(&insert, &[Value::from(&key), Value::from("line 0")])
+        .await
+        .expect("a line under the lease");
+    let raw = tx.store().backend();
+    // SQLite's plain `BEGIN` takes no lock until the transaction writes, so B can
+    // acquire; the guard's own `BEGIN IMMEDIATE` would keep B out.
+    let begin = match d {
+        Dialect::Sqlite => "BEGIN",
+        _ => fenced_guard::dialect::begin(d),
+    };
+    let restart = async || {
+        raw.execute_batch(fenced_guard::dialect::commit(d))
+            .await
+            .expect("commit through the executor");
+        raw.execute_batch(begin)
+            .await
+            .expect("begin again through the executor");
+    };
+    restart().await;
+    expire(&store, &key).await;
+    let b = acquire(&store, &key).await;
+    assert_eq!(b.generation(), a.generation() + 1);
+
+    // Negative control: in this schedule a line on the executor lands.
+    raw.execute(&insert, &[Value::from(&key), Value::from("control")])
+        .await
+        .expect("the control line");
+    restart().await;
+    assert_eq!(
+        line_count(&*place, &store, &key).await,
+        2,
+        "the control line did not land: the schedule cannot tell a stale write"
+    );
+
+    let update = tx.store().update(&a, &payload("stale")).await;
+    assert!(
+        matches!(update, Ok(Outcome::Refused) | Err(_)),
+        "the stale lease's update: {update:?}"
+    );
+    let line = tx
+        .execute(&insert, &[Value::from(&key), Value::from("stale")])
+        .await;
+    assert!(line.is_err(), "the stale line was sent: {line:?}");
+    drop(tx);
+    assert_eq!(line_count(&*place, &store, &key).await, 2);
+    assert!(store.inspect(key.clone()).await.unwrap().is_of(&b));
 }
 
 /// Nothing a fenced transaction's statements say ends it or writes a table only the
@@ -684,6 +747,7 @@ macro_rules! transactions {
             an_expired_lease_is_refused,
             a_dropped_transaction_leaves_nothing,
             the_stale_worker_writes_no_lines,
+            a_transaction_ended_under_its_fenced_refuses_its_stale_lines,
             a_fenced_statement_cannot_end_it_or_write_the_guards_tables,
             an_operation_id_commits_with_the_transaction_and_applies_once,
             no_spelling_writes_a_protected_table,
