@@ -180,4 +180,17 @@ pub trait Lend: Backend {
     fn bound(lent: &Self::Lent, deadline: Instant, timeout: Duration) {
         let _ = (lent, deadline, timeout);
     }
+
+    /// A mark of the transaction open on `lent` that moves once that transaction ends,
+    /// read without a query; `None` (the default) where the pool keeps none.
+    ///
+    /// A fenced transaction reads it once its lease is checked and locked. While the
+    /// mark has not moved, a statement runs in that very transaction, whose lock
+    /// already fences it, so a check of the lease sent before the statement (SQLite's)
+    /// is skipped; once it has moved, every statement checks the lease again. A pool
+    /// that returns `Some` must move it on every end of a transaction, however caused.
+    fn transaction_mark(lent: &Self::Lent) -> Option<u64> {
+        let _ = lent;
+        None
+    }
 }

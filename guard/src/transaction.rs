@@ -137,6 +137,9 @@ pub struct Fenced<'l, E> {
     lease: &'l Lease,
     /// When a transaction of the guard's pool times out; `None` in the caller's own.
     deadline: Option<(Instant, Duration)>,
+    /// How to read the pool's [transaction mark](Lend::transaction_mark), and what it
+    /// read once the lease was locked; `None` in the caller's own transaction.
+    mark: Option<(fn(&E) -> Option<u64>, u64)>,
 }
 
 impl<'l, E: Executor> Fenced<'l, E> {
@@ -256,6 +259,13 @@ impl<'l, E: Executor> Fenced<'l, E> {
         })
     }
 
+    /// Whether the pool's mark says the transaction is still the one the lease was
+    /// checked and locked in.
+    fn in_the_locked_transaction(&self) -> bool {
+        self.mark
+            .is_some_and(|(read, locked)| read(self.store.backend()) == Some(locked))
+    }
+
     /// The checks every caller statement passes before it is sent, and the statement as
     /// it is sent: where it carries its own check of the lease ([`dialect::recheck`]),
     /// its new text with the lease's parameters after the caller's. On SQLite the check
@@ -283,6 +293,9 @@ impl<'l, E: Executor> Fenced<'l, E> {
             .map_err(|reason| Error::StatementRefused { reason })?
         {
             Recheck::Unneeded => Ok(None),
+            // The transaction the lease was locked in, by the pool's own count: its
+            // lock fences the statement.
+            Recheck::Before if self.in_the_locked_transaction() => Ok(None),
             Recheck::Before => {
                 let check = &self.store.statements().still_fenced;
                 match self.store.backend().query_row(check, &lease).await? {
@@ -479,6 +492,7 @@ impl<B: InTransaction> Store<B> {
                 store: self,
                 lease,
                 deadline: None,
+                mark: None,
             }),
             Outcome::Refused => None,
         })
@@ -527,10 +541,11 @@ impl<B: Executor> Store<B> {
         B::bound(&lent, deadline, timeout);
         B::begin(&lent, dialect::begin(self.dialect())).await?;
         let store = self.with_executor(lent);
-        let fenced = Fenced {
+        let mut fenced = Fenced {
             store,
             lease,
             deadline: Some((deadline, timeout)),
+            mark: None,
         };
         let span = trace::step(
             "transaction",
@@ -539,7 +554,11 @@ impl<B: Executor> Store<B> {
             Some(lease.generation()),
         );
         match trace::traced(span, fenced.store.lock_row(lease, Begun::ByGuard)).await? {
-            Outcome::Applied => Ok(Some(FencedTransaction { fenced })),
+            Outcome::Applied => {
+                let read: fn(&B::Lent) -> Option<u64> = B::transaction_mark;
+                fenced.mark = read(fenced.store.backend()).map(|locked| (read, locked));
+                Ok(Some(FencedTransaction { fenced }))
+            }
             Outcome::Refused => {
                 FencedTransaction::<B> { fenced }.rollback().await?;
                 Ok(None)

@@ -10,18 +10,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::caller;
 use super::value::{bound, decode};
 use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
-use crate::executor::{Executor, InTransaction, Lend};
-use crate::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Deadline, Pool};
+use crate::executor::Executor;
+use crate::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
 use crate::value::Value;
 use rusqlite::{Connection, Statement, params_from_iter};
-use tokio_util::sync::{CancellationToken, DropGuard};
 
+mod lent;
 mod prepared;
 
+pub use lent::LentSqlite;
 use prepared::PreparedConnection;
 
 /// Where a statement runs on tokio's runtime: see [`SqliteOptions::execution`].
@@ -142,7 +142,7 @@ impl Inner {
     fn connect(&self) -> rusqlite::Result<PreparedConnection> {
         let conn = Connection::open(&self.path)?;
         conn.busy_timeout(Duration::ZERO)?;
-        Ok(PreparedConnection::new(conn))
+        PreparedConnection::new(conn)
     }
 }
 
@@ -434,182 +434,42 @@ fn on_multi_thread_runtime() -> bool {
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
-/// A connection of a [`Sqlite`] pool, lent for a fenced transaction.
-///
-/// Its statements wait for a lock as SQLite itself does, in the calling thread, up to
-/// the busy timeout: on the multi-threaded runtime inside
-/// [`block_in_place`](tokio::task::block_in_place), on the current-thread runtime on
-/// the runtime's one thread. A fenced transaction's statements hold the write lock
-/// from its `BEGIN IMMEDIATE`, so only that first statement can wait.
-#[cfg(feature = "sqlite")]
-pub struct LentSqlite {
-    conn: Arc<std::sync::Mutex<Checkout<PreparedConnection>>>,
-    busy_timeout: Duration,
-    deadline: Deadline,
-    /// Stops a statement running on the connection, from any thread.
-    interrupt: Arc<rusqlite::InterruptHandle>,
-    /// Cancelled when the connection is given back or dropped: the deadline's rollback
-    /// ([`Lend::bound`]) stands down.
-    ended: CancellationToken,
-    _ended_on_drop: DropGuard,
-    /// The transaction's `BEGIN` until it runs, with the next statement.
-    begin: std::sync::Mutex<Option<&'static str>>,
+/// Runs a prepared statement with `params` and returns the rows it changed.
+fn rows_changed(stmt: &mut Statement<'_>, params: &[Value]) -> rusqlite::Result<u64> {
+    let rows = stmt.execute(params_from_iter(bound(params)))?;
+    Ok(u64::try_from(rows).unwrap_or(u64::MAX))
 }
 
-impl std::fmt::Debug for LentSqlite {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LentSqlite").finish_non_exhaustive()
-    }
+/// Runs a prepared statement with `params` to its end and returns its first row.
+fn first_row(stmt: &mut Statement<'_>, params: &[Value]) -> rusqlite::Result<Option<Vec<Value>>> {
+    let width = stmt.column_count();
+    let mut rows = stmt.query(params_from_iter(bound(params)))?;
+    let first = match rows.next()? {
+        Some(row) => Some(
+            (0..width)
+                .map(|i| decode(i, row.get_ref(i)?))
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+        ),
+        None => None,
+    };
+    // Step to the end so that a RETURNING statement completes its changes.
+    while rows.next()?.is_some() {}
+    Ok(first)
 }
 
-impl LentSqlite {
-    /// The `BEGIN` not run yet, if any.
-    fn pending_begin(&self) -> std::sync::MutexGuard<'_, Option<&'static str>> {
-        self.begin
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Runs a prepared statement with `params` and returns every row.
+fn all_rows(stmt: &mut Statement<'_>, params: &[Value]) -> rusqlite::Result<Vec<Vec<Value>>> {
+    let width = stmt.column_count();
+    let mut rows = stmt.query(params_from_iter(bound(params)))?;
+    let mut all = Vec::new();
+    while let Some(row) = rows.next()? {
+        all.push(
+            (0..width)
+                .map(|i| decode(i, row.get_ref(i)?))
+                .collect::<rusqlite::Result<Vec<_>>>()?,
+        );
     }
-
-    /// Runs `f` on the connection, after the transaction's `BEGIN` if it has not run
-    /// yet: one trip to the thread that waits for the lock, not two.
-    fn run<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
-        let run = || {
-            let mut checkout = self
-                .conn
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let begin = self.pending_begin().take();
-            with_busy_timeout(checkout.conn(), self.busy_timeout, |conn| {
-                if let Some(begin) = begin {
-                    conn.conn().execute_batch(begin)?;
-                }
-                f(conn.conn())
-            })
-        };
-        let result = if on_multi_thread_runtime() {
-            tokio::task::block_in_place(run)
-        } else {
-            run()
-        };
-        result.and_then(|inner| inner).map_err(Error::Sqlite)
-    }
-}
-
-impl Lend for Sqlite {
-    type Lent = LentSqlite;
-
-    async fn lend(&self) -> Result<LentSqlite> {
-        let mut checkout = self.checkout().await?;
-        let interrupt = Arc::new(checkout.conn().conn().get_interrupt_handle());
-        let ended = CancellationToken::new();
-        Ok(LentSqlite {
-            conn: Arc::new(std::sync::Mutex::new(checkout)),
-            busy_timeout: self.inner.options.busy_timeout,
-            deadline: Deadline::default(),
-            interrupt,
-            _ended_on_drop: ended.clone().drop_guard(),
-            ended,
-            begin: std::sync::Mutex::new(None),
-        })
-    }
-
-    /// Runs with the transaction's first statement, in the same call: `BEGIN
-    /// IMMEDIATE` and the check, waiting for the write lock once.
-    fn begin(lent: &LentSqlite, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
-        *lent.pending_begin() = Some(begin);
-        std::future::ready(Ok(()))
-    }
-
-    /// SQLite has no bound of its own on a transaction. Statements past the deadline
-    /// are refused unsent, and at the deadline, unless the transaction ended first, a
-    /// statement still running is interrupted and the transaction rolled back: the
-    /// write lock is free for a successor even while the holder hangs.
-    fn bound(lent: &LentSqlite, deadline: Instant, timeout: Duration) {
-        lent.deadline.set(deadline, timeout);
-        let conn = Arc::downgrade(&lent.conn);
-        let (interrupt, ended) = (Arc::clone(&lent.interrupt), lent.ended.clone());
-        tokio::spawn(async move {
-            tokio::select! {
-                () = tokio::time::sleep_until(deadline.into()) => {}
-                () = ended.cancelled() => return,
-            }
-            interrupt.interrupt();
-            // The lock waits for the interrupted statement to return.
-            let _ = tokio::task::spawn_blocking(move || {
-                let Some(conn) = conn.upgrade() else { return };
-                let mut checkout = conn
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let conn = checkout.conn().conn();
-                if !ended.is_cancelled() && !conn.is_autocommit() {
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
-            })
-            .await;
-        });
-    }
-
-    /// Given back to the pool, unless the deadline's rollback holds it at this very
-    /// moment: then it is closed.
-    fn give_back(lent: LentSqlite) {
-        lent.ended.cancel();
-        if let Ok(conn) = Arc::try_unwrap(lent.conn) {
-            conn.into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .give_back();
-        }
-    }
-}
-
-impl InTransaction for LentSqlite {}
-
-impl Executor for LentSqlite {
-    fn transaction_open(&self) -> Option<bool> {
-        if self.pending_begin().is_some() {
-            return Some(true);
-        }
-        let mut checkout = self
-            .conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Some(!checkout.conn().conn().is_autocommit())
-    }
-
-    fn dialect(&self) -> Dialect {
-        Dialect::Sqlite
-    }
-
-    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        self.deadline.remaining()?;
-        self.run(|conn| caller::execute(conn, sql, params))
-    }
-
-    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        self.deadline.remaining()?;
-        self.run(|conn| caller::query_row(conn, sql, params))
-    }
-
-    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
-        self.deadline.remaining()?;
-        self.run(|conn| caller::query_rows(conn, sql, params))
-    }
-
-    async fn execute_batch(&self, sql: &str) -> Result<()> {
-        self.run(|conn| conn.execute_batch(sql))
-    }
-
-    async fn execute_then_record(
-        &self,
-        write: &str,
-        write_params: &[Value],
-        record: &str,
-        record_params: &[Value],
-    ) -> Result<u64> {
-        self.deadline.remaining()?;
-        self.run(|conn| {
-            caller::execute_then_record(conn, (write, write_params), (record, record_params))
-        })
-    }
+    Ok(all)
 }
 
 impl Executor for Sqlite {
@@ -618,47 +478,15 @@ impl Executor for Sqlite {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        self.run_statement(sql, params, |stmt, params| {
-            let rows = stmt.execute(params_from_iter(bound(params)))?;
-            Ok(u64::try_from(rows).unwrap_or(u64::MAX))
-        })
-        .await
+        self.run_statement(sql, params, rows_changed).await
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        self.run_statement(sql, params, |stmt, params| {
-            let width = stmt.column_count();
-            let mut rows = stmt.query(params_from_iter(bound(params)))?;
-            let first = match rows.next()? {
-                Some(row) => Some(
-                    (0..width)
-                        .map(|i| decode(i, row.get_ref(i)?))
-                        .collect::<rusqlite::Result<Vec<_>>>()?,
-                ),
-                None => None,
-            };
-            // Step to the end so that a RETURNING statement completes its changes.
-            while rows.next()?.is_some() {}
-            Ok(first)
-        })
-        .await
+        self.run_statement(sql, params, first_row).await
     }
 
     async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
-        self.run_statement(sql, params, |stmt, params| {
-            let width = stmt.column_count();
-            let mut rows = stmt.query(params_from_iter(bound(params)))?;
-            let mut all = Vec::new();
-            while let Some(row) = rows.next()? {
-                all.push(
-                    (0..width)
-                        .map(|i| decode(i, row.get_ref(i)?))
-                        .collect::<rusqlite::Result<Vec<_>>>()?,
-                );
-            }
-            Ok(all)
-        })
-        .await
+        self.run_statement(sql, params, all_rows).await
     }
 
     async fn execute_batch(&self, sql: &str) -> Result<()> {

@@ -39,6 +39,27 @@ impl Fixture for TempDatabase {
 
 crate::transactions!(with_epoch_lock setup);
 
+/// The schedules again with the lent connection's statements run in place on the
+/// runtime's threads, its `BEGIN IMMEDIATE` sleeping its task while the lock is held.
+mod in_place {
+    use std::time::Duration;
+
+    use fenced_guard::{SqliteExecution, SqliteOptions};
+
+    use crate::support::sqlite::TempDatabase;
+
+    async fn setup() -> Option<TempDatabase> {
+        Some(TempDatabase::with_options(
+            "transaction.db",
+            SqliteOptions::default()
+                .busy_timeout(Duration::from_secs(30))
+                .execution(SqliteExecution::InPlace),
+        ))
+    }
+
+    crate::transactions!(with_epoch_lock setup);
+}
+
 mod bound {
     use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! A pooled SQLite connection that keeps its own prepared statements
-//! ([`KeptStatements`]).
+//! ([`KeptStatements`]), and counts the transactions that ended on it.
 //!
 //! rusqlite's `prepare_cached` finds a statement by hashing its whole text, twice per
 //! use (taken out of the cache, put back), and copies the key and resets the bindings
@@ -8,6 +8,9 @@
 //! borrows its connection can only be kept beside that connection, and the pool moves
 //! connections between threads; this module keeps the two together and lets the pair
 //! move.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rusqlite::{Connection, PrepFlags, Statement};
 
@@ -32,7 +35,10 @@ self_cell::self_cell!(
 type Kept<'conn> = KeptStatements<Statement<'conn>>;
 
 /// A connection with the statements prepared on it, moved between threads as one.
-pub(super) struct PreparedConnection(Cell);
+pub(super) struct PreparedConnection {
+    cell: Cell,
+    ended: Arc<AtomicU64>,
+}
 
 // SAFETY: `Connection` is `Send`; a `Statement` is not, because it holds a
 // `&Connection` (a `Connection` is not `Sync`) and a raw `sqlite3_stmt` pointer. Every
@@ -49,14 +55,44 @@ pub(super) struct PreparedConnection(Cell);
 unsafe impl Send for PreparedConnection {}
 
 impl PreparedConnection {
-    pub(super) fn new(conn: Connection) -> Self {
-        PreparedConnection(Cell::new(conn, |_| KeptStatements::new(CAPACITY)))
+    /// Keeps `conn`'s statements, and counts its transactions from now on.
+    ///
+    /// # Errors
+    ///
+    /// When SQLite refuses the hooks that count (a connection rusqlite does not own).
+    pub(super) fn new(conn: Connection) -> rusqlite::Result<Self> {
+        let ended = Arc::new(AtomicU64::new(0));
+        let committed = Arc::clone(&ended);
+        conn.commit_hook(Some(move || {
+            committed.fetch_add(1, Ordering::Relaxed);
+            false // let it commit
+        }))?;
+        let rolled_back = Arc::clone(&ended);
+        conn.rollback_hook(Some(move || {
+            rolled_back.fetch_add(1, Ordering::Relaxed);
+        }))?;
+        Ok(PreparedConnection {
+            cell: Cell::new(conn, |_| KeptStatements::new(CAPACITY)),
+            ended,
+        })
+    }
+
+    /// How many transactions have ended on this connection, committed or rolled back,
+    /// shared: it moves on whatever ends one (a `COMMIT` in any batch, a rollback
+    /// SQLite made itself after an error or an interrupt), so that a lent connection's
+    /// fenced transaction can tell, without a query, that it is still the transaction
+    /// its lease was checked in.
+    ///
+    /// SQLite calls the commit hook for a transaction that wrote, or took the write
+    /// lock (`BEGIN IMMEDIATE`); a read-only transaction's end is not counted.
+    pub(super) fn transactions_ended(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.ended)
     }
 
     /// The connection, for work that prepares its own statements (batches,
     /// transactions).
     pub(super) fn conn(&self) -> &Connection {
-        self.0.borrow_owner()
+        self.cell.borrow_owner()
     }
 
     /// Runs `f` with the statement for `sql`, prepared on this connection the first time
@@ -68,7 +104,7 @@ impl PreparedConnection {
         f: impl FnOnce(&mut Statement<'_>) -> rusqlite::Result<T>,
     ) -> rusqlite::Result<T> {
         let sql = sql.trim();
-        self.0.with_dependent_mut(|conn, kept| {
+        self.cell.with_dependent_mut(|conn, kept| {
             let index = match kept.find(sql) {
                 Some(index) => index,
                 None => {
@@ -85,7 +121,7 @@ impl PreparedConnection {
     /// How many statements this connection keeps.
     #[cfg(test)]
     fn kept(&self) -> usize {
-        self.0.borrow_dependent().len()
+        self.cell.borrow_dependent().len()
     }
 }
 
@@ -97,7 +133,7 @@ mod tests {
     fn connection() -> PreparedConnection {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("CREATE TABLE t (v INTEGER)").unwrap();
-        PreparedConnection::new(conn)
+        PreparedConnection::new(conn).unwrap()
     }
 
     fn insert(conn: &mut PreparedConnection, sql: &str, v: i64) -> usize {
@@ -161,7 +197,7 @@ mod tests {
         insert(&mut conn, &sql(0), 0); // now the most recently run
         insert(&mut conn, &sql(CAPACITY), 0); // finalizes sql(1), run longest ago
         assert_eq!(conn.kept(), CAPACITY);
-        let kept = conn.0.borrow_dependent();
+        let kept = conn.cell.borrow_dependent();
         assert!(kept.contains(&sql(0)));
         assert!(!kept.contains(&sql(1)));
         assert!(kept.contains(&sql(CAPACITY)));
@@ -179,6 +215,55 @@ mod tests {
         assert_eq!(conn.kept(), 1);
         insert(&mut conn, "INSERT INTO t (v) VALUES (?1)", 2);
         assert_eq!(values(&conn), [1, 2]);
+    }
+
+    /// Every way a transaction ends moves the count: a commit, an autocommitted write,
+    /// a rollback, the rollback SQLite makes itself when a statement's conflict clause
+    /// says so. A savepoint rolled back to ends nothing, and neither does a failed
+    /// statement whose transaction stays open. A read-only transaction's end is not
+    /// counted (SQLite calls no hook for it): the negative control.
+    #[test]
+    fn every_end_of_a_transaction_is_counted() {
+        let conn = connection();
+        conn.conn()
+            .execute_batch("CREATE TABLE u (v INTEGER PRIMARY KEY)")
+            .unwrap();
+        let ended = conn.transactions_ended();
+        let count = || ended.load(Ordering::Relaxed);
+        let mut seen = count();
+        let mut after = |sql: &str| {
+            let _ = conn.conn().execute_batch(sql);
+            let moved = count() - seen;
+            seen = count();
+            moved
+        };
+        assert_eq!(
+            after("BEGIN IMMEDIATE; INSERT INTO t VALUES (1); COMMIT"),
+            1
+        );
+        assert_eq!(after("INSERT INTO t VALUES (2)"), 1);
+        assert_eq!(
+            after("BEGIN IMMEDIATE; INSERT INTO t VALUES (3); ROLLBACK"),
+            1
+        );
+        assert_eq!(after("BEGIN IMMEDIATE; COMMIT"), 1);
+        assert_eq!(
+            after("BEGIN IMMEDIATE; SAVEPOINT s; INSERT INTO t VALUES (4)"),
+            0
+        );
+        assert_eq!(after("ROLLBACK TO s"), 0);
+        assert_eq!(
+            after("INSERT INTO u VALUES (1); INSERT INTO u VALUES (1)"),
+            0
+        );
+        assert!(
+            !conn.conn().is_autocommit(),
+            "a failed statement ended the transaction"
+        );
+        assert_eq!(after("INSERT OR ROLLBACK INTO u VALUES (1)"), 1);
+        assert!(conn.conn().is_autocommit());
+        // Negative control: a transaction that only read.
+        assert_eq!(after("BEGIN; SELECT count(*) FROM t; COMMIT"), 0);
     }
 
     /// The connection and its statements move to another thread together and run
