@@ -20,6 +20,7 @@ use rusqlite::{Connection, Statement, params_from_iter};
 
 mod lent;
 mod prepared;
+mod watchdog;
 
 pub use lent::LentSqlite;
 use prepared::PreparedConnection;
@@ -131,6 +132,8 @@ struct Inner {
     path: PathBuf,
     options: SqliteOptions,
     pool: Arc<Pool<PreparedConnection>>,
+    /// Ends lent transactions at their deadlines.
+    watchdog: Arc<watchdog::Watchdog>,
 }
 
 impl Inner {
@@ -198,6 +201,7 @@ impl Sqlite {
             path: path.as_ref().to_path_buf(),
             options,
             pool: Pool::new(options.max_connections),
+            watchdog: watchdog::Watchdog::new(),
         });
         let sqlite = Sqlite { inner };
         sqlite

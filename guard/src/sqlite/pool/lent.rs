@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::Statement;
-use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::prepared::PreparedConnection;
+use super::watchdog::{Due, Watch, Watchdog};
 use super::{
     LockWait, Sqlite, SqliteExecution, all_rows, first_row, is_busy, on_multi_thread_runtime,
     rows_changed, with_busy_timeout,
@@ -40,10 +40,10 @@ pub struct LentSqlite {
     deadline: Deadline,
     /// Stops a statement running on the connection, from any thread.
     interrupt: Arc<rusqlite::InterruptHandle>,
-    /// Cancelled when the connection is given back or dropped: the deadline's rollback
-    /// ([`Lend::bound`]) stands down.
-    ended: CancellationToken,
-    _ended_on_drop: DropGuard,
+    watchdog: Arc<Watchdog>,
+    /// The transaction's deadline in the watchdog's table, once bounded; taken out
+    /// when the transaction ends.
+    watch: std::sync::Mutex<Option<Watch>>,
     /// The transaction's `BEGIN` until it runs, with the next statement.
     begin: std::sync::Mutex<Option<&'static str>>,
     /// How many transactions have ended on the connection.
@@ -60,6 +60,12 @@ impl LentSqlite {
     /// The `BEGIN` not run yet, if any.
     fn pending_begin(&self) -> std::sync::MutexGuard<'_, Option<&'static str>> {
         self.begin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn watched(&self) -> std::sync::MutexGuard<'_, Option<Watch>> {
+        self.watch
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -150,15 +156,14 @@ impl Lend for Sqlite {
         let mut checkout = self.checkout().await?;
         let interrupt = Arc::new(checkout.conn().conn().get_interrupt_handle());
         let transactions_ended = checkout.conn().transactions_ended();
-        let ended = CancellationToken::new();
         Ok(LentSqlite {
             conn: Arc::new(std::sync::Mutex::new(checkout)),
             execution: self.inner.options.execution,
             busy_timeout: self.inner.options.busy_timeout,
             deadline: Deadline::default(),
             interrupt,
-            _ended_on_drop: ended.clone().drop_guard(),
-            ended,
+            watchdog: Arc::clone(&self.inner.watchdog),
+            watch: std::sync::Mutex::new(None),
             begin: std::sync::Mutex::new(None),
             transactions_ended,
         })
@@ -177,33 +182,17 @@ impl Lend for Sqlite {
     /// write lock is free for a successor even while the holder hangs.
     fn bound(lent: &LentSqlite, deadline: Instant, timeout: Duration) {
         lent.deadline.set(deadline, timeout);
-        let conn = Arc::downgrade(&lent.conn);
-        let (interrupt, ended) = (Arc::clone(&lent.interrupt), lent.ended.clone());
-        tokio::spawn(async move {
-            tokio::select! {
-                () = tokio::time::sleep_until(deadline.into()) => {}
-                () = ended.cancelled() => return,
-            }
-            interrupt.interrupt();
-            // The lock waits for the interrupted statement to return.
-            let _ = tokio::task::spawn_blocking(move || {
-                let Some(conn) = conn.upgrade() else { return };
-                let mut checkout = conn
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let conn = checkout.conn().conn();
-                if !ended.is_cancelled() && !conn.is_autocommit() {
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
-            })
-            .await;
-        });
+        let due = Due {
+            conn: Arc::downgrade(&lent.conn),
+            interrupt: Arc::clone(&lent.interrupt),
+        };
+        *lent.watched() = Some(lent.watchdog.watch(deadline, due));
     }
 
-    /// Given back to the pool, unless the deadline's rollback holds it at this very
-    /// moment: then it is closed.
+    /// Given back to the pool, its deadline first taken out of the watchdog's table;
+    /// unless the watchdog's rollback holds it at this very moment: then it is closed.
     fn give_back(lent: LentSqlite) {
-        lent.ended.cancel();
+        drop(lent.watched().take());
         if let Ok(conn) = Arc::try_unwrap(lent.conn) {
             conn.into_inner()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -346,6 +335,51 @@ mod tests {
                 tx.commit().await.unwrap();
             }
         }
+    }
+
+    /// The watchdog's task ends with the runtime that ran it: a pool used on a second
+    /// runtime starts another, and a transaction that hangs there is still rolled back
+    /// at its deadline, freeing the write lock.
+    #[test]
+    fn a_pool_outliving_its_runtime_still_ends_transactions_at_their_deadlines() {
+        let runtime = || {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let first = runtime();
+        let (store, lease) = first.block_on(async {
+            let (store, lease) = setup(&dir, SqliteExecution::InPlace).await;
+            let tx = store
+                .transaction(&lease, Duration::from_secs(30))
+                .await
+                .unwrap()
+                .unwrap();
+            tx.commit().await.unwrap();
+            (store, lease)
+        });
+        drop(first);
+        runtime().block_on(async {
+            let tx = store
+                .transaction(&lease, Duration::from_millis(200))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(tx.execute(LINE, &[Value::I64(1)]).await.unwrap(), 1);
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            let probe = rusqlite::Connection::open(store.backend().path()).unwrap();
+            probe
+                .execute_batch("BEGIN IMMEDIATE")
+                .expect("the hung transaction still holds the write lock");
+            let lines: i64 = probe
+                .query_row("SELECT count(*) FROM line", [], |row| row.get(0))
+                .unwrap();
+            assert_eq!(lines, 0);
+            drop(tx);
+        });
     }
 
     /// Negative control: on a caller's connection, with no mark to read, every write
