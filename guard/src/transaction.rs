@@ -139,8 +139,11 @@ pub struct Fenced<'l, E> {
     deadline: Option<(Instant, Duration)>,
     /// How to read the pool's [transaction mark](Lend::transaction_mark), and what it
     /// read once the lease was locked; `None` in the caller's own transaction.
-    mark: Option<(fn(&E) -> Option<u64>, u64)>,
+    mark: Option<(ReadMark<E>, u64)>,
 }
+
+/// Reads a lent connection's [transaction mark](Lend::transaction_mark).
+type ReadMark<E> = fn(&E) -> Option<u64>;
 
 impl<'l, E: Executor> Fenced<'l, E> {
     /// The lease checked.
@@ -555,7 +558,7 @@ impl<B: Executor> Store<B> {
         );
         match trace::traced(span, fenced.store.lock_row(lease, Begun::ByGuard)).await? {
             Outcome::Applied => {
-                let read: fn(&B::Lent) -> Option<u64> = B::transaction_mark;
+                let read: ReadMark<B::Lent> = B::transaction_mark;
                 fenced.mark = read(fenced.store.backend()).map(|locked| (read, locked));
                 Ok(Some(FencedTransaction { fenced }))
             }
