@@ -292,13 +292,13 @@ impl<'l, E: Executor> Fenced<'l, E> {
             Value::I64(self.lease.generation()),
             Value::Uuid(self.lease.owner()),
         ];
-        match dialect::recheck::recheck(dialect, table, sql, params.len())
+        // The transaction the lease was locked in, by the pool's own count: its lock
+        // fences the statement.
+        let locked = self.in_the_locked_transaction();
+        match dialect::recheck::recheck(dialect, table, sql, params.len(), locked)
             .map_err(|reason| Error::StatementRefused { reason })?
         {
             Recheck::Unneeded => Ok(None),
-            // The transaction the lease was locked in, by the pool's own count: its
-            // lock fences the statement.
-            Recheck::Before if self.in_the_locked_transaction() => Ok(None),
             Recheck::Before => {
                 let check = &self.store.statements().still_fenced;
                 match self.store.backend().query_row(check, &lease).await? {

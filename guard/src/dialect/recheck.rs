@@ -43,12 +43,22 @@ pub(crate) enum Recheck {
 /// How `sql`, with `params` parameters of the caller's, carries its check of the lease
 /// of `table` in `dialect`; `Err` with the reason when it can write and cannot carry
 /// one.
+///
+/// `locked`: the statement is known to run in the very transaction the lease was
+/// checked and locked in (the pool's [transaction
+/// mark](crate::executor::Lend::transaction_mark) has not moved), whose lock fences it:
+/// it is sent as written, and refused only where it would be refused anyway, so that a
+/// statement fares alike on every connection.
 pub(crate) fn recheck(
     dialect: Dialect,
     table: &FencedTable,
     sql: &str,
     params: usize,
+    locked: bool,
 ) -> Result<Recheck, String> {
+    if dialect == Dialect::Mssql && locked {
+        return Ok(Recheck::Unneeded);
+    }
     if dialect == Dialect::Mssql {
         // Every statement: the batch's check also says whether the transaction is open.
         return Ok(Recheck::Within(format!(
@@ -66,9 +76,29 @@ pub(crate) fn recheck(
         return Ok(Recheck::Unneeded);
     }
     match dialect {
+        Dialect::Sqlite if locked => Ok(Recheck::Unneeded),
         Dialect::Sqlite => Ok(Recheck::Before),
-        _ => with_check(sql, &lexed, &still_fenced_cte(table, params + 1)).map(Recheck::Within),
+        _ => {
+            let place = place_of_check(sql, &lexed)?;
+            if locked {
+                return Ok(Recheck::Unneeded);
+            }
+            let entry = still_fenced_cte(table, params + 1);
+            Ok(Recheck::Within(match place {
+                Place::InWith(at) => format!("{} {entry},{}", &sql[..at], &sql[at..]),
+                Place::Ahead => format!("WITH {entry} {sql}"),
+            }))
+        }
     }
+}
+
+/// Where a PostgreSQL statement takes the check's `WITH` entry.
+enum Place {
+    /// First in its own `WITH` clause, which ends at this byte offset of its first
+    /// word (`WITH`, or `RECURSIVE` after it).
+    InWith(usize),
+    /// In a `WITH` clause put before it.
+    Ahead,
 }
 
 fn can_write(sql: &str, lexed: &Lexed) -> bool {
@@ -85,8 +115,9 @@ const TAKES_WITH: &[&str] = &[
     "SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "VALUES", "TABLE",
 ];
 
-/// `sql` with `entry` as the first entry of its `WITH` clause, one added if it has none.
-fn with_check(sql: &str, lexed: &Lexed, entry: &str) -> Result<String, String> {
+/// Where `sql` takes a `WITH` entry first: in its own `WITH` clause, or in one added
+/// before it; `Err` when it cannot take one.
+fn place_of_check(sql: &str, lexed: &Lexed) -> Result<Place, String> {
     let tokens = &lexed.tokens;
     let word = |i: usize| {
         tokens
@@ -104,14 +135,13 @@ fn with_check(sql: &str, lexed: &Lexed, entry: &str) -> Result<String, String> {
     }
     if is(0, "WITH") {
         let after = if is(1, "RECURSIVE") { 1 } else { 0 };
-        let at = tokens[after].range().end;
-        return Ok(format!("{} {entry},{}", &sql[..at], &sql[at..]));
+        return Ok(Place::InWith(tokens[after].range().end));
     }
     let first = tokens.first();
     let takes = first.is_some_and(|t| t.kind == TokenKind::LParen)
         || word(0).is_some_and(|w| TAKES_WITH.iter().any(|x| w.eq_ignore_ascii_case(x)));
     if takes {
-        return Ok(format!("WITH {entry} {sql}"));
+        return Ok(Place::Ahead);
     }
     let text = first.map_or("", |t| &sql[t.range()]);
     Err(format!(
@@ -138,7 +168,7 @@ mod tests {
     }
 
     fn pg(sql: &str) -> Result<Recheck, String> {
-        recheck(Dialect::Postgres, &table(), sql, 2)
+        recheck(Dialect::Postgres, &table(), sql, 2, false)
     }
 
     macro_rules! within {
@@ -184,7 +214,7 @@ mod tests {
     fn a_read_is_sent_as_written() {
         assert_eq!(pg("SELECT a FROM line WHERE a = $1"), Ok(Recheck::Unneeded));
         assert_eq!(
-            recheck(Dialect::Sqlite, &table(), "SELECT 1", 0),
+            recheck(Dialect::Sqlite, &table(), "SELECT 1", 0, false),
             Ok(Recheck::Unneeded)
         );
     }
@@ -204,6 +234,27 @@ mod tests {
         }
     }
 
+    /// In the transaction the lease was locked in, a write is sent as written, and
+    /// what is refused elsewhere is refused there too.
+    #[test]
+    fn a_write_in_the_locked_transaction_is_sent_as_written() {
+        let locked = |d, sql| recheck(d, &table(), sql, 2, true);
+        for d in [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql] {
+            assert_eq!(
+                locked(d, "INSERT INTO line VALUES (1, 2)"),
+                Ok(Recheck::Unneeded)
+            );
+        }
+        assert!(locked(Dialect::Postgres, "CALL write_lines($1)").is_err());
+        assert!(
+            locked(
+                Dialect::Postgres,
+                "INSERT INTO line VALUES (1); DELETE FROM line"
+            )
+            .is_err()
+        );
+    }
+
     #[test]
     fn several_statements_are_refused() {
         assert!(pg("INSERT INTO line VALUES (1); DELETE FROM line").is_err());
@@ -216,10 +267,17 @@ mod tests {
     #[test]
     fn sqlite_checks_before_a_write_and_sql_server_in_every_batch() {
         assert_eq!(
-            recheck(Dialect::Sqlite, &table(), "INSERT INTO line VALUES (?1)", 1),
+            recheck(
+                Dialect::Sqlite,
+                &table(),
+                "INSERT INTO line VALUES (?1)",
+                1,
+                false
+            ),
             Ok(Recheck::Before)
         );
-        let Ok(Recheck::Within(text)) = recheck(Dialect::Mssql, &table(), "SELECT @P1", 1) else {
+        let Ok(Recheck::Within(text)) = recheck(Dialect::Mssql, &table(), "SELECT @P1", 1, false)
+        else {
             panic!()
         };
         assert!(

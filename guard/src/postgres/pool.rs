@@ -2,11 +2,12 @@
 //! once per connection.
 
 mod connection;
+mod lent;
 
 use std::future::poll_fn;
 use std::pin::pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::BytesMut;
 use futures_core::Stream;
@@ -17,13 +18,14 @@ use tokio_postgres::{NoTls, Row, RowStream, Socket};
 
 use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
-use crate::executor::{Executor, InTransaction, Lend};
-use crate::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Deadline, Pool};
+use crate::executor::Executor;
+use crate::pool::{Checkout, DEFAULT_CHECKOUT_TIMEOUT, Pool};
 use crate::value::{Key, Value};
 pub(crate) use connection::is_stale_plan;
 use connection::{Connection, Opener, opener};
 
 pub use connection::PooledClient;
+pub use lent::LentPostgres;
 
 /// The default number of pooled connections of [`Postgres::connect`].
 const DEFAULT_MAX_CONNECTIONS: usize = 16;
@@ -636,149 +638,6 @@ pub(crate) async fn unexecuted(
         }
     })
     .await
-}
-
-/// A connection of a [`Postgres`] pool, lent for a fenced transaction.
-#[cfg(feature = "postgres")]
-pub struct LentPostgres {
-    conn: tokio::sync::Mutex<Checkout<Connection>>,
-    deadline: Deadline,
-    /// The transaction's `BEGIN` until it is sent, with the next statement.
-    begin: std::sync::Mutex<Option<&'static str>>,
-    /// When the server's timeouts were last set.
-    bounded_at: std::sync::Mutex<Option<Instant>>,
-}
-
-/// How much of a fenced transaction's timeout may pass before the server's timeouts
-/// are set again: a tenth. Each statement runs, and each pause between statements
-/// lasts, at most the time left when they were last set, so the server ends a
-/// transaction at most this late past its deadline.
-const REBOUND_AFTER: u32 = 10;
-
-impl std::fmt::Debug for LentPostgres {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LentPostgres").finish_non_exhaustive()
-    }
-}
-
-impl Lend for Postgres {
-    type Lent = LentPostgres;
-
-    async fn lend(&self) -> Result<LentPostgres> {
-        Ok(LentPostgres {
-            conn: tokio::sync::Mutex::new(self.checkout().await?),
-            deadline: Deadline::default(),
-            begin: std::sync::Mutex::new(None),
-            bounded_at: std::sync::Mutex::new(None),
-        })
-    }
-
-    fn give_back(lent: LentPostgres) {
-        lent.conn.into_inner().give_back();
-    }
-
-    /// The server ends the transaction at the deadline too, at most a tenth of the
-    /// timeout late: the transaction's first statement, and the first after each tenth
-    /// of the timeout, is sent after, and pipelined with, a `set_config` of
-    /// `statement_timeout` and `idle_in_transaction_session_timeout` to the time left,
-    /// so neither a long statement nor a pause between statements outlives it by more.
-    fn bound(lent: &LentPostgres, deadline: Instant, timeout: Duration) {
-        lent.deadline.set(deadline, timeout);
-    }
-
-    /// Sent with the transaction's first statement, and the server's timeouts, before
-    /// either answer is read: beginning, setting the bound and checking the lease cost
-    /// one round trip, as the `BEGIN` of a plain transaction does.
-    fn begin(lent: &LentPostgres, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
-        *lent.pending_begin() = Some(begin);
-        std::future::ready(Ok(()))
-    }
-}
-
-impl InTransaction for LentPostgres {}
-
-impl LentPostgres {
-    /// The `BEGIN` not sent yet, if any.
-    fn pending_begin(&self) -> std::sync::MutexGuard<'_, Option<&'static str>> {
-        self.begin
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// [`Error::TransactionTimedOut`] past the deadline; before it, the time left in
-    /// milliseconds when the server's timeouts are due to be set (see
-    /// [`Lend::bound`]); `None` when they are not, or the transaction is unbounded.
-    fn time_left(&self) -> Result<Option<Value>> {
-        let Some((left, timeout)) = self.deadline.remaining_of()? else {
-            return Ok(None);
-        };
-        let now = Instant::now();
-        let mut bounded_at = self
-            .bounded_at
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if bounded_at.is_some_and(|at| now.duration_since(at) < timeout / REBOUND_AFTER) {
-            return Ok(None);
-        }
-        *bounded_at = Some(now);
-        // At least 1 ms: 0 would switch the timeouts off.
-        Ok(Some(Value::Text(
-            left.as_millis().clamp(1, i32::MAX as u128).to_string(),
-        )))
-    }
-}
-
-impl Executor for LentPostgres {
-    fn dialect(&self) -> Dialect {
-        Dialect::Postgres
-    }
-
-    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        let left = self.time_left()?;
-        let mut conn = self.conn.lock().await;
-        let begin = self.pending_begin().take();
-        let ahead = Ahead {
-            begin,
-            timeouts: left.as_ref(),
-        };
-        execute_on(conn.conn(), sql, params, ahead).await
-    }
-
-    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        let left = self.time_left()?;
-        let mut conn = self.conn.lock().await;
-        let begin = self.pending_begin().take();
-        let ahead = Ahead {
-            begin,
-            timeouts: left.as_ref(),
-        };
-        query_row_on(conn.conn(), sql, params, ahead).await
-    }
-
-    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
-        let left = self.time_left()?;
-        let mut conn = self.conn.lock().await;
-        let begin = self.pending_begin().take();
-        let ahead = Ahead {
-            begin,
-            timeouts: left.as_ref(),
-        };
-        query_rows_on(conn.conn(), sql, params, ahead).await
-    }
-
-    /// The transaction's own statements (`BEGIN`, `COMMIT`, `ROLLBACK`): never refused
-    /// for the deadline, so that a timed-out transaction can still be rolled back. A
-    /// `BEGIN` not sent yet goes first, in the same batch.
-    async fn execute_batch(&self, sql: &str) -> Result<()> {
-        let mut conn = self.conn.lock().await;
-        let begin = self.pending_begin().take();
-        let client = conn.conn().client();
-        match begin {
-            Some(begin) => client.batch_execute(&format!("{begin}; {sql}")).await?,
-            None => client.batch_execute(sql).await?,
-        }
-        Ok(())
-    }
 }
 
 impl Executor for Postgres {

@@ -54,9 +54,10 @@ pub enum SqliteExecution {
     /// disk (a memory-backed file, or WAL with `PRAGMA synchronous = NORMAL`), but with
     /// the default `synchronous = FULL` on a disk every commit holds it for the disk's
     /// flush (often milliseconds). Each statement spends a unit of the task's
-    /// cooperative budget, so a task issuing statements without pause still yields to
-    /// the thread's other tasks every so often, as with any tokio resource that is
-    /// always ready; a statement that found nothing to change (a refused acquisition or
+    /// cooperative budget (a fenced transaction one in all, before its `BEGIN
+    /// IMMEDIATE`, so that it never yields while holding the write lock), so a task
+    /// issuing statements without pause still yields to the thread's other tasks every
+    /// so often, as with any tokio resource that is always ready; a statement that found nothing to change (a refused acquisition or
     /// write, in either mode) yields at once, since the task holding the row may be
     /// waiting on the same thread.
     InPlace,

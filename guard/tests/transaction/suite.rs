@@ -307,6 +307,26 @@ pub async fn a_transaction_ended_under_its_fenced_refuses_its_stale_lines<F: Fix
 where
     F::Backend: Lend,
 {
+    ended_under_its_fenced(place, true).await;
+}
+
+/// The same, the transaction ended and begun again by statements sent one at a time
+/// with parameters (`execute`), not as a batch: a pool that knows when its transaction
+/// may have ended must count these too.
+pub async fn a_transaction_ended_by_a_statement_under_its_fenced_refuses_its_stale_lines<
+    F: Fixture,
+>(
+    place: Arc<F>,
+) where
+    F::Backend: Lend,
+{
+    ended_under_its_fenced(place, false).await;
+}
+
+async fn ended_under_its_fenced<F: Fixture>(place: Arc<F>, as_a_batch: bool)
+where
+    F::Backend: Lend,
+{
     let (store, key) = setup(&*place).await;
     let a = acquire(&store, &key).await;
     let insert = insert_line(&*place, &store);
@@ -323,12 +343,14 @@ where
         _ => fenced_guard::dialect::begin(d),
     };
     let restart = async || {
-        raw.execute_batch(fenced_guard::dialect::commit(d))
-            .await
-            .expect("commit through the executor");
-        raw.execute_batch(begin)
-            .await
-            .expect("begin again through the executor");
+        for statement in [fenced_guard::dialect::commit(d), begin] {
+            let sent = if as_a_batch {
+                raw.execute_batch(statement).await
+            } else {
+                raw.execute(statement, &[]).await.map(drop)
+            };
+            sent.unwrap_or_else(|e| panic!("{statement} through the executor: {e}"));
+        }
     };
     restart().await;
     expire(&store, &key).await;
@@ -748,6 +770,7 @@ macro_rules! transactions {
             a_dropped_transaction_leaves_nothing,
             the_stale_worker_writes_no_lines,
             a_transaction_ended_under_its_fenced_refuses_its_stale_lines,
+            a_transaction_ended_by_a_statement_under_its_fenced_refuses_its_stale_lines,
             a_fenced_statement_cannot_end_it_or_write_the_guards_tables,
             an_operation_id_commits_with_the_transaction_and_applies_once,
             no_spelling_writes_a_protected_table,

@@ -1,0 +1,289 @@
+//! A connection of the pool lent for a fenced transaction ([`Lend`]): its `BEGIN` and
+//! the server's timeouts pipelined with its first statement, and a count of the
+//! statements sent on it that could have ended its transaction.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::connection::Connection;
+use super::{Ahead, Postgres, execute_on, query_row_on, query_rows_on};
+use crate::dialect::kind::Dialect;
+use crate::error::Result;
+use crate::executor::{Executor, InTransaction, Lend};
+use crate::pool::{Checkout, Deadline};
+use crate::value::Value;
+
+/// A connection of a [`Postgres`] pool, lent for a fenced transaction.
+#[cfg(feature = "postgres")]
+pub struct LentPostgres {
+    conn: tokio::sync::Mutex<Checkout<Connection>>,
+    deadline: Deadline,
+    /// The transaction's `BEGIN` until it is sent, with the next statement.
+    begin: std::sync::Mutex<Option<&'static str>>,
+    /// When the server's timeouts were last set.
+    bounded_at: std::sync::Mutex<Option<Instant>>,
+    /// How many statements sent on the connection could have ended its transaction:
+    /// every batch, and each statement whose first word controls a transaction
+    /// ([`may_end_a_transaction`]).
+    may_have_ended: AtomicU64,
+}
+
+/// How much of a fenced transaction's timeout may pass before the server's timeouts
+/// are set again: a tenth. Each statement runs, and each pause between statements
+/// lasts, at most the time left when they were last set, so the server ends a
+/// transaction at most this late past its deadline.
+const REBOUND_AFTER: u32 = 10;
+
+impl std::fmt::Debug for LentPostgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LentPostgres").finish_non_exhaustive()
+    }
+}
+
+impl Lend for Postgres {
+    type Lent = LentPostgres;
+
+    async fn lend(&self) -> Result<LentPostgres> {
+        Ok(LentPostgres {
+            conn: tokio::sync::Mutex::new(self.checkout().await?),
+            deadline: Deadline::default(),
+            begin: std::sync::Mutex::new(None),
+            bounded_at: std::sync::Mutex::new(None),
+            may_have_ended: AtomicU64::new(0),
+        })
+    }
+
+    fn give_back(lent: LentPostgres) {
+        lent.conn.into_inner().give_back();
+    }
+
+    /// The server ends the transaction at the deadline too, at most a tenth of the
+    /// timeout late: the transaction's first statement, and the first after each tenth
+    /// of the timeout, is sent after, and pipelined with, a `set_config` of
+    /// `statement_timeout` and `idle_in_transaction_session_timeout` to the time left,
+    /// so neither a long statement nor a pause between statements outlives it by more.
+    fn bound(lent: &LentPostgres, deadline: Instant, timeout: Duration) {
+        lent.deadline.set(deadline, timeout);
+    }
+
+    /// Sent with the transaction's first statement, and the server's timeouts, before
+    /// either answer is read: beginning, setting the bound and checking the lease cost
+    /// one round trip, as the `BEGIN` of a plain transaction does.
+    fn begin(lent: &LentPostgres, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
+        *lent.pending_begin() = Some(begin);
+        std::future::ready(Ok(()))
+    }
+
+    /// The count of statements sent that could have ended the transaction. Only what
+    /// is sent through the connection's executor can end it: PostgreSQL ends a
+    /// transaction block only on a statement of its own (`COMMIT`, `ROLLBACK`, `END`,
+    /// `ABORT`, `PREPARE TRANSACTION`, and their `AND CHAIN` forms), which no function,
+    /// procedure or `DO` block can run inside one, and an error leaves the transaction
+    /// aborted, not ended, until such a statement; a session the server ends takes its
+    /// connection with it.
+    fn transaction_mark(lent: &LentPostgres) -> Option<u64> {
+        Some(lent.may_have_ended.load(Ordering::Relaxed))
+    }
+}
+
+/// Whether `sql`, one statement sent with parameters, could end or begin a transaction
+/// or a part of one: its first word, past spaces and comments, is one that begins
+/// such a statement. A text whose first word cannot be read counts as one.
+fn may_end_a_transaction(sql: &str) -> bool {
+    const CONTROL: &[&str] = &[
+        "COMMIT",
+        "ROLLBACK",
+        "END",
+        "ABORT",
+        "PREPARE",
+        "BEGIN",
+        "START",
+        "SAVEPOINT",
+        "RELEASE",
+    ];
+    match first_word(sql) {
+        Some(word) => CONTROL.iter().any(|c| word.eq_ignore_ascii_case(c)),
+        None => !sql.trim_start().starts_with('('),
+    }
+}
+
+/// The first word of `sql`, past white space, `--` comments and (nested) `/* */`
+/// comments; `None` when it begins with something else.
+fn first_word(sql: &str) -> Option<&str> {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_start();
+        if let Some(line) = rest.strip_prefix("--") {
+            rest = line.split_once('\n').map_or("", |(_, after)| after);
+        } else if rest.starts_with("/*") {
+            let mut depth = 0usize;
+            let mut end = None;
+            let bytes = rest.as_bytes();
+            let mut i = 0;
+            while i + 1 < bytes.len() {
+                match (bytes[i], bytes[i + 1]) {
+                    (b'/', b'*') => {
+                        depth += 1;
+                        i += 2;
+                    }
+                    (b'*', b'/') => {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            end = Some(i);
+                            break;
+                        }
+                    }
+                    _ => i += 1,
+                }
+            }
+            rest = &rest[end?..];
+        } else {
+            break;
+        }
+    }
+    let len = rest
+        .find(|c: char| !(c.is_ascii_alphabetic() || c == '_'))
+        .unwrap_or(rest.len());
+    (len > 0).then(|| &rest[..len])
+}
+
+impl InTransaction for LentPostgres {}
+
+impl LentPostgres {
+    /// The `BEGIN` not sent yet, if any.
+    fn pending_begin(&self) -> std::sync::MutexGuard<'_, Option<&'static str>> {
+        self.begin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts `sql` before it is sent if it may end the transaction
+    /// ([`Lend::transaction_mark`]).
+    fn count_if_it_may_end(&self, sql: &str) {
+        if may_end_a_transaction(sql) {
+            self.may_have_ended.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// [`Error::TransactionTimedOut`] past the deadline; before it, the time left in
+    /// milliseconds when the server's timeouts are due to be set (see
+    /// [`Lend::bound`]); `None` when they are not, or the transaction is unbounded.
+    fn time_left(&self) -> Result<Option<Value>> {
+        let Some((left, timeout)) = self.deadline.remaining_of()? else {
+            return Ok(None);
+        };
+        let now = Instant::now();
+        let mut bounded_at = self
+            .bounded_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if bounded_at.is_some_and(|at| now.duration_since(at) < timeout / REBOUND_AFTER) {
+            return Ok(None);
+        }
+        *bounded_at = Some(now);
+        // At least 1 ms: 0 would switch the timeouts off.
+        Ok(Some(Value::Text(
+            left.as_millis().clamp(1, i32::MAX as u128).to_string(),
+        )))
+    }
+}
+
+impl Executor for LentPostgres {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
+        let left = self.time_left()?;
+        self.count_if_it_may_end(sql);
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let ahead = Ahead {
+            begin,
+            timeouts: left.as_ref(),
+        };
+        execute_on(conn.conn(), sql, params, ahead).await
+    }
+
+    async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
+        let left = self.time_left()?;
+        self.count_if_it_may_end(sql);
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let ahead = Ahead {
+            begin,
+            timeouts: left.as_ref(),
+        };
+        query_row_on(conn.conn(), sql, params, ahead).await
+    }
+
+    async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        let left = self.time_left()?;
+        self.count_if_it_may_end(sql);
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let ahead = Ahead {
+            begin,
+            timeouts: left.as_ref(),
+        };
+        query_rows_on(conn.conn(), sql, params, ahead).await
+    }
+
+    /// The transaction's own statements (`BEGIN`, `COMMIT`, `ROLLBACK`): never refused
+    /// for the deadline, so that a timed-out transaction can still be rolled back. A
+    /// `BEGIN` not sent yet goes first, in the same batch.
+    async fn execute_batch(&self, sql: &str) -> Result<()> {
+        // Any batch may hold a statement that ends the transaction.
+        self.may_have_ended.fetch_add(1, Ordering::Relaxed);
+        let mut conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        let client = conn.conn().client();
+        match begin {
+            Some(begin) => client.batch_execute(&format!("{begin}; {sql}")).await?,
+            None => client.batch_execute(sql).await?,
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every statement that controls a transaction is counted, however spelled; the
+    /// statements a fenced transaction sends are not.
+    #[test]
+    fn statements_that_may_end_a_transaction_are_told_apart() {
+        for sql in [
+            "COMMIT",
+            "commit and chain",
+            "  ROLLBACK",
+            "END",
+            "abort",
+            "PREPARE TRANSACTION 'x'",
+            "-- a note\nCOMMIT",
+            "/* a /* nested */ note */ COMMIT",
+            "BEGIN",
+            "START TRANSACTION",
+            "SAVEPOINT s",
+            "RELEASE s",
+            "/* unclosed",
+            "",
+            "; COMMIT",
+        ] {
+            assert!(may_end_a_transaction(sql), "{sql:?}");
+        }
+        for sql in [
+            "INSERT INTO line VALUES ($1)",
+            "select 1",
+            "WITH x AS (SELECT 1) UPDATE line SET a = 1",
+            "(SELECT 1)",
+            "-- COMMIT\nSELECT 1",
+            "/* COMMIT */ DELETE FROM line",
+            "UPDATE t SET a = CASE WHEN b THEN 1 END",
+        ] {
+            assert!(!may_end_a_transaction(sql), "{sql:?}");
+        }
+    }
+}
