@@ -287,11 +287,13 @@ impl<'l, E: Executor> Fenced<'l, E> {
                 "the fenced transaction has ended: its statements would run unfenced",
             ));
         }
-        let lease = [
-            Value::from(self.lease.key()),
-            Value::I64(self.lease.generation()),
-            Value::Uuid(self.lease.owner()),
-        ];
+        let lease = || {
+            [
+                Value::from(self.lease.key()),
+                Value::I64(self.lease.generation()),
+                Value::Uuid(self.lease.owner()),
+            ]
+        };
         // The transaction the lease was locked in, by the pool's own count: its lock
         // fences the statement.
         let locked = self.in_the_locked_transaction();
@@ -301,12 +303,13 @@ impl<'l, E: Executor> Fenced<'l, E> {
             Recheck::Unneeded => Ok(None),
             Recheck::Before => {
                 let check = &self.store.statements().still_fenced;
-                match self.store.backend().query_row(check, &lease).await? {
+                match self.store.backend().query_row(check, &lease()).await? {
                     Some(_) => Ok(None),
                     None => Err(Error::NotInTransaction(LEASE_LOST)),
                 }
             }
             Recheck::Within(checked) => {
+                let lease = lease();
                 let mut all = Vec::with_capacity(params.len() + lease.len());
                 all.extend_from_slice(params);
                 all.extend(lease);

@@ -66,23 +66,12 @@ pub(crate) fn recheck(
             still_fenced(table, params + 1)
         )));
     }
-    let lexed = lex::lex(dialect, sql).map_err(|problem| {
-        format!(
-            "it does not split into {dialect} tokens: {}",
-            problem.message
-        )
-    })?;
-    if !can_write(sql, &lexed) {
-        return Ok(Recheck::Unneeded);
-    }
-    match dialect {
-        Dialect::Sqlite if locked => Ok(Recheck::Unneeded),
-        Dialect::Sqlite => Ok(Recheck::Before),
-        _ => {
-            let place = place_of_check(sql, &lexed)?;
-            if locked {
-                return Ok(Recheck::Unneeded);
-            }
+    match shape(dialect, sql) {
+        Shape::Reads => Ok(Recheck::Unneeded),
+        Shape::Refused(reason) => Err(reason),
+        Shape::Writes(_) if locked => Ok(Recheck::Unneeded),
+        Shape::Writes(_) if dialect == Dialect::Sqlite => Ok(Recheck::Before),
+        Shape::Writes(place) => {
             let entry = still_fenced_cte(table, params + 1);
             Ok(Recheck::Within(match place {
                 Place::InWith(at) => format!("{} {entry},{}", &sql[..at], &sql[at..]),
@@ -92,13 +81,66 @@ pub(crate) fn recheck(
     }
 }
 
-/// Where a PostgreSQL statement takes the check's `WITH` entry.
-enum Place {
-    /// First in its own `WITH` clause, which ends at this byte offset of its first
-    /// word (`WITH`, or `RECURSIVE` after it).
-    InWith(usize),
-    /// In a `WITH` clause put before it.
-    Ahead,
+/// What a statement is, for its check: read once per text and thread, as the screen's
+/// verdicts are ([`super::screen::refusal`]).
+#[derive(Clone, Debug)]
+enum Shape {
+    /// It cannot write.
+    Reads,
+    /// It can write, and takes the check here (PostgreSQL's `WITH` entry; SQLite's check
+    /// goes before it).
+    Writes(Place),
+    /// It can write and cannot take the check, or does not split into tokens.
+    Refused(String),
+}
+
+/// How many shapes each thread keeps.
+const REMEMBERED: usize = 32;
+
+thread_local! {
+    static SHAPES: std::cell::RefCell<Vec<(Dialect, Box<str>, Shape)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `sql`'s [`Shape`] in `dialect` (PostgreSQL or SQLite).
+fn shape(dialect: Dialect, sql: &str) -> Shape {
+    let remembered = SHAPES.with_borrow(|shapes| {
+        shapes
+            .iter()
+            .find(|(d, text, _)| *d == dialect && **text == *sql)
+            .map(|(_, _, shape)| shape.clone())
+    });
+    if let Some(shape) = remembered {
+        return shape;
+    }
+    let shape = read(dialect, sql);
+    SHAPES.with_borrow_mut(|shapes| {
+        if shapes.len() >= REMEMBERED {
+            shapes.remove(0);
+        }
+        shapes.push((dialect, sql.into(), shape.clone()));
+    });
+    shape
+}
+
+/// [`shape`], read.
+fn read(dialect: Dialect, sql: &str) -> Shape {
+    let lexed = match lex::lex(dialect, sql) {
+        Ok(lexed) => lexed,
+        Err(problem) => {
+            return Shape::Refused(format!(
+                "it does not split into {dialect} tokens: {}",
+                problem.message
+            ));
+        }
+    };
+    if !can_write(sql, &lexed) {
+        return Shape::Reads;
+    }
+    match dialect {
+        Dialect::Postgres => place_of_check(sql, &lexed).map_or_else(Shape::Refused, Shape::Writes),
+        _ => Shape::Writes(Place::Ahead),
+    }
 }
 
 fn can_write(sql: &str, lexed: &Lexed) -> bool {
@@ -108,6 +150,16 @@ fn can_write(sql: &str, lexed: &Lexed) -> bool {
                 .iter()
                 .any(|w| sql[t.range()].eq_ignore_ascii_case(w))
     })
+}
+
+/// Where a PostgreSQL statement takes the check's `WITH` entry.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    /// First in its own `WITH` clause, which ends at this byte offset of its first
+    /// word (`WITH`, or `RECURSIVE` after it).
+    InWith(usize),
+    /// In a `WITH` clause put before it.
+    Ahead,
 }
 
 /// Words a PostgreSQL statement that may take a `WITH` clause begins with.
@@ -253,6 +305,24 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// Each text keeps its own shape, however many were read before it on the thread.
+    #[test]
+    fn a_remembered_shape_is_the_texts_own() {
+        let (write, read) = (
+            "DELETE FROM line WHERE a = $1",
+            "SELECT a FROM line WHERE a = $1",
+        );
+        for round in 0..3 {
+            for n in 0..REMEMBERED + 1 {
+                let other = format!("SELECT {n}");
+                assert_eq!(pg(&other), Ok(Recheck::Unneeded), "round {round}");
+            }
+            assert!(matches!(pg(write), Ok(Recheck::Within(_))), "round {round}");
+            assert_eq!(pg(read), Ok(Recheck::Unneeded), "round {round}");
+            assert!(matches!(pg(write), Ok(Recheck::Within(_))), "round {round}");
+        }
     }
 
     #[test]

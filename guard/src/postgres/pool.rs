@@ -445,13 +445,13 @@ pub(crate) async fn all_rows(
 }
 
 /// What a lent connection sends ahead of a statement, pipelined with it: the `BEGIN`
-/// of its transaction, if not sent yet, and the server's timeouts ([`SET_TIMEOUTS`]),
-/// in milliseconds, when the transaction is bounded. The pool's own statements send
-/// neither ([`Ahead::NOTHING`]).
+/// of its transaction, if not sent yet, and the server's timeouts, in milliseconds,
+/// when the transaction is bounded. The pool's own statements send neither
+/// ([`Ahead::NOTHING`]).
 #[derive(Clone, Copy, Debug)]
 struct Ahead<'a> {
     begin: Option<&'a str>,
-    timeouts: Option<&'a Value>,
+    timeouts: Option<u32>,
 }
 
 impl Ahead<'_> {
@@ -459,6 +459,27 @@ impl Ahead<'_> {
         begin: None,
         timeouts: None,
     };
+
+    /// The batch sent ahead, one simple query: `BEGIN` if due, then the transaction's
+    /// `statement_timeout` and `idle_in_transaction_session_timeout` if due.
+    ///
+    /// `SET` takes no parameters; the milliseconds are a number the guard computed.
+    /// One batch is one message for the client to send and one parse for the server,
+    /// where a prepared `set_config` was a second request, bound and executed.
+    fn batch(&self) -> Option<String> {
+        let timeouts = self.timeouts.map(|ms| {
+            format!(
+                "SET LOCAL statement_timeout = {ms}; \
+                 SET LOCAL idle_in_transaction_session_timeout = {ms}"
+            )
+        });
+        match (self.begin, timeouts) {
+            (None, None) => None,
+            (Some(begin), None) => Some(begin.to_owned()),
+            (None, Some(timeouts)) => Some(timeouts),
+            (Some(begin), Some(timeouts)) => Some(format!("{begin}; {timeouts}")),
+        }
+    }
 }
 
 /// Runs a statement on `conn`, prepared once per connection, and returns the rows it
@@ -501,7 +522,7 @@ async fn run_on<T, F, Fut>(
     conn: &mut Connection,
     sql: &str,
     params: &[Value],
-    mut ahead: Ahead<'_>,
+    ahead: Ahead<'_>,
     read: F,
 ) -> Result<T>
 where
@@ -509,8 +530,8 @@ where
     Fut: Future<Output = std::result::Result<T, tokio_postgres::Error>>,
 {
     let mut prepared_again = false;
+    let mut batch = ahead.batch();
     loop {
-        let set = set_timeouts(conn, ahead.timeouts).await?;
         let (client, statement) = conn.prepared(sql).await.map_err(Error::not_executed)?;
         let expected = statement.params().len();
         // The values are bound straight from the slice: no vector of references. Run as
@@ -520,8 +541,7 @@ where
             Ok::<_, Failed>(read(rows).await?)
         };
         // Sent once: a statement prepared again runs inside the transaction begun.
-        let begin = ahead.begin.take();
-        match behind(client, begin, set.as_ref(), run).await {
+        match behind(client, batch.take().as_deref(), run).await {
             Err(failed) if !prepared_again && conn.forget_stale(sql, &failed.error) => {
                 prepared_again = true;
             }
@@ -538,63 +558,23 @@ where
     }
 }
 
-/// Sets the server's statement and idle-in-transaction timeouts to a time left, in
-/// milliseconds: how a lent connection's transaction is bounded by the server.
-const SET_TIMEOUTS: &str = "SELECT set_config('statement_timeout', $1, true), \
-                            set_config('idle_in_transaction_session_timeout', $1, true)";
-
-/// [`SET_TIMEOUTS`] prepared on `conn`, with its value, when `timeouts` is given.
-async fn set_timeouts<'v>(
-    conn: &mut Connection,
-    timeouts: Option<&'v Value>,
-) -> Result<Option<(tokio_postgres::Statement, &'v Value)>> {
-    let Some(ms) = timeouts else {
-        return Ok(None);
-    };
-    let (_, statement) = conn
-        .prepared(SET_TIMEOUTS)
-        .await
-        .map_err(Error::not_executed)?;
-    Ok(Some((statement.clone(), ms)))
-}
-
-/// Runs `run` on `client`, behind `begin` and `set` when given: all are sent before any
-/// answer is read (tokio-postgres sends a query when its future is first polled, and
-/// they are polled in order here), so together they cost one waited round trip.
+/// Runs `run` on `client`, behind `batch` when given: both are sent before any answer
+/// is read (tokio-postgres sends a query when its future is first polled, and they are
+/// polled in order here), so together they cost one waited round trip.
 async fn behind<T>(
     client: &tokio_postgres::Client,
-    begin: Option<&str>,
-    set: Option<&(tokio_postgres::Statement, &Value)>,
+    batch: Option<&str>,
     run: impl Future<Output = std::result::Result<T, Failed>>,
 ) -> std::result::Result<T, Failed> {
-    if begin.is_none() && set.is_none() {
+    let Some(batch) = batch else {
         return run.await;
-    }
-    let begin = async {
-        match begin {
-            Some(sql) => client.batch_execute(sql).await,
-            None => Ok(()),
-        }
     };
-    let set = async {
-        match set {
-            Some((statement, ms)) => first_row(
-                client
-                    .query_raw(statement, std::slice::from_ref(*ms))
-                    .await?,
-            )
-            .await
-            .map(drop),
-            None => Ok(()),
-        }
-    };
-    let (begun, set, ran) = tokio::join!(biased; begin, set, run);
-    // A failed set_config aborts the transaction, and the statement after it fails too,
+    let (sent, ran) = tokio::join!(biased; client.batch_execute(batch), run);
+    // A failed `SET` aborts the transaction, and the statement after it fails too,
     // before it runs: its own error says so. A failed `BEGIN` leaves no transaction for
     // the statement to have run in: that it ran does not count.
     let ran = ran?;
-    begun?;
-    set?;
+    sent?;
     Ok(ran)
 }
 

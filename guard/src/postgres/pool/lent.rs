@@ -59,8 +59,9 @@ impl Lend for Postgres {
 
     /// The server ends the transaction at the deadline too, at most a tenth of the
     /// timeout late: the transaction's first statement, and the first after each tenth
-    /// of the timeout, is sent after, and pipelined with, a `set_config` of
-    /// `statement_timeout` and `idle_in_transaction_session_timeout` to the time left,
+    /// of the timeout, is sent after, and pipelined with, a `SET LOCAL` of
+    /// `statement_timeout` and `idle_in_transaction_session_timeout` to the time left
+    /// (in the same batch as the `BEGIN`),
     /// so neither a long statement nor a pause between statements outlives it by more.
     fn bound(lent: &LentPostgres, deadline: Instant, timeout: Duration) {
         lent.deadline.set(deadline, timeout);
@@ -169,7 +170,7 @@ impl LentPostgres {
     /// [`Error::TransactionTimedOut`] past the deadline; before it, the time left in
     /// milliseconds when the server's timeouts are due to be set (see
     /// [`Lend::bound`]); `None` when they are not, or the transaction is unbounded.
-    fn time_left(&self) -> Result<Option<Value>> {
+    fn time_left(&self) -> Result<Option<u32>> {
         let Some((left, timeout)) = self.deadline.remaining_of()? else {
             return Ok(None);
         };
@@ -183,9 +184,8 @@ impl LentPostgres {
         }
         *bounded_at = Some(now);
         // At least 1 ms: 0 would switch the timeouts off.
-        Ok(Some(Value::Text(
-            left.as_millis().clamp(1, i32::MAX as u128).to_string(),
-        )))
+        let ms = left.as_millis().clamp(1, i32::MAX as u128);
+        Ok(Some(u32::try_from(ms).unwrap_or(i32::MAX as u32)))
     }
 }
 
@@ -201,7 +201,7 @@ impl Executor for LentPostgres {
         let begin = self.pending_begin().take();
         let ahead = Ahead {
             begin,
-            timeouts: left.as_ref(),
+            timeouts: left,
         };
         execute_on(conn.conn(), sql, params, ahead).await
     }
@@ -213,7 +213,7 @@ impl Executor for LentPostgres {
         let begin = self.pending_begin().take();
         let ahead = Ahead {
             begin,
-            timeouts: left.as_ref(),
+            timeouts: left,
         };
         query_row_on(conn.conn(), sql, params, ahead).await
     }
@@ -225,7 +225,7 @@ impl Executor for LentPostgres {
         let begin = self.pending_begin().take();
         let ahead = Ahead {
             begin,
-            timeouts: left.as_ref(),
+            timeouts: left,
         };
         query_rows_on(conn.conn(), sql, params, ahead).await
     }
