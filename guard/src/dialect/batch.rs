@@ -28,6 +28,8 @@ const FREE: &str = "fenced_free";
 const CHOSEN: &str = "fenced_chosen";
 /// Where a claim of any rows starts looking (PostgreSQL): a random block.
 const START: &str = "fenced_start";
+/// The current epoch, read once for the whole claim (PostgreSQL): column `e`.
+const EPOCH: &str = "fenced_epoch";
 /// The alias of the leases a batched renewal carries: columns `k`, `g`, `o`, `ttl`.
 const BATCH: &str = "fenced_batch";
 
@@ -38,13 +40,13 @@ fn at(dialect: Dialect, alias: &str, column: &Identifier) -> String {
 
 /// The row under `alias` is free to acquire: never leased or released, expired by the
 /// database's clock, or acquired in another epoch (as in [`acquire`](super::acquire)).
-fn free(dialect: Dialect, table: &FencedTable, alias: &str) -> String {
+/// `current` is the current epoch.
+fn free(dialect: Dialect, table: &FencedTable, alias: &str, current: &str) -> String {
     let expiry = at(dialect, alias, table.expiry_column());
     format!(
-        "({expiry} IS NULL OR {expiry} <= {} OR {} <> {})",
+        "({expiry} IS NULL OR {expiry} <= {} OR {} <> {current})",
         dialect.clock(),
         at(dialect, alias, table.epoch_column()),
-        epoch_subquery(dialect, table)
     )
 }
 
@@ -219,7 +221,12 @@ pub fn claim(
     let key = table.key_column();
     let generation = q(dialect, table.generation_column());
     let epoch = q(dialect, table.epoch_column());
-    let current = epoch_subquery(dialect, table);
+    // PostgreSQL reads the epoch once, in a `WITH` entry, where each of the claim's
+    // four uses would evaluate the subquery (and its timeline stamp) again.
+    let current = match dialect {
+        Dialect::Postgres => format!("(SELECT e FROM {EPOCH})"),
+        _ => epoch_subquery(dialect, table),
+    };
 
     let mut next = 4;
     let mut candidate = Vec::new();
@@ -242,7 +249,7 @@ pub fn claim(
             list.join(", ")
         ));
     }
-    candidate.push(free(dialect, table, FREE));
+    candidate.push(free(dialect, table, FREE, &current));
     let candidate = candidate.join(" AND ");
 
     let set = format!(
@@ -254,9 +261,13 @@ pub fn claim(
         dialect.expiry_after(3)
     );
     let returned = [key, table.generation_column(), table.epoch_column()];
-    let row_free = free(dialect, table, ROW);
+    let row_free = free(dialect, table, ROW, &current);
     match dialect {
         Dialect::Postgres => {
+            let read_epoch = format!(
+                "{EPOCH} AS MATERIALIZED (SELECT {} AS e)",
+                epoch_subquery(dialect, table)
+            );
             let chosen = |extra: &str| {
                 format!(
                     "SELECT {} AS k FROM {name} AS {FREE} WHERE {extra}{candidate} LIMIT {} \
@@ -276,14 +287,15 @@ pub fn claim(
                 returned.map(|c| at(dialect, ROW, c)).join(", ")
             );
             if keys > 0 {
-                format!("{} = ANY (ARRAY({})) {tail}", head(""), chosen(""))
+                let with = format!("WITH {read_epoch} ");
+                format!("{} = ANY (ARRAY({})) {tail}", head(&with), chosen(""))
             } else {
                 // From a random block of the table on, then from its start up to there.
                 let start = format!("(SELECT s FROM {START})");
                 let from = format!("{FREE}.ctid >= {start} AND ");
                 let before = format!("{FREE}.ctid < {start} AND ");
                 let with = format!(
-                    "WITH {START} AS MATERIALIZED (SELECT ('(' || floor(random() * \
+                    "WITH {read_epoch}, {START} AS MATERIALIZED (SELECT ('(' || floor(random() * \
                      (pg_catalog.pg_relation_size('{name}') / \
                      pg_catalog.current_setting('block_size')::bigint))::bigint || ',0)')::tid \
                      AS s) "
@@ -365,9 +377,9 @@ mod tests {
         mssql_renew_batch: renew_batch(Dialect::Mssql, &table(), 2) =>
             "DECLARE @fenced_batch TABLE (k bigint, g bigint, o uniqueidentifier, ttl bigint); DECLARE @fenced_unlocked TABLE (k bigint); DECLARE @fenced_renewed TABLE (k bigint, g bigint, o uniqueidentifier, r int); DECLARE @fenced_outer int = @@TRANCOUNT; BEGIN TRY IF @fenced_outer = 0 BEGIN TRANSACTION ELSE SAVE TRANSACTION fenced_step; INSERT INTO @fenced_batch (k, g, o, ttl) VALUES (@P1, @P2, @P3, @P4), (@P5, @P6, @P7, @P8); INSERT INTO @fenced_unlocked (k) SELECT fenced_row.[ReportId] FROM [app].[Job] AS fenced_row WITH (UPDLOCK, READPAST, ROWLOCK) WHERE fenced_row.[ReportId] IN (SELECT k FROM @fenced_batch); UPDATE fenced_row SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(fenced_batch.ttl AS int), SYSUTCDATETIME()) FROM [app].[Job] AS fenced_row JOIN @fenced_batch AS fenced_batch ON fenced_row.[ReportId] = fenced_batch.k AND fenced_row.[Generation] = fenced_batch.g AND fenced_row.[LeaseOwner] = fenced_batch.o WHERE fenced_row.[LeaseUntilUtc] > SYSUTCDATETIME() AND fenced_row.[LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1) AND fenced_row.[ReportId] IN (SELECT k FROM @fenced_unlocked); INSERT INTO @fenced_renewed (k, g, o, r) SELECT fenced_row.[ReportId], fenced_row.[Generation], fenced_row.[LeaseOwner], 1 FROM [app].[Job] AS fenced_row JOIN @fenced_batch AS fenced_batch ON fenced_row.[ReportId] = fenced_batch.k AND fenced_row.[Generation] = fenced_batch.g AND fenced_row.[LeaseOwner] = fenced_batch.o WHERE fenced_row.[LeaseUntilUtc] > SYSUTCDATETIME() AND fenced_row.[LeaseEpoch] = (SELECT [Epoch] FROM [app].[FencedEpoch] WHERE [Id] = 1) AND fenced_row.[ReportId] IN (SELECT k FROM @fenced_unlocked); INSERT INTO @fenced_renewed (k, g, o, r) SELECT fenced_batch.k, fenced_batch.g, fenced_batch.o, 0 FROM @fenced_batch AS fenced_batch WHERE fenced_batch.k NOT IN (SELECT k FROM @fenced_unlocked) AND EXISTS (SELECT 1 FROM [app].[Job] AS fenced_locked WITH (READUNCOMMITTED) WHERE fenced_locked.[ReportId] = fenced_batch.k); IF @fenced_outer = 0 COMMIT TRANSACTION; END TRY BEGIN CATCH IF @fenced_outer = 0 BEGIN IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION; THROW; END; IF XACT_STATE() = 1 ROLLBACK TRANSACTION fenced_step; DECLARE @fenced_error int = 1000000 + ERROR_NUMBER(), @fenced_message nvarchar(2048) = ERROR_MESSAGE(); THROW @fenced_error, @fenced_message, 1; END CATCH; SELECT k, g, o, r FROM @fenced_renewed",
         postgres_claim_any: claim(Dialect::Postgres, &table(), 0, &[]) =>
-            r#"WITH fenced_start AS MATERIALIZED (SELECT ('(' || floor(random() * (pg_catalog.pg_relation_size('"app"."Job"') / pg_catalog.current_setting('block_size')::bigint))::bigint || ',0)')::tid AS s) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE fenced_row."ReportId" = ANY (ARRAY(SELECT k FROM (SELECT k FROM (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid >= (SELECT s FROM fenced_start) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) AS fenced_from UNION ALL SELECT k FROM (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid < (SELECT s FROM fenced_start) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) AS fenced_before) AS fenced_chosen LIMIT $1)) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
+            r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e), fenced_start AS MATERIALIZED (SELECT ('(' || floor(random() * (pg_catalog.pg_relation_size('"app"."Job"') / pg_catalog.current_setting('block_size')::bigint))::bigint || ',0)')::tid AS s) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = ANY (ARRAY(SELECT k FROM (SELECT k FROM (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid >= (SELECT s FROM fenced_start) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) AS fenced_from UNION ALL SELECT k FROM (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid < (SELECT s FROM fenced_start) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) AS fenced_before) AS fenced_chosen LIMIT $1)) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
         postgres_claim_filtered_keys: claim(Dialect::Postgres, &table(), 2, &[(&queue(), Test::Compare(Comparison::Eq)), (&queue(), Test::IsNotNull)]) =>
-            r#"UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE fenced_row."ReportId" = ANY (ARRAY(SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" = $4 AND fenced_free."Queue" IS NOT NULL AND fenced_free."ReportId" IN ($5, $6) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED)) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
+            r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = ANY (ARRAY(SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" = $4 AND fenced_free."Queue" IS NOT NULL AND fenced_free."ReportId" IN ($5, $6) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED)) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
         sqlite_claim: claim(Dialect::Sqlite, &table(), 1, &[(&queue(), Test::Compare(Comparison::Ne))]) =>
             r#"UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = ?2, "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + ?3, "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE fenced_row."ReportId" IN (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" <> ?4 AND fenced_free."ReportId" IN (?5) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT ?1) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING "ReportId", "Generation", "LeaseEpoch""#,
         mssql_claim: claim(Dialect::Mssql, &table(), 1, &[(&queue(), Test::IsNull)]) =>

@@ -300,6 +300,7 @@ mod postgres {
                 rest.split_once(before).expect(before).0.to_owned()
             };
             let update = part(" AS s) ", " WHERE fenced_row.");
+            let epoch = part("WITH ", ", fenced_start AS");
             let key = format!(
                 "fenced_row.{}",
                 store.table().key_column().quoted(store.dialect())
@@ -315,7 +316,7 @@ mod postgres {
                 .split_once(" RETURNING ")
                 .expect("RETURNING");
             let earlier = format!(
-                "WITH fenced_claim AS (SELECT fenced_free.{} AS k FROM {table} AS fenced_free \
+                "WITH {epoch}, fenced_claim AS (SELECT fenced_free.{} AS k FROM {table} AS fenced_free \
                  WHERE {free} LIMIT $1 FOR UPDATE SKIP LOCKED) {update} FROM fenced_claim \
                  WHERE {key} = fenced_claim.k AND {row_free} RETURNING {returned}",
                 store.table().key_column().quoted(store.dialect()),
