@@ -75,6 +75,15 @@
 //! PostgreSQL a statement that can write and cannot take a `WITH` clause (`CALL`,
 //! `DO`, `COPY`, DDL) is refused. A function that writes, called from a plain
 //! `SELECT`, is not seen as a write.
+//!
+//! On the guard's own pool ([`Store::transaction`]) PostgreSQL and SQLite spare that
+//! check while the transaction is provably the one the lease was locked in: the lent
+//! connection counts what could have ended it ([`Lend::transaction_mark`]: on SQLite
+//! every commit and rollback, by SQLite's own hooks; on PostgreSQL every batch and
+//! every statement beginning with a word that controls a transaction, the only ways a
+//! transaction block ends there). Until that count moves, the row lock fences each
+//! statement, which is sent as written; from then on, each checks the lease itself.
+//! SQL Server, where an error can roll a transaction back by itself, checks every time.
 
 //!
 //! # Operation ids

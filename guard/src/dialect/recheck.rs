@@ -19,6 +19,10 @@
 //!   ([`super::still_fenced_query`]); a transaction cannot write after another
 //!   connection's commit made its snapshot old, so the pair is atomic.
 //!
+//! Where the pool that lent the connection can tell that the transaction is still the
+//! one the lease was locked in ([`Lend::transaction_mark`](crate::Lend::transaction_mark)),
+//! the lock fences the statement and it is sent as written (`locked` below).
+//!
 //! Whether a statement can write is read as the screen reads it: any word after which
 //! a statement may write ([`super::screen::WRITING_WORDS`]). A function that writes,
 //! called from a plain `SELECT`, is not seen.
