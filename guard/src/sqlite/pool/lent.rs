@@ -15,7 +15,7 @@ use super::{
     LockWait, Sqlite, SqliteExecution, all_rows, first_row, is_busy, on_multi_thread_runtime,
     rows_changed, with_busy_timeout,
 };
-use crate::dialect::kind::Dialect;
+use crate::dialect::{self, kind::Dialect};
 use crate::error::{Error, Result};
 use crate::executor::{Executor, InTransaction, Lend};
 use crate::pool::{Checkout, Deadline};
@@ -107,7 +107,10 @@ impl LentSqlite {
     async fn begin_in_place(&self, begin: &str) -> Result<()> {
         let mut lock_wait = LockWait::new(self.busy_timeout);
         loop {
-            let attempt = self.connection().conn().conn().execute_batch(begin);
+            let attempt = self.connection().conn().with_statement(begin, |stmt| {
+                stmt.execute([])?;
+                Ok(())
+            });
             match attempt {
                 Err(e) if is_busy(&e) && lock_wait.sleep().await => {}
                 other => return other.map_err(Error::Sqlite),
@@ -127,7 +130,7 @@ impl LentSqlite {
             let mut checkout = self.connection();
             with_busy_timeout(checkout.conn(), self.busy_timeout, |conn| {
                 if let Some(begin) = begin {
-                    conn.conn().execute_batch(begin)?;
+                    conn.with_statement(begin, |stmt| stmt.execute([]))?;
                 }
                 f(conn)
             })
@@ -239,7 +242,18 @@ impl Executor for LentSqlite {
         self.statement(sql, params, all_rows).await
     }
 
+    /// The transaction's own end (`COMMIT`, `ROLLBACK`) runs as a statement prepared
+    /// once on the connection and kept; any other text as a batch.
     async fn execute_batch(&self, sql: &str) -> Result<()> {
+        let own_end = [
+            dialect::commit(Dialect::Sqlite),
+            dialect::rollback(Dialect::Sqlite),
+        ];
+        if own_end.contains(&sql) {
+            return self
+                .run(|conn| conn.with_statement(sql, |stmt| stmt.execute([])).map(drop))
+                .await;
+        }
         self.run(|conn| conn.conn().execute_batch(sql)).await
     }
 
