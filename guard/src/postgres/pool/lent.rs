@@ -159,6 +159,23 @@ impl LentPostgres {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The connection, for the statement `sql`, and what is due ahead of it (the
+    /// `BEGIN`, the server's timeouts); `sql` counted first if it may end the
+    /// transaction.
+    async fn ahead_of(
+        &self,
+        sql: &str,
+    ) -> Result<(
+        tokio::sync::MutexGuard<'_, Checkout<Connection>>,
+        Ahead<'static>,
+    )> {
+        let timeouts = self.time_left()?;
+        self.count_if_it_may_end(sql);
+        let conn = self.conn.lock().await;
+        let begin = self.pending_begin().take();
+        Ok((conn, Ahead { begin, timeouts }))
+    }
+
     /// Counts `sql` before it is sent if it may end the transaction
     /// ([`Lend::transaction_mark`]).
     fn count_if_it_may_end(&self, sql: &str) {
@@ -195,38 +212,17 @@ impl Executor for LentPostgres {
     }
 
     async fn execute(&self, sql: &str, params: &[Value]) -> Result<u64> {
-        let left = self.time_left()?;
-        self.count_if_it_may_end(sql);
-        let mut conn = self.conn.lock().await;
-        let begin = self.pending_begin().take();
-        let ahead = Ahead {
-            begin,
-            timeouts: left,
-        };
+        let (mut conn, ahead) = self.ahead_of(sql).await?;
         execute_on(conn.conn(), sql, params, ahead).await
     }
 
     async fn query_row(&self, sql: &str, params: &[Value]) -> Result<Option<Vec<Value>>> {
-        let left = self.time_left()?;
-        self.count_if_it_may_end(sql);
-        let mut conn = self.conn.lock().await;
-        let begin = self.pending_begin().take();
-        let ahead = Ahead {
-            begin,
-            timeouts: left,
-        };
+        let (mut conn, ahead) = self.ahead_of(sql).await?;
         query_row_on(conn.conn(), sql, params, ahead).await
     }
 
     async fn query_rows(&self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
-        let left = self.time_left()?;
-        self.count_if_it_may_end(sql);
-        let mut conn = self.conn.lock().await;
-        let begin = self.pending_begin().take();
-        let ahead = Ahead {
-            begin,
-            timeouts: left,
-        };
+        let (mut conn, ahead) = self.ahead_of(sql).await?;
         query_rows_on(conn.conn(), sql, params, ahead).await
     }
 
