@@ -2,9 +2,9 @@
 
 use std::future::ready;
 
-use rusqlite::{Connection, Transaction, params_from_iter};
+use rusqlite::{Connection, Transaction};
 
-use super::value::{bound, decode};
+use super::rows::{all_rows, first_row, rows_changed};
 use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
 use crate::executor::{Executor, InTransaction, IntoExecutor};
@@ -39,10 +39,7 @@ impl<'a> IntoExecutor for &'a Transaction<'_> {
 
 /// Runs `sql` with `params` and returns the rows it changed.
 pub(crate) fn execute(conn: &Connection, sql: &str, params: &[Value]) -> rusqlite::Result<u64> {
-    let rows = conn
-        .prepare_cached(sql)?
-        .execute(params_from_iter(bound(params)))?;
-    Ok(u64::try_from(rows).unwrap_or(u64::MAX))
+    rows_changed(&mut *conn.prepare_cached(sql)?, params)
 }
 
 /// Runs `sql` with `params` to its end and returns its first row.
@@ -51,20 +48,7 @@ pub(crate) fn query_row(
     sql: &str,
     params: &[Value],
 ) -> rusqlite::Result<Option<Vec<Value>>> {
-    let mut statement = conn.prepare_cached(sql)?;
-    let width = statement.column_count();
-    let mut rows = statement.query(params_from_iter(bound(params)))?;
-    let first = match rows.next()? {
-        Some(row) => Some(
-            (0..width)
-                .map(|i| decode(i, row.get_ref(i)?))
-                .collect::<rusqlite::Result<Vec<_>>>()?,
-        ),
-        None => None,
-    };
-    // Step to the end so that a RETURNING statement completes its changes.
-    while rows.next()?.is_some() {}
-    Ok(first)
+    first_row(&mut *conn.prepare_cached(sql)?, params)
 }
 
 /// Runs `sql` with `params` and returns every row.
@@ -73,18 +57,7 @@ pub(crate) fn query_rows(
     sql: &str,
     params: &[Value],
 ) -> rusqlite::Result<Vec<Vec<Value>>> {
-    let mut statement = conn.prepare_cached(sql)?;
-    let width = statement.column_count();
-    let mut rows = statement.query(params_from_iter(bound(params)))?;
-    let mut all = Vec::new();
-    while let Some(row) = rows.next()? {
-        all.push(
-            (0..width)
-                .map(|i| decode(i, row.get_ref(i)?))
-                .collect::<rusqlite::Result<Vec<_>>>()?,
-        );
-    }
-    Ok(all)
+    all_rows(&mut *conn.prepare_cached(sql)?, params)
 }
 
 /// `write`, and `record` when it changed exactly one row, inside a savepoint: released

@@ -2,7 +2,7 @@
 //! (`dialect.rs`, always built, since [`crate::dialect`] renders every database's
 //! statements), and behind the `sqlite` feature the guard's own pool (`Sqlite`,
 //! `pool.rs`), the service's rusqlite connections as executors (`caller.rs`), and how
-//! both bind and decode values (`value.rs`).
+//! both bind and decode values (`value.rs`) and run a prepared statement (`rows.rs`).
 //!
 //! The protocol never names this module: it runs over the executor contract
 //! (`executor.rs`), and [`crate::dialect`], where the dialect is chosen, is the one
@@ -13,5 +13,7 @@ pub(crate) mod caller;
 pub(crate) mod dialect;
 #[cfg(feature = "sqlite")]
 pub(crate) mod pool;
+#[cfg(feature = "sqlite")]
+mod rows;
 #[cfg(feature = "sqlite")]
 mod value;

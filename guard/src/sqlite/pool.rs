@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::value::{bound, decode};
+use super::rows::{all_rows, first_row, rows_changed};
+use super::value::bound;
 use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
 use crate::executor::Executor;
@@ -437,44 +438,6 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 fn on_multi_thread_runtime() -> bool {
     tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
-}
-
-/// Runs a prepared statement with `params` and returns the rows it changed.
-fn rows_changed(stmt: &mut Statement<'_>, params: &[Value]) -> rusqlite::Result<u64> {
-    let rows = stmt.execute(params_from_iter(bound(params)))?;
-    Ok(u64::try_from(rows).unwrap_or(u64::MAX))
-}
-
-/// Runs a prepared statement with `params` to its end and returns its first row.
-fn first_row(stmt: &mut Statement<'_>, params: &[Value]) -> rusqlite::Result<Option<Vec<Value>>> {
-    let width = stmt.column_count();
-    let mut rows = stmt.query(params_from_iter(bound(params)))?;
-    let first = match rows.next()? {
-        Some(row) => Some(
-            (0..width)
-                .map(|i| decode(i, row.get_ref(i)?))
-                .collect::<rusqlite::Result<Vec<_>>>()?,
-        ),
-        None => None,
-    };
-    // Step to the end so that a RETURNING statement completes its changes.
-    while rows.next()?.is_some() {}
-    Ok(first)
-}
-
-/// Runs a prepared statement with `params` and returns every row.
-fn all_rows(stmt: &mut Statement<'_>, params: &[Value]) -> rusqlite::Result<Vec<Vec<Value>>> {
-    let width = stmt.column_count();
-    let mut rows = stmt.query(params_from_iter(bound(params)))?;
-    let mut all = Vec::new();
-    while let Some(row) = rows.next()? {
-        all.push(
-            (0..width)
-                .map(|i| decode(i, row.get_ref(i)?))
-                .collect::<rusqlite::Result<Vec<_>>>()?,
-        );
-    }
-    Ok(all)
 }
 
 impl Executor for Sqlite {

@@ -12,14 +12,14 @@ use rusqlite::Statement;
 use super::prepared::PreparedConnection;
 use super::watchdog::{Due, Watch, Watchdog};
 use super::{
-    LockWait, Sqlite, SqliteExecution, all_rows, first_row, is_busy, on_multi_thread_runtime,
-    rows_changed, with_busy_timeout,
+    LockWait, Sqlite, SqliteExecution, is_busy, on_multi_thread_runtime, with_busy_timeout,
 };
 use crate::dialect::{self, kind::Dialect};
 use crate::error::{Error, Result};
 use crate::executor::{Executor, InTransaction, Lend};
 use crate::pool::{Checkout, Deadline};
 use crate::sqlite::caller;
+use crate::sqlite::rows::{all_rows, first_row, rows_changed};
 use crate::value::Value;
 
 /// A connection of a [`Sqlite`] pool, lent for a fenced transaction.
