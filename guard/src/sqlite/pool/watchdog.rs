@@ -89,7 +89,8 @@ impl Watchdog {
         if !state.running {
             state.running = true;
             state.sleeping_until = Some(deadline);
-            tokio::spawn(run(Arc::downgrade(self), Arc::clone(&self.wake)));
+            let stopped = Stopped(Arc::downgrade(self));
+            tokio::spawn(run(stopped, Arc::clone(&self.wake)));
             #[cfg(test)]
             {
                 state.wakes += 1;
@@ -133,10 +134,11 @@ impl Watchdog {
 
 /// The task: ends what is due, sleeps until the next deadline or a wake, and ends once
 /// the pool is gone. It holds the table only weakly, so that the pool can go.
-async fn run(watchdog: Weak<Watchdog>, wake: Arc<Notify>) {
-    // Dropped when the task ends, by returning or because its runtime shut down: the
-    // next transaction starts another.
-    let _stopped = Stopped(watchdog.clone());
+///
+/// `stopped` is dropped with the task's future, whether the task returned, or its
+/// runtime shut down (even before it first ran): the next transaction starts another.
+async fn run(stopped: Stopped, wake: Arc<Notify>) {
+    let watchdog = stopped.0.clone();
     loop {
         let woken = wake.notified();
         tokio::pin!(woken);
