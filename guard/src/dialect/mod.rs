@@ -44,6 +44,36 @@ macro_rules! renders {
 #[cfg(test)]
 pub(crate) use renders;
 
+/// The tables each database's rendering tests render for.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::table::{ColumnType, FencedTable, Identifier};
+
+    /// The article's table, named `name`, with a payload column.
+    pub(crate) fn table(name: &str) -> FencedTable {
+        FencedTable::builder()
+            .table(name)
+            .column("Payload", ColumnType::Text)
+            .build()
+            .unwrap()
+    }
+
+    /// The same, with the article's published-at column.
+    pub(crate) fn article(name: &str) -> FencedTable {
+        FencedTable::builder()
+            .table(name)
+            .published_at_column("PublishedAtUtc")
+            .column("Payload", ColumnType::Text)
+            .build()
+            .unwrap()
+    }
+
+    /// The payload column.
+    pub(crate) fn payload() -> Identifier {
+        Identifier::new("Payload").unwrap()
+    }
+}
+
 pub mod batch;
 pub(crate) mod kind;
 pub mod lex;

@@ -78,30 +78,18 @@ pub(crate) fn column_type(t: ColumnType) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use crate::dialect::fixtures::{self, payload};
     use crate::dialect::{self, Dialect, renders};
-    use crate::table::{ColumnType, FencedTable, Identifier, KeyType};
+    use crate::table::{FencedTable, KeyType};
 
     const D: Dialect = Dialect::Mssql;
 
     fn table() -> FencedTable {
-        FencedTable::builder()
-            .table("dbo.ReportPublication")
-            .column("Payload", ColumnType::Text)
-            .build()
-            .unwrap()
+        fixtures::table("dbo.ReportPublication")
     }
 
     fn article() -> FencedTable {
-        FencedTable::builder()
-            .table("dbo.ReportPublication")
-            .published_at_column("PublishedAtUtc")
-            .column("Payload", ColumnType::Text)
-            .build()
-            .unwrap()
-    }
-
-    fn payload() -> Identifier {
-        Identifier::new("Payload").unwrap()
+        fixtures::article("dbo.ReportPublication")
     }
 
     renders! {

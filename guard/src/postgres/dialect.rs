@@ -43,30 +43,18 @@ pub(crate) fn column_type(t: ColumnType) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use crate::dialect::fixtures::{self, payload};
     use crate::dialect::{self, Dialect, renders};
-    use crate::table::{ColumnType, FencedTable, Identifier, KeyType};
+    use crate::table::{FencedTable, KeyType};
 
     const D: Dialect = Dialect::Postgres;
 
     fn table() -> FencedTable {
-        FencedTable::builder()
-            .table("app.ReportPublication")
-            .column("Payload", ColumnType::Text)
-            .build()
-            .unwrap()
+        fixtures::table("app.ReportPublication")
     }
 
     fn article() -> FencedTable {
-        FencedTable::builder()
-            .table("app.ReportPublication")
-            .published_at_column("PublishedAtUtc")
-            .column("Payload", ColumnType::Text)
-            .build()
-            .unwrap()
-    }
-
-    fn payload() -> Identifier {
-        Identifier::new("Payload").unwrap()
+        fixtures::article("app.ReportPublication")
     }
 
     renders! {
