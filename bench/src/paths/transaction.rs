@@ -57,7 +57,9 @@ pub(crate) async fn run(
             leases,
             lines,
         };
-        compare(&pair, settings, log).await
+        let mut measured = compare(&pair, settings, log).await?;
+        measured.extend(compare(&Checked(&pair), settings, log).await?);
+        Ok::<_, Error>(measured)
     }
     .await;
     place.teardown().await?;
@@ -69,6 +71,11 @@ pub(crate) async fn run(
         results
             .measured
             .extend(compare(&lite, settings, log).await?);
+        if execution == Execution::InPlace {
+            results
+                .measured
+                .extend(compare(&Checked(&lite), settings, log).await?);
+        }
     }
     results
         .versions
@@ -142,6 +149,9 @@ struct Statements {
     /// The fenced update of the lease's row: 1 the payload, 2 key, 3 generation, 4
     /// owner.
     update: String,
+    /// The guard's check-and-lock of a transaction it began: 1 key, 2 generation, 3
+    /// owner; a row while the lease holds.
+    check: String,
 }
 
 impl Statements {
@@ -156,6 +166,7 @@ impl Statements {
                 d.placeholder(2)
             ),
             update: dialect::update(d, table, &[&Identifier::new(PAYLOAD_COLUMN)?]),
+            check: dialect::lock_after_begin(d, table),
         })
     }
 }
@@ -217,16 +228,21 @@ struct PgTransaction<'p> {
     lines: String,
 }
 
-/// The plain transaction on tokio-postgres, its statements prepared once.
+/// The plain transaction on tokio-postgres, its statements prepared once; with `check`,
+/// the guard's check-and-lock sent with its `BEGIN`, in the same round trip.
 struct PlainPg {
     client: tokio_postgres::Client,
     insert: tokio_postgres::Statement,
     update: tokio_postgres::Statement,
+    check: Option<tokio_postgres::Statement>,
     lease: Lease,
 }
 
 impl Cycle for PlainPg {
     async fn attempt(&mut self, key: i64) -> Result<bool> {
+        if let Some(check) = &self.check {
+            return self.checked(check, key).await;
+        }
         let tx = self.client.transaction().await?;
         for line in LINES {
             workload::one_row(
@@ -244,6 +260,80 @@ impl Cycle for PlainPg {
     }
 }
 
+impl PlainPg {
+    /// The plain transaction with the guard's check-and-lock: `BEGIN` and the check
+    /// pipelined, as the guard's pool sends them, then the same statements.
+    async fn checked(&self, check: &tokio_postgres::Statement, key: i64) -> Result<bool> {
+        let (generation, owner) = (self.lease.generation(), self.lease.owner());
+        let lease: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&key, &generation, &owner];
+        let (begun, locked) = tokio::join!(
+            self.client.batch_execute("BEGIN"),
+            self.client.query_opt(check, &lease),
+        );
+        begun?;
+        if locked?.is_none() {
+            return Err(protocol("the check-and-lock refused a held lease"));
+        }
+        for line in LINES {
+            workload::one_row(
+                self.client.execute(&self.insert, &[&key, &line]).await?,
+                "a line's insert",
+            )?;
+        }
+        let updated = self
+            .client
+            .execute(&self.update, &[&PAYLOAD, &key, &generation, &owner])
+            .await?;
+        workload::one_row(updated, "the fenced update")?;
+        self.client.batch_execute("COMMIT").await?;
+        Ok(true)
+    }
+}
+
+impl PgTransaction<'_> {
+    /// The plain transactions, one client per worker, with the guard's check-and-lock
+    /// or without.
+    async fn plain(
+        &self,
+        config: &str,
+        clock: &ServerClock<'_>,
+        workers: usize,
+        timing: Timing,
+        with_check: bool,
+    ) -> Result<(Summary, Option<u64>)> {
+        let mut cycles = Vec::with_capacity(workers);
+        for lease in &self.leases[..workers] {
+            let client = connect(config).await?;
+            let check = if with_check {
+                Some(client.prepare(&self.statements.check).await?)
+            } else {
+                None
+            };
+            cycles.push(PlainPg {
+                insert: client.prepare(&self.statements.insert).await?,
+                update: client.prepare(&self.statements.update).await?,
+                check,
+                client,
+                lease: lease.clone(),
+            });
+        }
+        run_cycles(cycles, timing, clock).await
+    }
+
+    /// Clears what the last run left: the leases' dead row versions and the lines.
+    async fn reset(&self) -> Result<()> {
+        let place = self.place;
+        place
+            .vacuum(&self.table.name().quoted(Dialect::Postgres), true)
+            .await?;
+        place
+            .monitor
+            .batch_execute(&format!("TRUNCATE {}", self.lines))
+            .await?;
+        Ok(())
+    }
+}
+
 impl Pair for PgTransaction<'_> {
     fn name(&self) -> Name {
         Name {
@@ -256,14 +346,8 @@ impl Pair for PgTransaction<'_> {
     }
 
     async fn run(&self, side: Side, workers: usize, timing: Timing) -> Result<Run> {
+        self.reset().await?;
         let place = self.place;
-        place
-            .vacuum(&self.table.name().quoted(Dialect::Postgres), true)
-            .await?;
-        place
-            .monitor
-            .batch_execute(&format!("TRUNCATE {}", self.lines))
-            .await?;
         let name = place.name(match side {
             Side::Guard => "fenced",
             Side::Driver => "plain",
@@ -279,20 +363,40 @@ impl Pair for PgTransaction<'_> {
                 let cycles = fenced_cycles(&store, &self.leases, &self.statements.insert, workers);
                 run_cycles(cycles, timing, &clock).await?
             }
-            Side::Driver => {
-                let mut cycles = Vec::with_capacity(workers);
-                for lease in &self.leases[..workers] {
-                    let client = connect(&config).await?;
-                    cycles.push(PlainPg {
-                        insert: client.prepare(&self.statements.insert).await?,
-                        update: client.prepare(&self.statements.update).await?,
-                        client,
-                        lease: lease.clone(),
-                    });
-                }
-                run_cycles(cycles, timing, &clock).await?
-            }
+            Side::Driver => self.plain(&config, &clock, workers, timing, false).await?,
         };
+        Ok(Run::of(summary, server, timing.measured))
+    }
+}
+
+/// What the guard's check-and-lock costs by itself: the plain transaction with that one
+/// statement added, on the driver, against the plain transaction. No fenced transaction
+/// can be faster than its first side, so its ratio bounds the fenced transaction's.
+struct Checked<'p, P>(&'p P);
+
+impl Pair for Checked<'_, PgTransaction<'_>> {
+    fn name(&self) -> Name {
+        Name {
+            path: "plain transaction and the guard's check-and-lock",
+            against: "the same statements in a plain transaction",
+            database: "PostgreSQL",
+            unit: "transaction",
+            target: None,
+        }
+    }
+
+    async fn run(&self, side: Side, workers: usize, timing: Timing) -> Result<Run> {
+        let pair = self.0;
+        pair.reset().await?;
+        let name = pair.place.name(match side {
+            Side::Guard => "checked",
+            Side::Driver => "plain",
+        });
+        let config = pair.place.named(&name);
+        let clock = ServerClock::of(&pair.place.monitor, &name);
+        let (summary, server) = pair
+            .plain(&config, &clock, workers, timing, side == Side::Guard)
+            .await?;
         Ok(Run::of(summary, server, timing.measured))
     }
 }
@@ -377,7 +481,7 @@ impl Pair for Lite {
                 let (path, statements) = (self.path.clone(), self.statements.clone());
                 let leases = self.leases[..workers].to_vec();
                 tokio::task::spawn_blocking(move || {
-                    plain_sqlite(&path, &statements, &leases, timing)
+                    plain_sqlite(&path, &statements, &leases, timing, false)
                 })
                 .await
                 .map_err(|_| Error::Worker)??
@@ -387,13 +491,39 @@ impl Pair for Lite {
     }
 }
 
+impl Pair for Checked<'_, Lite> {
+    fn name(&self) -> Name {
+        Name {
+            path: "plain transaction and the guard's check-and-lock",
+            against: "the same statements in a plain transaction",
+            database: "SQLite",
+            unit: "transaction",
+            target: None,
+        }
+    }
+
+    async fn run(&self, side: Side, workers: usize, timing: Timing) -> Result<Run> {
+        let (path, statements) = (self.0.path.clone(), self.0.statements.clone());
+        let leases = self.0.leases[..workers].to_vec();
+        let with_check = side == Side::Guard;
+        let summary = tokio::task::spawn_blocking(move || {
+            plain_sqlite(&path, &statements, &leases, timing, with_check)
+        })
+        .await
+        .map_err(|_| Error::Worker)??;
+        Ok(Run::of(summary, None, timing.measured))
+    }
+}
+
 /// The plain transactions on rusqlite, `BEGIN IMMEDIATE` as the guard's, one thread and
-/// connection per lease, statements kept in each connection's cache.
+/// connection per lease, statements kept in each connection's cache; `with_check`, the
+/// guard's check-and-lock after the `BEGIN`.
 fn plain_sqlite(
     path: &Path,
     statements: &Statements,
     leases: &[Lease],
     timing: Timing,
+    with_check: bool,
 ) -> Result<Summary> {
     let ready = Barrier::new(leases.len() + 1);
     let window = OnceLock::new();
@@ -408,6 +538,7 @@ fn plain_sqlite(
                         conn.busy_timeout(BUSY_TIMEOUT)?;
                         conn.prepare_cached(&statements.insert)?;
                         conn.prepare_cached(&statements.update)?;
+                        conn.prepare_cached(&statements.check)?;
                         Ok(conn)
                     });
                     ready.wait();
@@ -417,6 +548,16 @@ fn plain_sqlite(
                     measure::drive_blocking(
                         |key| {
                             conn.execute_batch("BEGIN IMMEDIATE")?;
+                            if with_check {
+                                let locked = conn
+                                    .prepare_cached(&statements.check)?
+                                    .exists(params![key, lease.generation(), owner])?;
+                                if !locked {
+                                    return Err(protocol(
+                                        "the check-and-lock refused a held lease",
+                                    ));
+                                }
+                            }
                             for line in LINES {
                                 let rows = conn
                                     .prepare_cached(&statements.insert)?
