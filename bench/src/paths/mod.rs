@@ -8,7 +8,10 @@
 //! - **transaction**: a fenced transaction of the guard's pool (`Store::transaction`:
 //!   the check, three lines inserted, a fenced update of the lease's row, commit)
 //!   against the same statements in a plain transaction of the driver's; PostgreSQL,
-//!   SQLite (`BEGIN IMMEDIATE`, both of the guard's execution modes) and SQL Server.
+//!   SQLite (`BEGIN IMMEDIATE`, both of the guard's execution modes) and SQL Server;
+//!   and, on PostgreSQL and SQLite, the plain transaction with the guard's
+//!   check-and-lock statement added, on the driver, against the plain one: what that
+//!   one statement costs, a bound on the fenced transaction's ratio.
 //! - **sqlx**: the same transaction on a caller's sqlx connection, fenced
 //!   (`store.on(&mut tx).fence(..)`) against plain.
 //! - **claim**: claiming one row (`Store::claim`) against `try_acquire` of a random

@@ -1,7 +1,9 @@
 //! A fenced transaction of the guard's pool (`Store::transaction`: the lease checked,
 //! three lines inserted, a fenced update of the lease's row, commit) against the same
 //! statements in a plain transaction of the driver's: PostgreSQL, SQLite and SQL
-//! Server.
+//! Server. On PostgreSQL and SQLite, also the plain transaction with the guard's
+//! check-and-lock added ([`Checked`]): the share of the gap that one statement makes,
+//! and the rest, the guard's own.
 //!
 //! Each worker holds a lease on its own row for the whole run, so the fenced write is an
 //! update (`Store::update`), which a held lease can repeat, where a publication could run
