@@ -93,6 +93,16 @@ impl PgPlace {
         Ok(())
     }
 
+    /// Clears what a transaction's run left before the next: the leases' dead row
+    /// versions in `table` (quoted), and every line in `lines`.
+    pub(crate) async fn reset(&self, table: &str, lines: &str) -> Result<()> {
+        self.vacuum(table, true).await?;
+        self.monitor
+            .batch_execute(&format!("TRUNCATE {lines}"))
+            .await?;
+        Ok(())
+    }
+
     pub(crate) async fn teardown(&self) -> Result<()> {
         self.monitor
             .batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema))

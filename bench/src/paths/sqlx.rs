@@ -145,13 +145,8 @@ impl Pair for SqlxPair<'_> {
 
     async fn run(&self, side: Side, workers: usize, timing: Timing) -> Result<Run> {
         let place = self.place;
-        place
-            .vacuum(&self.table.name().quoted(Dialect::Postgres), true)
-            .await?;
-        place
-            .monitor
-            .batch_execute(&format!("TRUNCATE {}", self.lines))
-            .await?;
+        let table = self.table.name().quoted(Dialect::Postgres);
+        place.reset(&table, &self.lines).await?;
         let name = place.name(match side {
             Side::Guard => "sqlx-fenced",
             Side::Driver => "sqlx-plain",

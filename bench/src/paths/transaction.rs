@@ -324,15 +324,8 @@ impl PgTransaction<'_> {
 
     /// Clears what the last run left: the leases' dead row versions and the lines.
     async fn reset(&self) -> Result<()> {
-        let place = self.place;
-        place
-            .vacuum(&self.table.name().quoted(Dialect::Postgres), true)
-            .await?;
-        place
-            .monitor
-            .batch_execute(&format!("TRUNCATE {}", self.lines))
-            .await?;
-        Ok(())
+        let table = self.table.name().quoted(Dialect::Postgres);
+        self.place.reset(&table, &self.lines).await
     }
 }
 
