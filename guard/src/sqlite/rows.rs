@@ -19,14 +19,7 @@ pub(crate) fn first_row(
 ) -> rusqlite::Result<Option<Vec<Value>>> {
     let width = stmt.column_count();
     let mut rows = stmt.query(params_from_iter(bound(params)))?;
-    let first = match rows.next()? {
-        Some(row) => Some(
-            (0..width)
-                .map(|i| decode(i, row.get_ref(i)?))
-                .collect::<rusqlite::Result<Vec<_>>>()?,
-        ),
-        None => None,
-    };
+    let first = rows.next()?.map(|row| values(row, width)).transpose()?;
     // Step to the end so that a RETURNING statement completes its changes.
     while rows.next()?.is_some() {}
     Ok(first)
@@ -41,11 +34,12 @@ pub(crate) fn all_rows(
     let mut rows = stmt.query(params_from_iter(bound(params)))?;
     let mut all = Vec::new();
     while let Some(row) = rows.next()? {
-        all.push(
-            (0..width)
-                .map(|i| decode(i, row.get_ref(i)?))
-                .collect::<rusqlite::Result<Vec<_>>>()?,
-        );
+        all.push(values(row, width)?);
     }
     Ok(all)
+}
+
+/// The first `width` columns of `row`, decoded.
+fn values(row: &rusqlite::Row<'_>, width: usize) -> rusqlite::Result<Vec<Value>> {
+    (0..width).map(|i| decode(i, row.get_ref(i)?)).collect()
 }
