@@ -364,6 +364,11 @@ impl<B: Executor> Store<B> {
         &self.table
     }
 
+    /// The table, shared: what a memo of the table's readings holds on to.
+    pub(crate) fn shared_table(&self) -> &Arc<FencedTable> {
+        &self.table
+    }
+
     /// The backend's dialect.
     pub fn dialect(&self) -> Dialect {
         self.backend.dialect()

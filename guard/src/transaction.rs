@@ -131,7 +131,6 @@ use crate::lease::{AsLease, Lease};
 use crate::operation::{OperationOutcome, Resolution};
 use crate::outcome::Outcome;
 use crate::store::Store;
-use crate::table::QualifiedName;
 use crate::trace;
 use crate::value::Value;
 
@@ -287,11 +286,15 @@ impl<'l, E: Executor> Fenced<'l, E> {
         self.in_time()?;
         let dialect = self.store.dialect();
         let table = self.store.table();
-        let protected: Vec<&QualifiedName> = table.protected_tables().collect();
-        if let Some(reason) = dialect::screen::refusal(dialect, sql, &protected) {
+        let reading = dialect::reading::read(dialect, sql, self.store.shared_table());
+        if let Some(reason) = reading.refusal {
             return Err(Error::StatementRefused { reason });
         }
-        if self.store.backend().transaction_open() == Some(false) {
+        // The transaction the lease was locked in, by the pool's own count: its lock
+        // fences the statement. The count moves on every end of a transaction, so
+        // while it stands the transaction is open, and the driver need not be asked.
+        let locked = self.in_the_locked_transaction();
+        if !locked && self.store.backend().transaction_open() == Some(false) {
             return Err(Error::NotInTransaction(
                 "the fenced transaction has ended: its statements would run unfenced",
             ));
@@ -303,10 +306,7 @@ impl<'l, E: Executor> Fenced<'l, E> {
                 Value::Uuid(self.lease.owner()),
             ]
         };
-        // The transaction the lease was locked in, by the pool's own count: its lock
-        // fences the statement.
-        let locked = self.in_the_locked_transaction();
-        match dialect::recheck::recheck(dialect, table, sql, params.len(), locked)
+        match dialect::recheck::recheck(dialect, table, sql, reading.shape, params.len(), locked)
             .map_err(|reason| Error::StatementRefused { reason })?
         {
             Recheck::Unneeded => Ok(None),

@@ -78,6 +78,7 @@ pub mod batch;
 pub(crate) mod kind;
 pub mod lex;
 pub mod procedures;
+pub(crate) mod reading;
 pub(crate) mod recheck;
 pub(crate) mod screen;
 

@@ -44,9 +44,9 @@ pub(crate) enum Recheck {
     Before,
 }
 
-/// How `sql`, with `params` parameters of the caller's, carries its check of the lease
-/// of `table` in `dialect`; `Err` with the reason when it can write and cannot carry
-/// one.
+/// How `sql`, of [`Shape`] `shape`, with `params` parameters of the caller's, carries
+/// its check of the lease of `table` in `dialect`; `Err` with the reason when it can
+/// write and cannot carry one.
 ///
 /// `locked`: the statement is known to run in the very transaction the lease was
 /// checked and locked in (the pool's [transaction
@@ -57,6 +57,7 @@ pub(crate) fn recheck(
     dialect: Dialect,
     table: &FencedTable,
     sql: &str,
+    shape: Shape,
     params: usize,
     locked: bool,
 ) -> Result<Recheck, String> {
@@ -69,7 +70,7 @@ pub(crate) fn recheck(
             still_fenced(table, params + 1)
         )));
     }
-    match shape(dialect, sql) {
+    match shape {
         Shape::Reads => Ok(Recheck::Unneeded),
         Shape::Refused(reason) => Err(reason),
         Shape::Writes(_) if locked => Ok(Recheck::Unneeded),
@@ -84,10 +85,9 @@ pub(crate) fn recheck(
     }
 }
 
-/// What a statement is, for its check: read once per text and thread, as the screen's
-/// verdicts are ([`super::screen::refusal`]).
+/// What a statement is, for its check.
 #[derive(Clone, Debug)]
-enum Shape {
+pub(crate) enum Shape {
     /// It cannot write.
     Reads,
     /// It can write, and takes the check here (PostgreSQL's `WITH` entry; SQLite's check
@@ -97,37 +97,9 @@ enum Shape {
     Refused(String),
 }
 
-/// How many shapes each thread keeps.
-const REMEMBERED: usize = 32;
-
-thread_local! {
-    static SHAPES: std::cell::RefCell<Vec<(Dialect, Box<str>, Shape)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// `sql`'s [`Shape`] in `dialect` (PostgreSQL or SQLite).
-fn shape(dialect: Dialect, sql: &str) -> Shape {
-    let remembered = SHAPES.with_borrow(|shapes| {
-        shapes
-            .iter()
-            .find(|(d, text, _)| *d == dialect && **text == *sql)
-            .map(|(_, _, shape)| shape.clone())
-    });
-    if let Some(shape) = remembered {
-        return shape;
-    }
-    let shape = read(dialect, sql);
-    SHAPES.with_borrow_mut(|shapes| {
-        if shapes.len() >= REMEMBERED {
-            shapes.remove(0);
-        }
-        shapes.push((dialect, sql.into(), shape.clone()));
-    });
-    shape
-}
-
-/// [`shape`], read.
-fn read(dialect: Dialect, sql: &str) -> Shape {
+/// `sql`'s [`Shape`] in `dialect`. SQL Server's statements all carry the check the same
+/// way, whatever their shape.
+pub(crate) fn shape(dialect: Dialect, sql: &str) -> Shape {
     let lexed = match lex::lex(dialect, sql) {
         Ok(lexed) => lexed,
         Err(problem) => {
@@ -157,7 +129,7 @@ fn can_write(sql: &str, lexed: &Lexed) -> bool {
 
 /// Where a PostgreSQL statement takes the check's `WITH` entry.
 #[derive(Clone, Copy, Debug)]
-enum Place {
+pub(crate) enum Place {
     /// First in its own `WITH` clause, which ends at this byte offset of its first
     /// word (`WITH`, or `RECURSIVE` after it).
     InWith(usize),
@@ -222,8 +194,13 @@ mod tests {
         FencedTable::builder().table("Report").build().unwrap()
     }
 
+    /// `recheck`, with the statement's shape read.
+    fn checked(d: Dialect, sql: &str, params: usize, locked: bool) -> Result<Recheck, String> {
+        recheck(d, &table(), sql, shape(d, sql), params, locked)
+    }
+
     fn pg(sql: &str) -> Result<Recheck, String> {
-        recheck(Dialect::Postgres, &table(), sql, 2, false)
+        checked(Dialect::Postgres, sql, 2, false)
     }
 
     macro_rules! within {
@@ -269,7 +246,7 @@ mod tests {
     fn a_read_is_sent_as_written() {
         assert_eq!(pg("SELECT a FROM line WHERE a = $1"), Ok(Recheck::Unneeded));
         assert_eq!(
-            recheck(Dialect::Sqlite, &table(), "SELECT 1", 0, false),
+            checked(Dialect::Sqlite, "SELECT 1", 0, false),
             Ok(Recheck::Unneeded)
         );
     }
@@ -293,7 +270,7 @@ mod tests {
     /// what is refused elsewhere is refused there too.
     #[test]
     fn a_write_in_the_locked_transaction_is_sent_as_written() {
-        let locked = |d, sql| recheck(d, &table(), sql, 2, true);
+        let locked = |d, sql| checked(d, sql, 2, true);
         for d in [Dialect::Postgres, Dialect::Sqlite] {
             assert_eq!(
                 locked(d, "INSERT INTO line VALUES (1, 2)"),
@@ -315,24 +292,6 @@ mod tests {
         );
     }
 
-    /// Each text keeps its own shape, however many were read before it on the thread.
-    #[test]
-    fn a_remembered_shape_is_the_texts_own() {
-        let (write, read) = (
-            "DELETE FROM line WHERE a = $1",
-            "SELECT a FROM line WHERE a = $1",
-        );
-        for round in 0..3 {
-            for n in 0..REMEMBERED + 1 {
-                let other = format!("SELECT {n}");
-                assert_eq!(pg(&other), Ok(Recheck::Unneeded), "round {round}");
-            }
-            assert!(matches!(pg(write), Ok(Recheck::Within(_))), "round {round}");
-            assert_eq!(pg(read), Ok(Recheck::Unneeded), "round {round}");
-            assert!(matches!(pg(write), Ok(Recheck::Within(_))), "round {round}");
-        }
-    }
-
     #[test]
     fn several_statements_are_refused() {
         assert!(pg("INSERT INTO line VALUES (1); DELETE FROM line").is_err());
@@ -345,17 +304,10 @@ mod tests {
     #[test]
     fn sqlite_checks_before_a_write_and_sql_server_in_every_batch() {
         assert_eq!(
-            recheck(
-                Dialect::Sqlite,
-                &table(),
-                "INSERT INTO line VALUES (?1)",
-                1,
-                false
-            ),
+            checked(Dialect::Sqlite, "INSERT INTO line VALUES (?1)", 1, false),
             Ok(Recheck::Before)
         );
-        let Ok(Recheck::Within(text)) = recheck(Dialect::Mssql, &table(), "SELECT @P1", 1, false)
-        else {
+        let Ok(Recheck::Within(text)) = checked(Dialect::Mssql, "SELECT @P1", 1, false) else {
             panic!()
         };
         assert!(

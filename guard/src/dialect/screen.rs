@@ -65,62 +65,9 @@ const TRANSACTION_WORDS: &[&str] = &[
 ];
 
 /// Why a statement may not run inside a fenced transaction; `None` when it may.
-/// `protected` are the tables only the guard writes.
-///
-/// A fenced transaction sends the same few texts again and again, and reading one
-/// costs more than finding it: the verdicts on the last [`REMEMBERED`] texts each
-/// thread read are kept.
+/// `protected` are the tables only the guard writes. A fenced transaction reads each
+/// text once per thread ([`super::reading`]).
 pub(crate) fn refusal(dialect: Dialect, sql: &str, protected: &[&QualifiedName]) -> Option<String> {
-    let remembered = SCREENED.with_borrow(|screened| {
-        screened
-            .iter()
-            .find(|s| s.is(dialect, sql, protected))
-            .map(|s| s.verdict.clone())
-    });
-    if let Some(verdict) = remembered {
-        return verdict;
-    }
-    let verdict = read(dialect, sql, protected);
-    SCREENED.with_borrow_mut(|screened| {
-        if screened.len() >= REMEMBERED {
-            screened.remove(0);
-        }
-        screened.push(Screened {
-            dialect,
-            sql: sql.into(),
-            protected: protected.iter().map(|&t| t.clone()).collect(),
-            verdict: verdict.clone(),
-        });
-    });
-    verdict
-}
-
-/// How many verdicts each thread keeps.
-const REMEMBERED: usize = 32;
-
-thread_local! {
-    static SCREENED: std::cell::RefCell<Vec<Screened>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A text read, and the verdict on it.
-struct Screened {
-    dialect: Dialect,
-    sql: Box<str>,
-    protected: Vec<QualifiedName>,
-    verdict: Option<String>,
-}
-
-impl Screened {
-    fn is(&self, dialect: Dialect, sql: &str, protected: &[&QualifiedName]) -> bool {
-        self.dialect == dialect
-            && *self.sql == *sql
-            && self.protected.len() == protected.len()
-            && self.protected.iter().zip(protected).all(|(a, &b)| a == b)
-    }
-}
-
-/// [`refusal`], read.
-fn read(dialect: Dialect, sql: &str, protected: &[&QualifiedName]) -> Option<String> {
     let lexed = match lex::lex(dialect, sql) {
         Ok(lexed) => lexed,
         Err(problem) => {
@@ -388,27 +335,6 @@ mod tests {
     }
 
     const ALL: [Dialect; 3] = [Dialect::Postgres, Dialect::Sqlite, Dialect::Mssql];
-
-    /// A verdict remembered is the one read, for the same text, dialect and tables
-    /// only: the same text is read again for other tables, or another dialect.
-    #[test]
-    fn a_remembered_verdict_is_for_its_own_text_dialect_and_tables() {
-        let sql = "UPDATE Report SET Payload = 'x'";
-        for _ in 0..3 {
-            assert!(refused(Dialect::Postgres, sql), "read, then remembered");
-        }
-        let other = QualifiedName::parse("app.Elsewhere").unwrap();
-        assert_eq!(refusal(Dialect::Postgres, sql, &[&other]), None);
-        assert!(refused(Dialect::Sqlite, sql));
-        // `COMMIT` ends a T-SQL statement anywhere, elsewhere only at its start.
-        let mid = "SELECT 1 COMMIT";
-        assert!(refused(Dialect::Mssql, mid));
-        assert!(!refused(Dialect::Postgres, mid));
-        for i in 0..REMEMBERED {
-            assert!(!refused(Dialect::Sqlite, &format!("SELECT {i}")));
-        }
-        assert!(refused(Dialect::Mssql, mid), "forgotten, then read again");
-    }
 
     #[test]
     fn plain_writes_of_other_tables_pass() {
