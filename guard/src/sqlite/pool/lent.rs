@@ -161,7 +161,7 @@ impl Lend for Sqlite {
 
     async fn lend(&self) -> Result<LentSqlite> {
         let mut checkout = self.checkout().await?;
-        let interrupt = Arc::new(checkout.conn().conn().get_interrupt_handle());
+        let interrupt = checkout.conn().interrupt_handle();
         let transactions_ended = checkout.conn().transactions_ended();
         Ok(LentSqlite {
             conn: Arc::new(std::sync::Mutex::new(checkout)),

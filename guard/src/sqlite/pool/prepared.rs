@@ -38,6 +38,8 @@ type Kept<'conn> = KeptStatements<Statement<'conn>>;
 pub(super) struct PreparedConnection {
     cell: Cell,
     ended: Arc<AtomicU64>,
+    /// Made once: every fenced transaction on the connection needs it.
+    interrupt: Arc<rusqlite::InterruptHandle>,
 }
 
 // SAFETY: `Connection` is `Send`; a `Statement` is not, because it holds a
@@ -71,9 +73,11 @@ impl PreparedConnection {
         conn.rollback_hook(Some(move || {
             rolled_back.fetch_add(1, Ordering::Relaxed);
         }))?;
+        let interrupt = Arc::new(conn.get_interrupt_handle());
         Ok(PreparedConnection {
             cell: Cell::new(conn, |_| KeptStatements::new(CAPACITY)),
             ended,
+            interrupt,
         })
     }
 
@@ -87,6 +91,11 @@ impl PreparedConnection {
     /// lock (`BEGIN IMMEDIATE`); a read-only transaction's end is not counted.
     pub(super) fn transactions_ended(&self) -> Arc<AtomicU64> {
         Arc::clone(&self.ended)
+    }
+
+    /// Stops a statement running on this connection, from any thread.
+    pub(super) fn interrupt_handle(&self) -> Arc<rusqlite::InterruptHandle> {
+        Arc::clone(&self.interrupt)
     }
 
     /// The connection, for work that prepares its own statements (batches,
