@@ -63,7 +63,8 @@
 //! ([`FencedTable::protected_tables`](crate::FencedTable::protected_tables)), are
 //! [`Error::StatementRefused`]. The lock is what fences them, so
 //! a statement that ended the transaction would leave every later one unfenced; on
-//! rusqlite each statement first checks that its transaction is still open.
+//! rusqlite each statement first checks that its transaction is still open (on the
+//! guard's pool, by the lent connection's count of ended transactions while it stands).
 //!
 //! Behind the lock, every statement that can write checks the lease again as part of
 //! itself: key, generation, owner and current epoch of the lease's row (on SQL Server
@@ -186,7 +187,8 @@ impl<'l, E: Executor> Fenced<'l, E> {
     /// its epoch table or its operations table and can write (write the lease's table
     /// through [`store`](Fenced::store)); on PostgreSQL, one that can write and cannot
     /// take a `WITH` clause. Where the driver tells whether the transaction is still
-    /// open (rusqlite), that is checked first. A statement that can write checks, as
+    /// open (rusqlite), that is checked first, unless the pool's count of ended
+    /// transactions already shows it open. A statement that can write checks, as
     /// part of itself, that the lease's row still carries the lease (see
     /// [What a `Fenced` refuses](crate::transaction#what-a-fenced-refuses)).
     ///
