@@ -2,9 +2,12 @@
 //! outcome as fields, and never a value of the caller's columns.
 
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 
 use tracing::Instrument;
 use tracing::field::Empty;
+use tracing::instrument::Instrumented;
 
 use crate::error::Result;
 use crate::lease::Lease;
@@ -87,21 +90,59 @@ pub(crate) fn step(
 }
 
 /// Runs `body` in `span` and records its outcome there; an error is recorded as
-/// `outcome = "error"`. A span no subscriber wants (the usual case) is passed by: no
-/// entering and leaving it on every poll of `body`.
-pub(crate) async fn traced<T: Traced>(
+/// `outcome = "error"`.
+///
+/// A future of its own rather than an `async fn`: an `async fn` keeps `body` as its
+/// argument and again inside the span's wrapper, twice the size, and every step's
+/// future is moved at least once. A span no subscriber wants (the usual case) is passed
+/// by: no entering and leaving it on every poll of `body`.
+pub(crate) fn traced<T: Traced, F: Future<Output = Result<T>>>(
     span: tracing::Span,
-    body: impl Future<Output = Result<T>>,
-) -> Result<T> {
-    if span.is_disabled() {
-        return body.await;
-    }
-    let result = body.instrument(span.clone()).await;
-    match &result {
-        Ok(value) => value.record(&span),
-        Err(_) => {
-            span.record("outcome", "error");
+    body: F,
+) -> Step<F> {
+    let body = if span.is_disabled() {
+        Body::Bare { body }
+    } else {
+        Body::InSpan {
+            body: body.instrument(span.clone()),
         }
+    };
+    Step { body, span }
+}
+
+pin_project_lite::pin_project! {
+    /// A step's future in its span: [`traced`].
+    pub(crate) struct Step<F> {
+        #[pin]
+        body: Body<F>,
+        span: tracing::Span,
     }
-    result
+}
+
+pin_project_lite::pin_project! {
+    /// A step's body, entered in its span only where a subscriber wants the span.
+    #[project = BodyProjection]
+    enum Body<F> {
+        Bare { #[pin] body: F },
+        InSpan { #[pin] body: Instrumented<F> },
+    }
+}
+
+impl<T: Traced, F: Future<Output = Result<T>>> Future for Step<F> {
+    type Output = Result<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = match this.body.project() {
+            BodyProjection::Bare { body } => ready!(body.poll(cx)),
+            BodyProjection::InSpan { body } => ready!(body.poll(cx)),
+        };
+        match &result {
+            Ok(value) => value.record(this.span),
+            Err(_) => {
+                this.span.record("outcome", "error");
+            }
+        }
+        Poll::Ready(result)
+    }
 }
