@@ -160,7 +160,12 @@ impl Lend for Sqlite {
     type Lent = LentSqlite;
 
     async fn lend(&self) -> Result<LentSqlite> {
-        let mut checkout = self.checkout().await?;
+        let mut checkout = match self.inner.pool.take_idle() {
+            Some(checkout) => checkout,
+            // Waiting for a connection, or opening one, is the rare case: boxed, so that
+            // every fenced transaction's future does not carry its state.
+            None => Box::pin(self.checkout()).await?,
+        };
         let interrupt = checkout.conn().interrupt_handle();
         let transactions_ended = checkout.conn().transactions_ended();
         Ok(LentSqlite {
