@@ -26,7 +26,7 @@ pub(crate) async fn run(
     };
     let measured = compare(&pair, settings, log).await;
     place.teardown().await?;
-    results.versions.push(place.version().await?);
+    results.ran_on(place.version().await?);
     results.measured.extend(measured?);
 
     if let Some(url) = &settings.mssql {
@@ -41,7 +41,7 @@ pub(crate) async fn run(
         .await;
         let version = place.version().await;
         place.teardown().await?;
-        results.versions.push(version?);
+        results.ran_on(version?);
         results.measured.extend(measured?);
     }
     Ok(())

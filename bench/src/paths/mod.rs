@@ -217,8 +217,18 @@ pub(crate) async fn compare<P: Pair>(
 /// The run's results.
 #[derive(Debug, Default)]
 pub(crate) struct Results {
-    pub(crate) versions: Vec<String>,
+    /// The servers measured, each named once however many parts ran on it.
+    versions: Vec<String>,
     pub(crate) measured: Vec<Measured>,
+}
+
+impl Results {
+    /// Names a server a part ran on, unless an earlier part named it already.
+    pub(crate) fn ran_on(&mut self, version: String) {
+        if !self.versions.contains(&version) {
+            self.versions.push(version);
+        }
+    }
 }
 
 /// Runs every part asked for.
@@ -375,4 +385,19 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
 /// A benchmark error for an operation the driver's side refused or miscounted.
 pub(crate) fn protocol(what: impl Into<String>) -> Error {
     Error::Protocol(what.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parts that ran on the same server name it once; other servers keep their place.
+    #[test]
+    fn a_server_is_named_once_however_many_parts_ran_on_it() {
+        let mut results = Results::default();
+        for version in ["PostgreSQL 15", "SQLite 3", "PostgreSQL 15", "TDS"] {
+            results.ran_on(version.to_owned());
+        }
+        assert_eq!(results.versions, ["PostgreSQL 15", "SQLite 3", "TDS"]);
+    }
 }

@@ -65,7 +65,7 @@ pub(crate) async fn run(
     }
     .await;
     place.teardown().await?;
-    results.versions.push(place.version().await?);
+    results.ran_on(place.version().await?);
     results.measured.extend(measured?);
 
     for execution in [Execution::InPlace, Execution::HandOff] {
@@ -79,9 +79,7 @@ pub(crate) async fn run(
                 .extend(compare(&Checked(&lite), settings, log).await?);
         }
     }
-    results
-        .versions
-        .push(format!("SQLite {} (bundled, WAL)", rusqlite::version()));
+    results.ran_on(format!("SQLite {} (bundled, WAL)", rusqlite::version()));
 
     if let Some(url) = &settings.mssql {
         let place = MssqlPlace::setup(url).await?;
@@ -111,7 +109,7 @@ pub(crate) async fn run(
         .await;
         let version = place.version().await;
         place.teardown().await?;
-        results.versions.push(version?);
+        results.ran_on(version?);
         results.measured.extend(measured?);
     }
     Ok(())
