@@ -187,7 +187,8 @@ pub trait Lend: Backend {
     /// A fenced transaction reads it once its lease is checked and locked. While the
     /// mark has not moved, a statement runs in that very transaction, whose lock
     /// already fences it, so a check of the lease sent before the statement (SQLite's)
-    /// is skipped; once it has moved, every statement checks the lease again. A pool
+    /// is skipped, and so is asking the driver whether a transaction is open; once it
+    /// has moved, every statement checks the lease again. A pool
     /// that returns `Some` must move it on every end of a transaction, however caused.
     fn transaction_mark(lent: &Self::Lent) -> Option<u64> {
         let _ = lent;

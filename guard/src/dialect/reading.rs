@@ -103,9 +103,14 @@ mod tests {
                 "read, then remembered"
             );
         }
-        assert!(!refused(Dialect::Postgres, sql, &elsewhere));
-        // An equal table at another address is found by its names.
+        let remembered = || READ.with_borrow(Vec::len);
+        let before = remembered();
+        // An equal table at another address is found by its names, not read again.
         assert!(refused(Dialect::Postgres, sql, &table("app.Report")));
+        assert_eq!(remembered(), before);
+        // Another table's names are not the same: read again, and not refused.
+        assert!(!refused(Dialect::Postgres, sql, &elsewhere));
+        assert_eq!(remembered(), before + 1);
         assert!(refused(Dialect::Sqlite, sql, &report));
         // `COMMIT` ends a T-SQL statement anywhere, elsewhere only at its start.
         let mid = "SELECT 1 COMMIT";

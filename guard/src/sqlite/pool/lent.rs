@@ -360,6 +360,38 @@ mod tests {
         }
     }
 
+    /// A transaction committed under its `Fenced` (no new one begun) leaves the
+    /// connection in autocommit: the lent connection's count has moved, so rusqlite is
+    /// asked again, and a write, or a read, is refused unsent rather than committed on
+    /// its own. Negative control: the same write before the commit lands.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_statement_after_a_commit_under_its_fenced_is_refused() {
+        for execution in [SqliteExecution::InPlace, SqliteExecution::HandOff] {
+            let dir = tempfile::tempdir().unwrap();
+            let (store, lease) = setup(&dir, execution).await;
+            let tx = store
+                .transaction(&lease, Duration::from_secs(30))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(tx.execute(LINE, &[Value::I64(1)]).await.unwrap(), 1);
+            tx.store().backend().execute_batch("COMMIT").await.unwrap();
+            for sql in [LINE, "SELECT count(*) FROM line"] {
+                let params: &[Value] = if sql == LINE { &[Value::I64(2)] } else { &[] };
+                let sent = tx.execute(sql, params).await;
+                assert!(
+                    matches!(sent, Err(Error::NotInTransaction(_))),
+                    "{execution:?} {sql}: {sent:?}"
+                );
+            }
+            let lines: i64 = rusqlite::Connection::open(store.backend().path())
+                .unwrap()
+                .query_row("SELECT count(*) FROM line", [], |row| row.get(0))
+                .unwrap();
+            assert_eq!(lines, 1, "{execution:?}: only the line before the commit");
+        }
+    }
+
     /// The watchdog's task ends with the runtime that ran it: a pool used on a second
     /// runtime starts another, and a transaction that hangs there is still rolled back
     /// at its deadline, freeing the write lock.
