@@ -10,7 +10,8 @@ use futures_core::Stream;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, GenericClient, Row, RowStream, Statement, Transaction};
 
-use super::pool::{Failed, decode, is_stale_plan, unexecuted};
+use super::pool::{decode, is_stale_plan};
+use super::sending::{Failed, unexecuted};
 use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
 use crate::executor::{Executor, InTransaction, IntoExecutor};

@@ -16,6 +16,7 @@ use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Row, RowStream, Socket};
 
+use super::sending::{Failed, behind, unexecuted};
 use crate::dialect::kind::Dialect;
 use crate::error::{Error, Result};
 use crate::executor::Executor;
@@ -556,68 +557,6 @@ where
             Ok(read) => return Ok(read),
         }
     }
-}
-
-/// Runs `run` on `client`, behind `batch` when given: both are sent before any answer
-/// is read (tokio-postgres sends a query when its future is first polled, and they are
-/// polled in order here), so together they cost one waited round trip.
-async fn behind<T>(
-    client: &tokio_postgres::Client,
-    batch: Option<&str>,
-    run: impl Future<Output = std::result::Result<T, Failed>>,
-) -> std::result::Result<T, Failed> {
-    let Some(batch) = batch else {
-        return run.await;
-    };
-    let (sent, ran) = tokio::join!(biased; client.batch_execute(batch), run);
-    // A failed `SET` aborts the transaction, and the statement after it fails too,
-    // before it runs: its own error says so. A failed `BEGIN` leaves no transaction for
-    // the statement to have run in: that it ran does not count.
-    let ran = ran?;
-    sent?;
-    Ok(ran)
-}
-
-/// A statement's failure, and whether it is known not to have run: the server answered
-/// it with an error in place of the `BindComplete` that precedes any execution (a value
-/// it could not bind, an aborted transaction, a session the server had already ended,
-/// 57P01), or the connection was closed before it was sent. A connection that closed
-/// after it was sent, with no answer, says nothing of the kind.
-pub(crate) struct Failed {
-    pub(crate) error: tokio_postgres::Error,
-    pub(crate) before_running: bool,
-}
-
-impl From<tokio_postgres::Error> for Failed {
-    fn from(error: tokio_postgres::Error) -> Self {
-        Failed {
-            error,
-            before_running: false,
-        }
-    }
-}
-
-/// Starts a query, its error marked as [`Failed::before_running`] when the server gave
-/// one, or when the query failed on its first poll: tokio-postgres sends a query on
-/// its first poll and then waits for the answer, so an error then is a connection
-/// that was closed before anything was sent.
-pub(crate) async fn unexecuted(
-    start: impl Future<Output = std::result::Result<RowStream, tokio_postgres::Error>>,
-) -> std::result::Result<RowStream, Failed> {
-    let mut start = pin!(start);
-    let mut first = true;
-    poll_fn(|cx| match start.as_mut().poll(cx) {
-        std::task::Poll::Ready(Ok(rows)) => std::task::Poll::Ready(Ok(rows)),
-        std::task::Poll::Ready(Err(error)) => std::task::Poll::Ready(Err(Failed {
-            before_running: error.as_db_error().is_some() || (first && error.is_closed()),
-            error,
-        })),
-        std::task::Poll::Pending => {
-            first = false;
-            std::task::Poll::Pending
-        }
-    })
-    .await
 }
 
 impl Executor for Postgres {

@@ -46,7 +46,9 @@ impl Connection {
         let index = match self.prepared.find(sql) {
             Some(index) => index,
             None => {
-                let statement = self.client.prepare(sql).await?;
+                // Boxed: tokio-postgres's preparation is about a kilobyte, and once per
+                // text and connection; unboxed, every statement's future would carry it.
+                let statement = Box::pin(self.client.prepare(sql)).await?;
                 self.prepared.keep(sql, statement)
             }
         };
