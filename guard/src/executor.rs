@@ -99,18 +99,39 @@ pub trait Executor {
         sql: &str,
         params: &[Value],
     ) -> impl Future<Output = Result<Option<i64>>> + Send {
-        let row = self.query_row(sql, params);
-        async move {
-            match row.await? {
-                None => Ok(None),
-                Some(row) => match row.first() {
-                    Some(Value::I64(v)) => Ok(Some(*v)),
-                    other => Err(Error::UnexpectedResult(format!(
-                        "expected one integer column, got {other:?}"
-                    ))),
-                },
-            }
+        FirstI64 {
+            row: self.query_row(sql, params),
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`Executor::query_i64`]'s future: the row's future held once. An `async` block
+    /// awaiting it would hold it twice (captured, then pinned), and `rows`, the
+    /// future of every fenced write, holds this one.
+    struct FirstI64<F> {
+        #[pin]
+        row: F,
+    }
+}
+
+impl<F: Future<Output = Result<Option<Vec<Value>>>>> Future for FirstI64<F> {
+    type Output = Result<Option<i64>>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let row = std::task::ready!(self.project().row.poll(cx))?;
+        std::task::Poll::Ready(match row {
+            None => Ok(None),
+            Some(row) => match row.first() {
+                Some(Value::I64(v)) => Ok(Some(*v)),
+                other => Err(Error::UnexpectedResult(format!(
+                    "expected one integer column, got {other:?}"
+                ))),
+            },
+        })
     }
 }
 
