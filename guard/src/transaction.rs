@@ -389,13 +389,6 @@ impl<B: Lend> FencedTransaction<'_, B> {
     /// open transaction; after an error of the commit itself the outcome is unknown, as
     /// for any statement whose answer is lost.
     pub async fn commit(self) -> Result<()> {
-        if let Err(timed_out) = self.fenced.in_time() {
-            // A failed rollback closes the connection, which rolls back as well: on
-            // PostgreSQL the server may have ended the session already.
-            let _ = self.rollback().await;
-            return Err(timed_out);
-        }
-        let dialect = self.fenced.store.dialect();
         let lease = self.fenced.lease;
         let span = trace::step(
             "commit",
@@ -403,7 +396,7 @@ impl<B: Lend> FencedTransaction<'_, B> {
             lease.key(),
             Some(lease.generation()),
         );
-        trace::traced(span, self.end(dialect::commit(dialect))).await
+        trace::traced(span, self.end(Ending::Commit)).await
     }
 
     /// Rolls back: nothing of the transaction is written.
@@ -412,16 +405,42 @@ impl<B: Lend> FencedTransaction<'_, B> {
     ///
     /// Any database error; the connection is then closed, which rolls back as well.
     pub async fn rollback(self) -> Result<()> {
-        let dialect = self.fenced.store.dialect();
-        self.end(dialect::rollback(dialect)).await
+        self.end(Ending::Rollback).await
     }
 
-    async fn end(self, statement: &str) -> Result<()> {
+    /// Ends the transaction as asked, except that a commit past the deadline rolls back
+    /// and fails. One future for every ending: a commit that awaited a rollback of its
+    /// own would hold the transaction, and a statement's future, twice.
+    async fn end(self, ending: Ending) -> Result<()> {
+        let timed_out = match ending {
+            Ending::Commit => self.fenced.in_time().err(),
+            Ending::Rollback => None,
+        };
+        let dialect = self.fenced.store.dialect();
+        let statement = match (ending, &timed_out) {
+            (Ending::Commit, None) => dialect::commit(dialect),
+            _ => dialect::rollback(dialect),
+        };
         let store = self.fenced.store;
-        store.backend().execute_batch(statement).await?;
-        B::give_back(store.into_executor());
-        Ok(())
+        let ended = store.backend().execute_batch(statement).await;
+        // A connection whose ending failed is dropped, not given back: closing it rolls
+        // back what is still open (on PostgreSQL the server may have ended the session
+        // already).
+        if ended.is_ok() {
+            B::give_back(store.into_executor());
+        }
+        match timed_out {
+            Some(timed_out) => Err(timed_out),
+            None => ended,
+        }
     }
+}
+
+/// How [`FencedTransaction::end`] was asked to end the transaction.
+#[derive(Clone, Copy)]
+enum Ending {
+    Commit,
+    Rollback,
 }
 
 impl<B: InTransaction> Store<B> {
