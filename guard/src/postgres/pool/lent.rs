@@ -102,6 +102,26 @@ fn may_end_a_transaction(sql: &str) -> bool {
         "SAVEPOINT",
         "RELEASE",
     ];
+    // Most statements begin with their word, and most words with a letter no
+    // transaction control begins with (`INSERT`, `UPDATE`, `DELETE`, `WITH`), or with
+    // `SELECT`: told without reading past spaces and comments.
+    let bytes = sql.as_bytes();
+    match bytes.first() {
+        Some(first) if first.is_ascii_alphabetic() && !b"CREAPBScreapbs".contains(first) => {
+            return false;
+        }
+        Some(b'S' | b's')
+            if bytes
+                .get(..6)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"SELECT"))
+                && !bytes
+                    .get(6)
+                    .is_some_and(|next| next.is_ascii_alphanumeric() || *next == b'_') =>
+        {
+            return false;
+        }
+        _ => {}
+    }
     match first_word(sql) {
         Some(word) => CONTROL.iter().any(|c| word.eq_ignore_ascii_case(c)),
         None => !sql.trim_start().starts_with('('),
@@ -267,6 +287,8 @@ mod tests {
             "/* unclosed",
             "",
             "; COMMIT",
+            "Savepoint s",
+            "StarT TRANSACTION",
         ] {
             assert!(may_end_a_transaction(sql), "{sql:?}");
         }
@@ -278,6 +300,11 @@ mod tests {
             "-- COMMIT\nSELECT 1",
             "/* COMMIT */ DELETE FROM line",
             "UPDATE t SET a = CASE WHEN b THEN 1 END",
+            "SELECT",
+            "Select\t1",
+            "delete from line",
+            "SELECT_ALL()",
+            "SELECTx",
         ] {
             assert!(!may_end_a_transaction(sql), "{sql:?}");
         }
