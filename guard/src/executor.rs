@@ -202,6 +202,14 @@ pub trait Lend: Backend {
         let _ = (lent, deadline, timeout);
     }
 
+    /// Whether [`bound`](Lend::bound) makes the lent connection itself refuse, unsent,
+    /// every statement past the deadline but those of `execute_batch`, which runs the
+    /// transaction's own `BEGIN`, `COMMIT` and `ROLLBACK`. The
+    /// [`Fenced`](crate::Fenced) then leaves that check of its statements to the
+    /// connection, and the clock is read once per statement rather than twice. `false`
+    /// (the default): the `Fenced` checks them itself.
+    const BOUNDS_STATEMENTS: bool = false;
+
     /// A mark of the transaction open on `lent` that moves once that transaction ends,
     /// read without a query; `None` (the default) where the pool keeps none.
     ///

@@ -146,6 +146,10 @@ pub struct Fenced<'l, E> {
     lease: &'l Lease,
     /// When a transaction of the guard's pool times out; `None` in the caller's own.
     deadline: Option<(Instant, Duration)>,
+    /// Whether the lent connection itself refuses every statement past the deadline
+    /// ([`Lend::BOUNDS_STATEMENTS`]): each statement's check of the clock is then left
+    /// to it. The commit is checked here either way.
+    statements_bounded: bool,
     /// How to read the pool's [transaction mark](Lend::transaction_mark), and what it
     /// read once the lease was locked; `None` in the caller's own transaction.
     mark: Option<(ReadMark<E>, u64)>,
@@ -175,6 +179,26 @@ impl<'l, E: Executor> Fenced<'l, E> {
                 Err(Error::TransactionTimedOut { timeout })
             }
             _ => Ok(()),
+        }
+    }
+
+    /// [`in_time`](Fenced::in_time) for a statement, unless the lent connection checks
+    /// its statements itself: one read of the clock per statement, not two.
+    fn statement_in_time(&self) -> Result<()> {
+        if self.statements_bounded {
+            return Ok(());
+        }
+        self.in_time()
+    }
+
+    /// Why a statement finds its transaction ended: the timeout, when the pool ended
+    /// the transaction at the deadline (SQLite's rollback), else its end.
+    fn has_ended(&self) -> Error {
+        match self.in_time() {
+            Err(timed_out) => timed_out,
+            Ok(()) => Error::NotInTransaction(
+                "the fenced transaction has ended: its statements would run unfenced",
+            ),
         }
     }
 
@@ -243,11 +267,9 @@ impl<'l, E: Executor> Fenced<'l, E> {
     /// [`Error::TransactionTimedOut`] past the timeout of [`Store::transaction`]; any
     /// database error.
     pub async fn record(&self, op: uuid::Uuid) -> Result<OperationOutcome> {
-        self.in_time()?;
+        self.statement_in_time()?;
         if self.store.backend().transaction_open() == Some(false) {
-            return Err(Error::NotInTransaction(
-                "the fenced transaction has ended: its statements would run unfenced",
-            ));
+            return Err(self.has_ended());
         }
         let params = [
             Value::Uuid(op),
@@ -285,7 +307,7 @@ impl<'l, E: Executor> Fenced<'l, E> {
     /// runs here, just before the statement.
     #[allow(clippy::type_complexity)]
     async fn checked(&self, sql: &str, params: &[Value]) -> Result<Option<(String, Vec<Value>)>> {
-        self.in_time()?;
+        self.statement_in_time()?;
         let dialect = self.store.dialect();
         let table = self.store.table();
         let reading = dialect::reading::read(dialect, sql, self.store.shared_table());
@@ -297,9 +319,7 @@ impl<'l, E: Executor> Fenced<'l, E> {
         // while it stands the transaction is open, and the driver need not be asked.
         let locked = self.in_the_locked_transaction();
         if !locked && self.store.backend().transaction_open() == Some(false) {
-            return Err(Error::NotInTransaction(
-                "the fenced transaction has ended: its statements would run unfenced",
-            ));
+            return Err(self.has_ended());
         }
         let lease = || {
             [
@@ -528,6 +548,7 @@ impl<B: InTransaction> Store<B> {
                 store: self,
                 lease,
                 deadline: None,
+                statements_bounded: false,
                 mark: None,
             }),
             Outcome::Refused => None,
@@ -581,6 +602,7 @@ impl<B: Executor> Store<B> {
             store,
             lease,
             deadline: Some((deadline, timeout)),
+            statements_bounded: B::BOUNDS_STATEMENTS,
             mark: None,
         };
         let span = trace::step(

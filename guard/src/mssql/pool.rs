@@ -348,6 +348,9 @@ impl Lend for Mssql {
         lent.conn.into_inner().give_back();
     }
 
+    /// Each statement reads the time left, and fails past the deadline, before it is sent.
+    const BOUNDS_STATEMENTS: bool = true;
+
     /// SQL Server has no bound of its own on a transaction. Statements past the
     /// deadline are refused unsent, and at the deadline the connection is closed unless
     /// the transaction ended first: the server then rolls it back, cancelling a

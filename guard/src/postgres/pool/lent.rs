@@ -57,6 +57,10 @@ impl Lend for Postgres {
         lent.conn.into_inner().give_back();
     }
 
+    /// Each statement reads the time left, and fails past the deadline, before anything
+    /// is sent (`ahead_of`).
+    const BOUNDS_STATEMENTS: bool = true;
+
     /// The server ends the transaction at the deadline too, at most a tenth of the
     /// timeout late: the transaction's first statement, and the first after each tenth
     /// of the timeout, is sent after, and pipelined with, a `SET LOCAL` of

@@ -188,6 +188,9 @@ impl Lend for Sqlite {
         std::future::ready(Ok(()))
     }
 
+    /// Each statement reads the time left, and fails past the deadline, before it runs.
+    const BOUNDS_STATEMENTS: bool = true;
+
     /// SQLite has no bound of its own on a transaction. Statements past the deadline
     /// are refused unsent, and at the deadline, unless the transaction ended first, a
     /// statement still running is interrupted and the transaction rolled back: the
