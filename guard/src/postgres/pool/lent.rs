@@ -108,10 +108,18 @@ fn may_end_a_transaction(sql: &str) -> bool {
     ];
     // Most statements begin with their word, and most words with a letter no
     // transaction control begins with (`INSERT`, `UPDATE`, `DELETE`, `WITH`), or with
-    // `SELECT`: told without reading past spaces and comments.
+    // `SELECT`: told without reading past spaces and comments. The letters are read off
+    // `CONTROL`, so that a word added there is never missed here.
     let bytes = sql.as_bytes();
+    let begins_a_control = |first: &u8| {
+        CONTROL.iter().any(|word| {
+            word.as_bytes()
+                .first()
+                .is_some_and(|c| c.eq_ignore_ascii_case(first))
+        })
+    };
     match bytes.first() {
-        Some(first) if first.is_ascii_alphabetic() && !b"CREAPBScreapbs".contains(first) => {
+        Some(first) if first.is_ascii_alphabetic() && !begins_a_control(first) => {
             return false;
         }
         Some(b'S' | b's')
