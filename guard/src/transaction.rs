@@ -36,8 +36,8 @@
 //! than an advance cannot pass the check. PostgreSQL locks the epoch's row `FOR SHARE`
 //! (an old snapshot fails with a serialization error); SQL Server takes the epoch's
 //! application lock shared (`sp_getapplock`, which an advance takes exclusively) and
-//! refuses a `SNAPSHOT` transaction (error 51002); SQLite's single writer has it
-//! anyway.
+//! refuses a caller's `SNAPSHOT` transaction (error 51002), where [`Store::transaction`]
+//! begins `READ COMMITTED`; SQLite's single writer has it anyway.
 //!
 //! [`Store::transaction`]'s timeout bounds the whole transaction, every statement
 //! included ([`Fenced::store`]'s too): past it, each fails with
@@ -642,6 +642,7 @@ impl<B: Executor> Store<B> {
         let statements = self.statements();
         let (sql, returns_row) = match (self.dialect(), begun) {
             (dialect::Dialect::Sqlite, Begun::ByGuard) => (&statements.lock_after_begin, true),
+            (dialect::Dialect::Mssql, Begun::ByGuard) => (&statements.lock_after_begin, false),
             (dialect::Dialect::Postgres, _) => (&statements.lock, true),
             _ => (&statements.lock, false),
         };

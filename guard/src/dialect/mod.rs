@@ -14,7 +14,7 @@
 //! | [`renew`] | 1 key, 2 generation, 3 owner, 4 ttl in milliseconds |
 //! | [`release`] | 1 key, 2 generation, 3 owner |
 //! | [`lock`] | 1 key, 2 generation, 3 owner; changes (PostgreSQL: returns) one row while the lease holds |
-//! | [`lock_after_begin`] | as [`lock`]; SQLite's returns one row while the lease holds |
+//! | [`lock_after_begin`] | as [`lock`]; SQLite's returns one row while the lease holds; SQL Server's leaves out the refusal of `SNAPSHOT` |
 //! | [`update`], [`publish`] | 1..=n the caller's values, n+1 key, n+2 generation, n+3 owner |
 //! | [`update_recorded`], [`publish_recorded`] | as [`update`] / [`publish`], then n+4 operation id |
 //! | [`record_operation`] (SQLite) | 1 operation id, 2 key, 3 generation |
@@ -719,10 +719,17 @@ pub fn release(dialect: Dialect, table: &FencedTable) -> String {
 /// serialization failure for a row locked after its snapshot). SQL Server holds the
 /// epoch's application lock shared instead (an advance takes it exclusively), reads the
 /// row with `HOLDLOCK`, and refuses a `SNAPSHOT` transaction (error 51002), which would
-/// read an old epoch. SQLite's `UPDATE` already holds the database's write lock, which
-/// an advance needs. On SQL Server the statement refuses to run outside a transaction
+/// read an old epoch (in a transaction the guard began, [`lock_after_begin`] leaves that
+/// refusal out). SQLite's `UPDATE` already holds the database's write lock, which an
+/// advance needs. On SQL Server the statement refuses to run outside a transaction
 /// (error 51000): a lock that ends with its statement fences nothing.
 pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
+    lock_in(dialect, table, true)
+}
+
+/// [`lock`]; on SQL Server, with the refusal of a `SNAPSHOT` transaction where
+/// `refuse_snapshot`.
+fn lock_in(dialect: Dialect, table: &FencedTable, refuse_snapshot: bool) -> String {
     let name = table.name().quoted(dialect);
     let epoch = epoch_subquery(dialect, table);
     let shared = match dialect {
@@ -739,10 +746,14 @@ pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
         }
         Dialect::Mssql => {
             let generation = q(dialect, table.generation_column());
+            let snapshot = if refuse_snapshot {
+                format!(" {}", mssql::IN_A_SNAPSHOT)
+            } else {
+                String::new()
+            };
             format!(
-                "{} {} {} UPDATE {name} SET {generation} = {generation} WHERE {fence}",
+                "{}{snapshot} {} UPDATE {name} SET {generation} = {generation} WHERE {fence}",
                 mssql::OUTSIDE_A_TRANSACTION,
-                mssql::IN_A_SNAPSHOT,
                 mssql::epoch_lock(table.epoch_table(), "Shared"),
             )
         }
@@ -750,11 +761,16 @@ pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
 }
 
 /// The check-and-lock of a transaction the guard began itself with [`begin`]
-/// ([`Store::transaction`](crate::Store::transaction)): on SQLite, whose
-/// `BEGIN IMMEDIATE` holds the database's write lock from the start, a read of the
-/// lease's row (`SELECT 1`, under the fence of [`lock`]) that writes nothing, since no
-/// other connection can write, a successor's acquisition or an epoch advance included,
-/// until the transaction ends; elsewhere [`lock`] itself.
+/// ([`Store::transaction`](crate::Store::transaction)):
+///
+/// - SQLite, whose `BEGIN IMMEDIATE` holds the database's write lock from the start: a
+///   read of the lease's row (`SELECT 1`, under the fence of [`lock`]) that writes
+///   nothing, since no other connection can write, a successor's acquisition or an
+///   epoch advance included, until the transaction ends;
+/// - SQL Server: [`lock`] without its refusal of a `SNAPSHOT` transaction (a query of
+///   `sys.dm_exec_sessions`). [`begin`] sets `READ COMMITTED`, and neither SQL Server
+///   nor Babelfish lets a transaction switch to `SNAPSHOT` once begun;
+/// - PostgreSQL: [`lock`] itself.
 pub fn lock_after_begin(dialect: Dialect, table: &FencedTable) -> String {
     match dialect {
         Dialect::Sqlite => format!(
@@ -762,7 +778,8 @@ pub fn lock_after_begin(dialect: Dialect, table: &FencedTable) -> String {
             table.name().quoted(dialect),
             fence_predicate_on(dialect, table, 1, &epoch_subquery(dialect, table))
         ),
-        Dialect::Postgres | Dialect::Mssql => lock(dialect, table),
+        Dialect::Mssql => lock_in(dialect, table, false),
+        Dialect::Postgres => lock(dialect, table),
     }
 }
 
@@ -848,12 +865,15 @@ pub(crate) fn still_fenced_query(table: &FencedTable) -> String {
 
 /// The statement that begins a transaction. SQLite's is `BEGIN IMMEDIATE`: it takes the
 /// write lock at once, so that two transactions never both read and then deadlock on
-/// upgrading to write.
+/// upgrading to write. SQL Server's sets `READ COMMITTED` first: a session's isolation
+/// level outlives its transactions, and a pooled connection left at `SNAPSHOT` would
+/// read an old epoch ([`lock_after_begin`] relies on it). A transaction may still raise
+/// its own level once begun, to any level but `SNAPSHOT`.
 pub fn begin(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Postgres => "BEGIN",
         Dialect::Sqlite => "BEGIN IMMEDIATE",
-        Dialect::Mssql => "BEGIN TRANSACTION",
+        Dialect::Mssql => "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; BEGIN TRANSACTION",
     }
 }
 

@@ -144,3 +144,66 @@ mod bound {
         place.teardown().await;
     }
 }
+
+/// A session's isolation level outlives its transactions, so a connection of the
+/// guard's pool can be left at `SNAPSHOT` (here by a batch sent on it), which reads the
+/// epoch as of its snapshot; the check-and-lock of `Store::transaction` does not ask
+/// the session's level. Its `BEGIN` sets `READ COMMITTED`: inside the fenced
+/// transaction the level is 2. Negative control: on the same session, left at
+/// `SNAPSHOT`, a transaction begun with `BEGIN TRANSACTION` alone runs at 5.
+#[tokio::test]
+async fn a_fenced_transaction_begins_read_committed_whatever_its_session_was_left_at() {
+    use crate::support::Place;
+    use fenced_guard::{Lend, Store};
+
+    const LEVEL: &str = "SELECT CAST(transaction_isolation_level AS bigint), \
+                         CAST(@@SPID AS bigint) FROM sys.dm_exec_sessions \
+                         WHERE session_id = @@SPID";
+    let Some(place) = TestSchema::create("fenced_isolation_", 1).await else {
+        return;
+    };
+    // SQL Server needs snapshot isolation allowed; Babelfish has it without.
+    let _ = place
+        .admin()
+        .execute_batch("ALTER DATABASE CURRENT SET ALLOW_SNAPSHOT_ISOLATION ON")
+        .await;
+    let (store, key): (Store<Mssql>, _) = crate::suite::setup(&place).await;
+    let lease = store
+        .try_acquire(key.clone(), Duration::from_secs(60))
+        .await
+        .unwrap()
+        .expect("the row is free");
+
+    let lent = store.backend().lend().await.unwrap();
+    lent.execute_batch("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
+        .await
+        .unwrap();
+    lent.execute_batch("BEGIN TRANSACTION").await.unwrap();
+    let control = lent.query_row(LEVEL, &[]).await.unwrap().expect("a row");
+    lent.execute_batch("ROLLBACK TRANSACTION").await.unwrap();
+    Mssql::give_back(lent);
+    assert_eq!(
+        control[0],
+        Value::I64(5),
+        "the session was not left at SNAPSHOT"
+    );
+
+    // The pool has one connection: the fenced transaction takes the same session.
+    let tx = store
+        .transaction(&lease, Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("the lease holds");
+    let inside = tx.query_row(LEVEL, &[]).await.unwrap().expect("a row");
+    tx.rollback().await.unwrap();
+    assert_eq!(
+        inside[1], control[1],
+        "another session: the test could not tell"
+    );
+    assert_eq!(
+        inside[0],
+        Value::I64(2),
+        "the fenced transaction ran at {inside:?}"
+    );
+    place.teardown().await;
+}
