@@ -153,6 +153,9 @@ pub struct Fenced<'l, E> {
     /// How to read the pool's [transaction mark](Lend::transaction_mark), and what it
     /// read once the lease was locked; `None` in the caller's own transaction.
     mark: Option<(ReadMark<E>, u64)>,
+    /// SQL Server: the name of the application lock the check-and-lock took in this
+    /// transaction, which each statement's check asks for ([`dialect::still_fenced`]).
+    lock_name: Option<uuid::Uuid>,
 }
 
 /// Reads a lent connection's [transaction mark](Lend::transaction_mark).
@@ -340,14 +343,23 @@ impl<'l, E: Executor> Fenced<'l, E> {
                 }
             }
             Recheck::Within(checked) => {
-                let lease = lease();
-                let mut all = Vec::with_capacity(params.len() + lease.len());
+                let mut all = Vec::with_capacity(params.len() + 3);
                 all.extend_from_slice(params);
-                all.extend(lease);
+                match self.lock_name {
+                    Some(name) => all.push(Value::Uuid(name)),
+                    None => all.extend(lease()),
+                }
                 Ok(Some((checked, all)))
             }
         }
     }
+}
+
+/// The name of the application lock a check-and-lock takes on SQL Server, drawn anew
+/// for each: a transaction holds it only if the lock passed in that very transaction.
+/// `None` elsewhere.
+fn lock_name(dialect: dialect::Dialect) -> Option<uuid::Uuid> {
+    (dialect == dialect::Dialect::Mssql).then(uuid::Uuid::new_v4)
 }
 
 /// Who began the transaction a lease is checked and locked in: which check-and-lock
@@ -535,7 +547,8 @@ impl<B: InTransaction> Store<B> {
             ));
         }
         let span = trace::step("fence", self.table(), lease.key(), Some(lease.generation()));
-        let locked = trace::traced(span, self.lock_row(lease, Begun::ByCaller))
+        let lock_name = lock_name(self.dialect());
+        let locked = trace::traced(span, self.lock_row(lease, Begun::ByCaller, lock_name))
             .await
             .map_err(|error| match error.database_code().as_deref() {
                 Some("51000") => {
@@ -550,6 +563,7 @@ impl<B: InTransaction> Store<B> {
                 deadline: None,
                 statements_bounded: false,
                 mark: None,
+                lock_name,
             }),
             Outcome::Refused => None,
         })
@@ -598,12 +612,14 @@ impl<B: Executor> Store<B> {
         B::bound(&lent, deadline, timeout);
         B::begin(&lent, dialect::begin(self.dialect())).await?;
         let store = self.with_executor(lent);
+        let lock_name = lock_name(self.dialect());
         let mut fenced = Fenced {
             store,
             lease,
             deadline: Some((deadline, timeout)),
             statements_bounded: B::BOUNDS_STATEMENTS,
             mark: None,
+            lock_name,
         };
         let span = trace::step(
             "transaction",
@@ -611,7 +627,12 @@ impl<B: Executor> Store<B> {
             lease.key(),
             Some(lease.generation()),
         );
-        match trace::traced(span, fenced.store.lock_row(lease, Begun::ByGuard)).await? {
+        match trace::traced(
+            span,
+            fenced.store.lock_row(lease, Begun::ByGuard, lock_name),
+        )
+        .await?
+        {
             Outcome::Applied => {
                 let read: ReadMark<B::Lent> = B::transaction_mark;
                 fenced.mark = read(fenced.store.backend()).map(|locked| (read, locked));
@@ -625,18 +646,26 @@ impl<B: Executor> Store<B> {
     }
 
     /// The check-and-lock statement: `Applied` when the lease holds and its row is now
-    /// locked.
-    pub(crate) async fn lock_row(&self, lease: &Lease, begun: Begun) -> Result<Outcome> {
+    /// locked. On SQL Server it also takes the transaction's own lock, named
+    /// `lock_name` ([`lock_name`]).
+    pub(crate) async fn lock_row(
+        &self,
+        lease: &Lease,
+        begun: Begun,
+        lock_name: Option<uuid::Uuid>,
+    ) -> Result<Outcome> {
         self.no_procedure("a fenced transaction")?;
         self.check_key(lease.key())?;
         if lease.is_revoked() {
             return Ok(Outcome::Refused);
         }
-        let params = [
+        let mut params = Vec::with_capacity(4);
+        params.extend([
             Value::from(lease.key()),
             Value::I64(lease.generation()),
             Value::Uuid(lease.owner()),
-        ];
+        ]);
+        params.extend(lock_name.map(Value::Uuid));
         // PostgreSQL's lock, and SQLite's after `BEGIN IMMEDIATE`, are `SELECT`s that
         // return the row; the others `UPDATE` it.
         let statements = self.statements();

@@ -13,7 +13,7 @@
 //! | [`acquire`] | 1 key, 2 new owner, 3 ttl in milliseconds; returns the new generation |
 //! | [`renew`] | 1 key, 2 generation, 3 owner, 4 ttl in milliseconds |
 //! | [`release`] | 1 key, 2 generation, 3 owner |
-//! | [`lock`] | 1 key, 2 generation, 3 owner; changes (PostgreSQL: returns) one row while the lease holds |
+//! | [`lock`] | 1 key, 2 generation, 3 owner, and on SQL Server 4 a uuid naming the transaction's own lock ([`still_fenced`]); changes (PostgreSQL: returns) one row while the lease holds |
 //! | [`lock_after_begin`] | as [`lock`]; SQLite's returns one row while the lease holds; SQL Server's leaves out the refusal of `SNAPSHOT` |
 //! | [`update`], [`publish`] | 1..=n the caller's values, n+1 key, n+2 generation, n+3 owner |
 //! | [`update_recorded`], [`publish_recorded`] | as [`update`] / [`publish`], then n+4 operation id |
@@ -722,7 +722,9 @@ pub fn release(dialect: Dialect, table: &FencedTable) -> String {
 /// read an old epoch (in a transaction the guard began, [`lock_after_begin`] leaves that
 /// refusal out). SQLite's `UPDATE` already holds the database's write lock, which an
 /// advance needs. On SQL Server the statement refuses to run outside a transaction
-/// (error 51000): a lock that ends with its statement fences nothing.
+/// (error 51000): a lock that ends with its statement fences nothing. Having locked the
+/// row, it also takes an application lock named by its 4th parameter, a uuid drawn for
+/// this lock alone, which the transaction's later statements ask for ([`still_fenced`]).
 pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
     lock_in(dialect, table, true)
 }
@@ -752,9 +754,10 @@ fn lock_in(dialect: Dialect, table: &FencedTable, refuse_snapshot: bool) -> Stri
                 String::new()
             };
             format!(
-                "{}{snapshot} {} UPDATE {name} SET {generation} = {generation} WHERE {fence}",
+                "{}{snapshot} {} UPDATE {name} SET {generation} = {generation} WHERE {fence}; {}",
                 mssql::OUTSIDE_A_TRANSACTION,
                 mssql::epoch_lock(table.epoch_table(), "Shared"),
+                mssql::take_lease_lock(&dialect.placeholder(4)),
             )
         }
     }
@@ -784,27 +787,16 @@ pub fn lock_after_begin(dialect: Dialect, table: &FencedTable) -> String {
 }
 
 /// SQL Server: the check put before each statement of a fenced transaction, in its
-/// batch, with the lease's key, generation and owner at `first`, `first + 1` and
-/// `first + 2`. It raises error 51000 outside a transaction and 51001 when the lease's
-/// row no longer carries the lease (its transaction ended, and another began), so that
-/// a statement sent after the fenced transaction ended never runs unfenced.
-pub fn still_fenced(table: &FencedTable, first: usize) -> String {
-    let d = Dialect::Mssql;
-    let p = |i| d.placeholder(first + i);
+/// batch, with the name of the transaction's own lock (the uuid bound as the 4th
+/// parameter of [`lock`]) at `first`. It raises error 51000 outside a transaction and
+/// 51001 when the transaction does not hold that lock: the transaction the lease was
+/// checked and locked in has ended, whether or not a successor has taken the row since,
+/// so that a statement sent after the fenced transaction ended never runs unfenced.
+pub fn still_fenced(first: usize) -> String {
     format!(
-        "{} IF NOT EXISTS (SELECT 1 FROM {} WHERE {} = {} AND {} = {} AND {} = {} AND {} = {}) \
-         THROW 51001, N'fenced: the lease''s row no longer carries the lease of this \
-         fenced transaction', 1; ",
+        "{} {} ",
         mssql::OUTSIDE_A_TRANSACTION,
-        table.name().quoted(d),
-        q(d, table.key_column()),
-        p(0),
-        q(d, table.generation_column()),
-        p(1),
-        q(d, table.owner_column()),
-        p(2),
-        q(d, table.epoch_column()),
-        epoch_subquery(d, table),
+        mssql::held_lease_lock(&Dialect::Mssql.placeholder(first))
     )
 }
 

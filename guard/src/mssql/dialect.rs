@@ -35,6 +35,41 @@ pub(crate) fn epoch_lock(epoch_table: &QualifiedName, mode: &str) -> String {
     )
 }
 
+/// The name of a fenced transaction's own application lock, from the uuid at
+/// `placeholder` that the guard draws for each check-and-lock: unique to that lock, so
+/// a transaction holds it only if the lock passed in that very transaction.
+fn lease_lock_name(placeholder: &str) -> String {
+    format!("CONCAT(N'fenced lease ', {placeholder})")
+}
+
+/// After the check-and-lock's `UPDATE`: where it locked the lease's row, takes the
+/// fenced transaction's own application lock (named by the uuid at `placeholder`) until
+/// the transaction ends, which every later statement's check asks for
+/// ([`held_lease_lock`]); then leaves `@@ROWCOUNT` as the `UPDATE` left it, the count
+/// the caller reads.
+pub(crate) fn take_lease_lock(placeholder: &str) -> String {
+    format!(
+        "DECLARE @fenced_locked int = @@ROWCOUNT; IF @fenced_locked = 1 BEGIN \
+         DECLARE @fenced_lease nvarchar(255) = {}, @fenced_lease_lock int; \
+         EXEC @fenced_lease_lock = sp_getapplock @Resource = @fenced_lease, \
+         @LockMode = N'Exclusive', @LockOwner = N'Transaction'; IF @fenced_lease_lock < 0 \
+         THROW 51003, N'fenced: the fenced transaction''s lock was not granted', 1; END; \
+         SELECT @fenced_locked = @fenced_locked WHERE @fenced_locked = 1",
+        lease_lock_name(placeholder)
+    )
+}
+
+/// Raises error 51001 unless the transaction holds the fenced transaction's own
+/// application lock, named by the uuid at `placeholder` ([`take_lease_lock`]).
+pub(crate) fn held_lease_lock(placeholder: &str) -> String {
+    format!(
+        "IF APPLOCK_MODE(N'public', {}, N'Transaction') = N'NoLock' THROW 51001, \
+         N'fenced: the transaction no longer holds the lock of the fenced transaction''s \
+         lease', 1;",
+        lease_lock_name(placeholder)
+    )
+}
+
 /// The database's clock, in UTC.
 pub(crate) const CLOCK: &str = "SYSUTCDATETIME()";
 
@@ -113,14 +148,14 @@ mod tests {
             "UPDATE [dbo].[ReportPublication] SET [LeaseUntilUtc] = DATEADD(millisecond, CAST(@P4 AS int), SYSUTCDATETIME()) WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)",
         lock: dialect::lock(D, &table()) =>
             // fenced-lint: allow(generation-rewind) the check-and-lock statement writes the generation unchanged to lock the row
-            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; IF EXISTS (SELECT 1 FROM sys.dm_exec_sessions WHERE session_id = @@SPID AND transaction_isolation_level = 5) THROW 51002, N'fenced: a SNAPSHOT transaction reads the recovery epoch as of its snapshot and cannot check a lease; fence in a READ COMMITTED transaction', 1; DECLARE @fenced_lock int; EXEC @fenced_lock = sp_getapplock @Resource = N'fenced epoch [dbo].[FencedEpoch]', @LockMode = N'Shared', @LockOwner = N'Transaction'; IF @fenced_lock < 0 THROW 51003, N'fenced: the recovery epoch''s lock was not granted', 1; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WITH (HOLDLOCK) WHERE [Id] = 1)",
+            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; IF EXISTS (SELECT 1 FROM sys.dm_exec_sessions WHERE session_id = @@SPID AND transaction_isolation_level = 5) THROW 51002, N'fenced: a SNAPSHOT transaction reads the recovery epoch as of its snapshot and cannot check a lease; fence in a READ COMMITTED transaction', 1; DECLARE @fenced_lock int; EXEC @fenced_lock = sp_getapplock @Resource = N'fenced epoch [dbo].[FencedEpoch]', @LockMode = N'Shared', @LockOwner = N'Transaction'; IF @fenced_lock < 0 THROW 51003, N'fenced: the recovery epoch''s lock was not granted', 1; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WITH (HOLDLOCK) WHERE [Id] = 1); DECLARE @fenced_locked int = @@ROWCOUNT; IF @fenced_locked = 1 BEGIN DECLARE @fenced_lease nvarchar(255) = CONCAT(N'fenced lease ', @P4), @fenced_lease_lock int; EXEC @fenced_lease_lock = sp_getapplock @Resource = @fenced_lease, @LockMode = N'Exclusive', @LockOwner = N'Transaction'; IF @fenced_lease_lock < 0 THROW 51003, N'fenced: the fenced transaction''s lock was not granted', 1; END; SELECT @fenced_locked = @fenced_locked WHERE @fenced_locked = 1",
         lock_after_begin: dialect::lock_after_begin(D, &table()) =>
             // fenced-lint: allow(generation-rewind) the check-and-lock statement writes the generation unchanged to lock the row
-            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; DECLARE @fenced_lock int; EXEC @fenced_lock = sp_getapplock @Resource = N'fenced epoch [dbo].[FencedEpoch]', @LockMode = N'Shared', @LockOwner = N'Transaction'; IF @fenced_lock < 0 THROW 51003, N'fenced: the recovery epoch''s lock was not granted', 1; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WITH (HOLDLOCK) WHERE [Id] = 1)",
+            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; DECLARE @fenced_lock int; EXEC @fenced_lock = sp_getapplock @Resource = N'fenced epoch [dbo].[FencedEpoch]', @LockMode = N'Shared', @LockOwner = N'Transaction'; IF @fenced_lock < 0 THROW 51003, N'fenced: the recovery epoch''s lock was not granted', 1; UPDATE [dbo].[ReportPublication] SET [Generation] = [Generation] WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3 AND [LeaseUntilUtc] > SYSUTCDATETIME() AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WITH (HOLDLOCK) WHERE [Id] = 1); DECLARE @fenced_locked int = @@ROWCOUNT; IF @fenced_locked = 1 BEGIN DECLARE @fenced_lease nvarchar(255) = CONCAT(N'fenced lease ', @P4), @fenced_lease_lock int; EXEC @fenced_lease_lock = sp_getapplock @Resource = @fenced_lease, @LockMode = N'Exclusive', @LockOwner = N'Transaction'; IF @fenced_lease_lock < 0 THROW 51003, N'fenced: the fenced transaction''s lock was not granted', 1; END; SELECT @fenced_locked = @fenced_locked WHERE @fenced_locked = 1",
         begin: dialect::begin(D) =>
             "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; BEGIN TRANSACTION",
-        still_fenced: dialect::still_fenced(&table(), 3) =>
-            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; IF NOT EXISTS (SELECT 1 FROM [dbo].[ReportPublication] WHERE [ReportId] = @P3 AND [Generation] = @P4 AND [LeaseOwner] = @P5 AND [LeaseEpoch] = (SELECT [Epoch] FROM [dbo].[FencedEpoch] WHERE [Id] = 1)) THROW 51001, N'fenced: the lease''s row no longer carries the lease of this fenced transaction', 1; ",
+        still_fenced: dialect::still_fenced(3) =>
+            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; IF APPLOCK_MODE(N'public', CONCAT(N'fenced lease ', @P3), N'Transaction') = N'NoLock' THROW 51001, N'fenced: the transaction no longer holds the lock of the fenced transaction''s lease', 1; ",
         release: dialect::release(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3",
         update: dialect::update(D, &table(), &[&payload()]) =>

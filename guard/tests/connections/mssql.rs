@@ -160,6 +160,76 @@ async fn a_fence_outside_a_transaction_is_refused_and_ends_with_it() {
     schema.teardown().await;
 }
 
+/// A statement of a `Fenced` whose transaction was committed around it and begun again
+/// is refused while no successor has taken the row: its check asks whether the
+/// transaction holds the lock its check-and-lock took, which ended with the first
+/// transaction, where the row is no longer locked. Negative control: the check it
+/// replaced, whether the lease's row still carries the lease, passes in the same state,
+/// and the line lands.
+#[tokio::test]
+async fn a_transaction_begun_again_under_a_fenced_is_refused_before_any_successor() {
+    let Some((schema, own, mut client, key, a)) = held("fenced_again_").await else {
+        return;
+    };
+    let insert = insert_line(&schema, &own);
+    let d = own.dialect();
+    let table = own.table();
+    let row_check = format!(
+        "IF NOT EXISTS (SELECT 1 FROM {} WHERE {} = @P3 AND {} = @P4 AND {} = @P5) \
+         THROW 51001, N'the row no longer carries the lease', 1; {insert}",
+        table.name().quoted(d),
+        table.key_column().quoted(d),
+        table.generation_column().quoted(d),
+        table.owner_column().quoted(d),
+    );
+    let line = || {
+        [
+            a.key().into(),
+            fenced_guard::Value::from("A's unlocked line"),
+        ]
+    };
+
+    batch(&mut client, "BEGIN TRANSACTION").await;
+    {
+        let fenced = own
+            .on(&mut client)
+            .unwrap()
+            .fence(&a)
+            .await
+            .unwrap()
+            .unwrap();
+        let backend = fenced.store().backend();
+        backend
+            .execute_batch("COMMIT TRANSACTION; BEGIN TRANSACTION")
+            .await
+            .unwrap();
+        let begun_again = fenced.execute(&insert, &line()).await;
+        assert!(not_in_transaction(&begun_again), "{begun_again:?}");
+        backend.execute_batch("COMMIT TRANSACTION").await.unwrap();
+        assert_eq!(lines(&schema, &own, &key).await, 0);
+
+        // Negative control: the row's check, in a transaction begun again as well.
+        backend.execute_batch("BEGIN TRANSACTION").await.unwrap();
+        let [line_key, text] = line();
+        let checked_row = [
+            line_key,
+            text,
+            a.key().into(),
+            fenced_guard::Value::I64(a.generation()),
+            fenced_guard::Value::Uuid(a.owner()),
+        ];
+        backend.execute(&row_check, &checked_row).await.unwrap();
+        backend.execute_batch("COMMIT TRANSACTION").await.unwrap();
+    }
+    assert_eq!(
+        lines(&schema, &own, &key).await,
+        1,
+        "the negative control's line did not land: the test could not tell"
+    );
+    drop(client);
+    schema.teardown().await;
+}
+
 /// A guard statement that fails inside the caller's transaction (here `publish_op`
 /// against a CHECK constraint) rolls back only its own work, to a savepoint: the caller's
 /// transaction stays open, with the line it wrote before and the lease's row still
@@ -286,7 +356,7 @@ async fn a_snapshot_older_than_an_epoch_advance_cannot_fence() {
                 own.on(&mut client)
                     .unwrap()
                     .backend()
-                    .execute(&sql, &crate::support::lease::lock_params(&a))
+                    .execute(&sql, &crate::support::lease::mssql_lock_params(&a))
                     .await
                     .unwrap()
                     == 1

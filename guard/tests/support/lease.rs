@@ -35,3 +35,10 @@ pub fn lock_params(lease: &Lease) -> [Value; 3] {
         Value::Uuid(lease.owner()),
     ]
 }
+
+/// SQL Server's check-and-lock parameters for `lease`: those of [`lock_params`], then a
+/// fresh name for the transaction's own lock.
+pub fn mssql_lock_params(lease: &Lease) -> [Value; 4] {
+    let [key, generation, owner] = lock_params(lease);
+    [key, generation, owner, Value::Uuid(uuid::Uuid::new_v4())]
+}

@@ -125,7 +125,7 @@ mod bound {
         plain.execute_batch("BEGIN TRANSACTION").await.unwrap();
         let lock = fenced_guard::dialect::lock(store.dialect(), store.table());
         let locked = plain
-            .execute(&lock, &crate::support::lease::lock_params(&lease))
+            .execute(&lock, &crate::support::lease::mssql_lock_params(&lease))
             .await
             .unwrap();
         assert_eq!(locked, 1);

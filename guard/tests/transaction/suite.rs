@@ -523,7 +523,7 @@ where
             .is_some(),
         _ => {
             plain
-                .execute(&old_lock, &crate::support::lease::lock_params(&lease))
+                .execute(&old_lock, &crate::support::lease::mssql_lock_params(&lease))
                 .await
                 .unwrap()
                 == 1
