@@ -67,9 +67,11 @@
 //! guard's pool, by the lent connection's count of ended transactions while it stands).
 //!
 //! Behind the lock, every statement that can write checks the lease again as part of
-//! itself: key, generation, owner and current epoch of the lease's row (on SQL Server
-//! in its batch, on PostgreSQL in its `WITH` clause, on SQLite in a query just before
-//! it, in its transaction). Should the transaction have ended under the `Fenced` (a
+//! itself: key, generation, owner and current epoch of the lease's row (on PostgreSQL
+//! in its `WITH` clause, on SQLite in a query just before it, in its transaction). On
+//! SQL Server every statement checks, in its batch, that its transaction still holds
+//! the application lock the check-and-lock took once it had locked the row, named for
+//! that lock alone: a transaction begun again holds none. Should the transaction have ended under the `Fenced` (a
 //! `COMMIT` sent around it on the caller's own handle or through
 //! [`Store::backend`], an [`InTransaction`] executor that has no transaction), a stale
 //! holder's statement still fails, [`Error::NotInTransaction`], and writes nothing. On
@@ -216,7 +218,8 @@ impl<'l, E: Executor> Fenced<'l, E> {
     /// take a `WITH` clause. Where the driver tells whether the transaction is still
     /// open (rusqlite), that is checked first, unless the pool's count of ended
     /// transactions already shows it open. A statement that can write checks, as
-    /// part of itself, that the lease's row still carries the lease (see
+    /// part of itself, that the lease's row still carries the lease (on SQL Server,
+    /// every statement, that its transaction still holds the lock it took; see
     /// [What a `Fenced` refuses](crate::transaction#what-a-fenced-refuses)).
     ///
     /// # Errors
