@@ -71,12 +71,12 @@
 //! in its `WITH` clause, on SQLite in a query just before it, in its transaction). On
 //! SQL Server every statement checks, in its batch, that its transaction still holds
 //! the application lock the check-and-lock took once it had locked the row, named for
-//! that lock alone: a transaction begun again holds none. Should the transaction have ended under the `Fenced` (a
-//! `COMMIT` sent around it on the caller's own handle or through
-//! [`Store::backend`], an [`InTransaction`] executor that has no transaction), a stale
-//! holder's statement still fails, [`Error::NotInTransaction`], and writes nothing. On
-//! PostgreSQL a statement that can write and cannot take a `WITH` clause (`CALL`,
-//! `DO`, `COPY`, DDL) is refused. A function that writes, called from a plain
+//! that lock alone: a transaction begun again holds none. Should the transaction have
+//! ended under the `Fenced` (a `COMMIT` sent around it on the caller's own handle or
+//! through [`Store::backend`], an [`InTransaction`] executor that has no transaction),
+//! a stale holder's statement still fails, [`Error::NotInTransaction`], and writes
+//! nothing. On PostgreSQL a statement that can write and cannot take a `WITH` clause
+//! (`CALL`, `DO`, `COPY`, DDL) is refused. A function that writes, called from a plain
 //! `SELECT`, is not seen as a write.
 //!
 //! On the guard's own pool ([`Store::transaction`]) PostgreSQL and SQLite spare that
