@@ -233,7 +233,8 @@ async fn a_transaction_begun_again_under_a_fenced_is_refused_before_any_successo
 /// A guard statement that fails inside the caller's transaction (here `publish_op`
 /// against a CHECK constraint) rolls back only its own work, to a savepoint: the caller's
 /// transaction stays open, with the line it wrote before and the lease's row still
-/// locked. Negative control: the same failure inside the old wrapper, which began and
+/// locked, and a line written after passes its check (the fence's own lock, taken
+/// before the savepoint, is kept). Negative control: the same failure inside the old wrapper, which began and
 /// rolled back a transaction of its own, ends the caller's transaction and its line.
 #[tokio::test]
 async fn a_failing_guard_statement_leaves_the_callers_transaction_open() {
@@ -283,6 +284,14 @@ async fn a_failing_guard_statement_leaves_the_callers_transaction_open() {
                     .map(|_| ())
             };
             assert!(failed.is_err(), "the CHECK constraint did not fail");
+            if !control {
+                // The rollback to the guard's savepoint kept the lock the fence took
+                // before it, which the next statement's check asks for.
+                fenced
+                    .execute(&insert, &[a.key().into(), "line after".into()])
+                    .await
+                    .unwrap();
+            }
             let count = fenced
                 .store()
                 .backend()
@@ -295,13 +304,16 @@ async fn a_failing_guard_statement_leaves_the_callers_transaction_open() {
         let kept = lines(&schema, &own, &key).await;
         if control {
             assert!(!open, "the negative control left the transaction open");
-            assert_eq!(kept, 1, "the negative control's line survived");
+            assert_eq!(kept, 2, "the negative control's line survived");
         } else {
             assert!(
                 open,
                 "the guard's failed statement ended the caller's transaction"
             );
-            assert_eq!(kept, 1, "the line written before the failure is gone");
+            assert_eq!(
+                kept, 2,
+                "the lines written before and after the failure are not both there"
+            );
         }
     }
     drop(client);
