@@ -538,7 +538,8 @@ where
         // The values are bound straight from the slice: no vector of references. Run as
         // a query, so that an error before the statement ran is told apart.
         let run = async {
-            let rows = unexecuted(client.query_raw(statement, params)).await?;
+            let closed = client.is_closed();
+            let rows = unexecuted(client.query_raw(statement, params), closed).await?;
             Ok::<_, Failed>(read(rows).await?)
         };
         // Sent once: a statement prepared again runs inside the transaction begun.

@@ -32,16 +32,23 @@ impl From<tokio_postgres::Error> for Failed {
 }
 
 /// Starts a query, its error marked as [`Failed::before_running`] when the server gave
-/// one, or when the query failed on its first poll: tokio-postgres sends a query on
-/// its first poll and then waits for the answer, so an error then is a connection
-/// that was closed before anything was sent.
-pub(crate) fn unexecuted<F>(start: F) -> Unexecuted<F>
+/// one, or when the connection was already closed as the query was made
+/// (`closed_at_start`, [`Client::is_closed`](tokio_postgres::Client::is_closed) read
+/// just before): the query then has nowhere to be sent.
+///
+/// A closed connection found later proves nothing. tokio-postgres hands the query to
+/// the connection's task on the first poll and waits for its answer in the same poll;
+/// on a multi-threaded runtime that poll can be preempted between the two while the
+/// task writes the query, the server commits it, and the connection closes. Read as
+/// unsent, such a statement was run again on another connection (seen as a write
+/// whose lost acknowledgement came back `AlreadyApplied`).
+pub(crate) fn unexecuted<F>(start: F, closed_at_start: bool) -> Unexecuted<F>
 where
     F: Future<Output = Result<RowStream, tokio_postgres::Error>>,
 {
     Unexecuted {
         start,
-        polled: false,
+        closed_at_start,
     }
 }
 
@@ -50,7 +57,7 @@ pin_project_lite::pin_project! {
     pub(crate) struct Unexecuted<F> {
         #[pin]
         start: F,
-        polled: bool,
+        closed_at_start: bool,
     }
 }
 
@@ -62,10 +69,9 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let first = !*this.polled;
-        *this.polled = true;
+        let closed_at_start = *this.closed_at_start;
         Poll::Ready(ready!(this.start.poll(cx)).map_err(|error| Failed {
-            before_running: error.as_db_error().is_some() || (first && error.is_closed()),
+            before_running: error.as_db_error().is_some() || (closed_at_start && error.is_closed()),
             error,
         }))
     }
@@ -163,6 +169,52 @@ mod tests {
         client.query_raw(statement, &[] as &[Value])
     }
 
+    /// A query whose connection closes between its making and its first answer fails
+    /// on its first poll, closed, although tokio-postgres may have sent it by then (on
+    /// a multi-threaded runtime the task can write it, the server commit it, and the
+    /// connection close while that poll is preempted): it is not marked as before
+    /// running. Negative control: one made on a connection already closed is.
+    #[tokio::test]
+    async fn only_a_connection_closed_before_the_query_proves_it_unsent() {
+        let url = std::env::var("FENCED_PG_URL")
+            .unwrap_or_else(|_| "host=127.0.0.1 port=5432 user=postgres dbname=test".into());
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL is not reachable at `{url}`: {e}"));
+        let task = tokio::spawn(connection);
+        let statement = client.prepare("SELECT 1").await.expect("prepare");
+
+        let open = client.is_closed();
+        assert!(!open, "the connection closed before the test began");
+        let made_open = unexecuted(client.query_raw(&statement, &[] as &[Value]), open);
+        task.abort();
+        let _ = task.await;
+        assert!(
+            client.is_closed(),
+            "the connection's task ended, yet it is open"
+        );
+        let Err(failed) = made_open.await else {
+            panic!("a query on a closed connection answered");
+        };
+        assert!(failed.error.is_closed(), "{}", failed.error);
+        assert!(
+            !failed.before_running,
+            "a query made while its connection was open is marked unsent"
+        );
+
+        let made_closed = unexecuted(
+            client.query_raw(&statement, &[] as &[Value]),
+            client.is_closed(),
+        );
+        let Err(failed) = made_closed.await else {
+            panic!("a query on a closed connection answered");
+        };
+        assert!(
+            failed.before_running,
+            "a query made on a closed connection is not marked unsent"
+        );
+    }
+
     /// A statement sent behind a batch, its failure classified, holds tokio-postgres's
     /// query once: as `async fn`s the two held it four times (4,440 bytes around a
     /// query of 1,032), and each fenced statement's future carried that.
@@ -170,7 +222,11 @@ mod tests {
     fn a_statement_behind_a_batch_holds_its_query_once() {
         let query_size = size_of_output(|(client, statement)| query(client, statement));
         let sent_size = size_of_output(|(client, statement)| {
-            behind(client, Some("BEGIN"), unexecuted(query(client, statement)))
+            behind(
+                client,
+                Some("BEGIN"),
+                unexecuted(query(client, statement), client.is_closed()),
+            )
         });
         assert!(
             sent_size < query_size + 512,
