@@ -201,8 +201,11 @@ impl<C: GenericClient + Sync> PostgresClient<'_, C> {
         let inferred = || params.iter().map(Inferred);
         let ran = match plan {
             Plan::Kept(statement) => {
-                let closed = self.client.client().is_closed();
-                let ran = collect(self.client.query_raw(&statement, inferred()), closed).await;
+                let ran = collect(
+                    self.client.client(),
+                    self.client.query_raw(&statement, inferred()),
+                )
+                .await;
                 if let Err(failed) = &ran
                     && is_stale_plan(&failed.error)
                 {
@@ -212,14 +215,14 @@ impl<C: GenericClient + Sync> PostgresClient<'_, C> {
                 }
                 ran
             }
-            Plan::First => collect(self.typed(sql, params), self.client.client().is_closed()).await,
+            Plan::First => collect(self.client.client(), self.typed(sql, params)).await,
             Plan::Again => {
                 // Both sent before either answer is read: one round trip. The rows are
                 // read while the preparation waits, since the connection hands its
                 // answers over in order.
                 let (ran, prepared) = tokio::join!(
                     biased;
-                    collect(self.typed(sql, params), self.client.client().is_closed()),
+                    collect(self.client.client(), self.typed(sql, params)),
                     self.client.prepare(sql)
                 );
                 if let (Ok(_), Ok(statement)) = (&ran, prepared) {
@@ -250,15 +253,14 @@ impl<C: GenericClient + Sync> PostgresClient<'_, C> {
     }
 }
 
-/// Every row of the statement `start` starts, and the rows it changed; its error marked
-/// as before running when the server gave it in place of running it, or when the
-/// connection was already closed as it was made (`closed_at_start`, see
-/// [`unexecuted`]).
+/// Every row of the statement `start` starts on `client`, and the rows it changed; its
+/// error marked as before running when the server gave it in place of running it, or
+/// when `client` was already closed as the statement was made ([`unexecuted`]).
 async fn collect(
+    client: &Client,
     start: impl Future<Output = std::result::Result<RowStream, tokio_postgres::Error>>,
-    closed_at_start: bool,
 ) -> std::result::Result<(Vec<Row>, u64), Failed> {
-    let rows = unexecuted(start, closed_at_start).await?;
+    let rows = unexecuted(client, start).await?;
     let mut rows = pin!(rows);
     let mut all = Vec::new();
     while let Some(row) = poll_fn(|cx| rows.as_mut().poll_next(cx)).await {

@@ -538,8 +538,7 @@ where
         // The values are bound straight from the slice: no vector of references. Run as
         // a query, so that an error before the statement ran is told apart.
         let run = async {
-            let closed = client.is_closed();
-            let rows = unexecuted(client.query_raw(statement, params), closed).await?;
+            let rows = unexecuted(client, client.query_raw(statement, params)).await?;
             Ok::<_, Failed>(read(rows).await?)
         };
         // Sent once: a statement prepared again runs inside the transaction begun.

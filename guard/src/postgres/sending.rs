@@ -31,10 +31,9 @@ impl From<tokio_postgres::Error> for Failed {
     }
 }
 
-/// Starts a query, its error marked as [`Failed::before_running`] when the server gave
-/// one, or when the connection was already closed as the query was made
-/// (`closed_at_start`, [`Client::is_closed`](tokio_postgres::Client::is_closed) read
-/// just before): the query then has nowhere to be sent.
+/// Starts a query on `client`, its error marked as [`Failed::before_running`] when the
+/// server gave one, or when `client` was already closed as the query was made (read
+/// here, just before the query's first poll): the query then has nowhere to be sent.
 ///
 /// A closed connection found later proves nothing. tokio-postgres hands the query to
 /// the connection's task on the first poll and waits for its answer in the same poll;
@@ -42,13 +41,13 @@ impl From<tokio_postgres::Error> for Failed {
 /// task writes the query, the server commits it, and the connection closes. Read as
 /// unsent, such a statement was run again on another connection (seen as a write
 /// whose lost acknowledgement came back `AlreadyApplied`).
-pub(crate) fn unexecuted<F>(start: F, closed_at_start: bool) -> Unexecuted<F>
+pub(crate) fn unexecuted<F>(client: &tokio_postgres::Client, start: F) -> Unexecuted<F>
 where
     F: Future<Output = Result<RowStream, tokio_postgres::Error>>,
 {
     Unexecuted {
         start,
-        closed_at_start,
+        closed_at_start: client.is_closed(),
     }
 }
 
@@ -184,9 +183,11 @@ mod tests {
         let task = tokio::spawn(connection);
         let statement = client.prepare("SELECT 1").await.expect("prepare");
 
-        let open = client.is_closed();
-        assert!(!open, "the connection closed before the test began");
-        let made_open = unexecuted(client.query_raw(&statement, &[] as &[Value]), open);
+        assert!(
+            !client.is_closed(),
+            "the connection closed before the test began"
+        );
+        let made_open = unexecuted(&client, client.query_raw(&statement, &[] as &[Value]));
         task.abort();
         let _ = task.await;
         assert!(
@@ -202,10 +203,7 @@ mod tests {
             "a query made while its connection was open is marked unsent"
         );
 
-        let made_closed = unexecuted(
-            client.query_raw(&statement, &[] as &[Value]),
-            client.is_closed(),
-        );
+        let made_closed = unexecuted(&client, client.query_raw(&statement, &[] as &[Value]));
         let Err(failed) = made_closed.await else {
             panic!("a query on a closed connection answered");
         };
@@ -225,7 +223,7 @@ mod tests {
             behind(
                 client,
                 Some("BEGIN"),
-                unexecuted(query(client, statement), client.is_closed()),
+                unexecuted(client, query(client, statement)),
             )
         });
         assert!(
