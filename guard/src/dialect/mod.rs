@@ -788,14 +788,13 @@ pub fn lock_after_begin(dialect: Dialect, table: &FencedTable) -> String {
 
 /// SQL Server: the check put before each statement of a fenced transaction, in its
 /// batch, with the name of the transaction's own lock (the uuid bound as the 4th
-/// parameter of [`lock`]) at `first`. It raises error 51000 outside a transaction and
-/// 51001 when the transaction does not hold that lock: the transaction the lease was
-/// checked and locked in has ended, whether or not a successor has taken the row since,
-/// so that a statement sent after the fenced transaction ended never runs unfenced.
+/// parameter of [`lock`]) at `first`. It raises error 51001 outside a transaction, or
+/// when the transaction does not hold that lock: the transaction the lease was checked
+/// and locked in has ended, whether or not a successor has taken the row since, so that
+/// a statement sent after the fenced transaction ended never runs unfenced.
 pub fn still_fenced(first: usize) -> String {
     format!(
-        "{} {} ",
-        mssql::OUTSIDE_A_TRANSACTION,
+        "{} ",
         mssql::held_lease_lock(&Dialect::Mssql.placeholder(first))
     )
 }

@@ -59,13 +59,18 @@ pub(crate) fn take_lease_lock(placeholder: &str) -> String {
     )
 }
 
-/// Raises error 51001 unless the transaction holds the fenced transaction's own
-/// application lock, named by the uuid at `placeholder` ([`take_lease_lock`]).
+/// Raises error 51001 unless a transaction is open and holds the fenced transaction's
+/// own application lock, named by the uuid at `placeholder` ([`take_lease_lock`]).
+///
+/// One `IF` for both: each statement of a batch has a cost of its own on Babelfish, and
+/// this check runs before every statement of a fenced transaction. Outside a
+/// transaction no lock is held for it either, so `APPLOCK_MODE` alone would refuse;
+/// `@@TRANCOUNT = 0` keeps that refusal from resting on how the function answers there.
 pub(crate) fn held_lease_lock(placeholder: &str) -> String {
     format!(
-        "IF APPLOCK_MODE(N'public', {}, N'Transaction') = N'NoLock' THROW 51001, \
-         N'fenced: the transaction no longer holds the lock of the fenced transaction''s \
-         lease', 1;",
+        "IF @@TRANCOUNT = 0 OR APPLOCK_MODE(N'public', {}, N'Transaction') = N'NoLock' \
+         THROW 51001, N'fenced: the fenced transaction has ended, or no longer holds its \
+         lease''s lock', 1;",
         lease_lock_name(placeholder)
     )
 }
@@ -155,7 +160,7 @@ mod tests {
         begin: dialect::begin(D) =>
             "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; BEGIN TRANSACTION",
         still_fenced: dialect::still_fenced(3) =>
-            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; IF APPLOCK_MODE(N'public', CONCAT(N'fenced lease ', @P3), N'Transaction') = N'NoLock' THROW 51001, N'fenced: the transaction no longer holds the lock of the fenced transaction''s lease', 1; ",
+            "IF @@TRANCOUNT = 0 OR APPLOCK_MODE(N'public', CONCAT(N'fenced lease ', @P3), N'Transaction') = N'NoLock' THROW 51001, N'fenced: the fenced transaction has ended, or no longer holds its lease''s lock', 1; ",
         release: dialect::release(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3",
         update: dialect::update(D, &table(), &[&payload()]) =>

@@ -160,12 +160,12 @@ async fn a_fence_outside_a_transaction_is_refused_and_ends_with_it() {
     schema.teardown().await;
 }
 
-/// A statement of a `Fenced` whose transaction was committed around it and begun again
-/// is refused while no successor has taken the row: its check asks whether the
-/// transaction holds the lock its check-and-lock took, which ended with the first
-/// transaction, where the row is no longer locked. Negative control: the check it
-/// replaced, whether the lease's row still carries the lease, passes in the same state,
-/// and the line lands.
+/// A statement of a `Fenced` whose transaction was committed around it is refused, with
+/// no transaction open and with one begun again, while no successor has taken the row:
+/// its check asks whether a transaction is open and holds the lock its check-and-lock
+/// took, which ended with the first transaction, where the row is no longer locked.
+/// Negative control: the check it replaced, whether the lease's row still carries the
+/// lease, passes in the same state, and the line lands.
 #[tokio::test]
 async fn a_transaction_begun_again_under_a_fenced_is_refused_before_any_successor() {
     let Some((schema, own, mut client, key, a)) = held("fenced_again_").await else {
@@ -199,10 +199,10 @@ async fn a_transaction_begun_again_under_a_fenced_is_refused_before_any_successo
             .unwrap()
             .unwrap();
         let backend = fenced.store().backend();
-        backend
-            .execute_batch("COMMIT TRANSACTION; BEGIN TRANSACTION")
-            .await
-            .unwrap();
+        backend.execute_batch("COMMIT TRANSACTION").await.unwrap();
+        let autocommitted = fenced.execute(&insert, &line()).await;
+        assert!(not_in_transaction(&autocommitted), "{autocommitted:?}");
+        backend.execute_batch("BEGIN TRANSACTION").await.unwrap();
         let begun_again = fenced.execute(&insert, &line()).await;
         assert!(not_in_transaction(&begun_again), "{begun_again:?}");
         backend.execute_batch("COMMIT TRANSACTION").await.unwrap();
