@@ -729,9 +729,9 @@ pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
     lock_in(dialect, table, true)
 }
 
-/// [`lock`]; on SQL Server, with the refusal of a `SNAPSHOT` transaction where
-/// `refuse_snapshot`.
-fn lock_in(dialect: Dialect, table: &FencedTable, refuse_snapshot: bool) -> String {
+/// [`lock`]; on SQL Server, with its refusals of no transaction open and of a
+/// `SNAPSHOT` transaction where `in_callers_transaction`.
+fn lock_in(dialect: Dialect, table: &FencedTable, in_callers_transaction: bool) -> String {
     let name = table.name().quoted(dialect);
     let epoch = epoch_subquery(dialect, table);
     let shared = match dialect {
@@ -748,14 +748,13 @@ fn lock_in(dialect: Dialect, table: &FencedTable, refuse_snapshot: bool) -> Stri
         }
         Dialect::Mssql => {
             let generation = q(dialect, table.generation_column());
-            let snapshot = if refuse_snapshot {
-                format!(" {}", mssql::IN_A_SNAPSHOT)
+            let refusals = if in_callers_transaction {
+                format!("{} {} ", mssql::OUTSIDE_A_TRANSACTION, mssql::IN_A_SNAPSHOT)
             } else {
                 String::new()
             };
             format!(
-                "{}{snapshot} {} UPDATE {name} SET {generation} = {generation} WHERE {fence}; {}",
-                mssql::OUTSIDE_A_TRANSACTION,
+                "{refusals}{} UPDATE {name} SET {generation} = {generation} WHERE {fence}; {}",
                 mssql::epoch_lock(table.epoch_table(), "Shared"),
                 mssql::take_lease_lock(&dialect.placeholder(4)),
             )
@@ -770,9 +769,12 @@ fn lock_in(dialect: Dialect, table: &FencedTable, refuse_snapshot: bool) -> Stri
 ///   read of the lease's row (`SELECT 1`, under the fence of [`lock`]) that writes
 ///   nothing, since no other connection can write, a successor's acquisition or an
 ///   epoch advance included, until the transaction ends;
-/// - SQL Server: [`lock`] without its refusal of a `SNAPSHOT` transaction (a query of
-///   `sys.dm_exec_sessions`). [`begin`] sets `READ COMMITTED`, and neither SQL Server
-///   nor Babelfish lets a transaction switch to `SNAPSHOT` once begun;
+/// - SQL Server: [`lock`] without its refusals, each a statement of its own in the
+///   batch. [`begin`] sets `READ COMMITTED`, and neither SQL Server nor Babelfish lets
+///   a transaction switch to `SNAPSHOT` once begun (the refusal queried
+///   `sys.dm_exec_sessions`). The transaction was begun just before, on the same
+///   connection; were none open, the epoch's application lock, owned by the
+///   transaction, would not be granted (error 51003), and nothing would be locked;
 /// - PostgreSQL: [`lock`] itself.
 pub fn lock_after_begin(dialect: Dialect, table: &FencedTable) -> String {
     match dialect {

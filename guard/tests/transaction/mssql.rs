@@ -207,3 +207,44 @@ async fn a_fenced_transaction_begins_read_committed_whatever_its_session_was_lef
     );
     place.teardown().await;
 }
+
+/// The check-and-lock of `Store::transaction` leaves out the refusal of a batch with no
+/// transaction open, since the guard sends it right after its own `BEGIN`; were none
+/// open, it would still lock nothing: the epoch's application lock, owned by the
+/// transaction, is not granted (51003), and the row stays free for a successor.
+/// Negative control: inside a transaction the same statement locks the row.
+#[tokio::test]
+async fn the_guards_check_and_lock_with_no_transaction_open_locks_nothing() {
+    use crate::support::Place;
+    use fenced_guard::{Lend, Store};
+
+    let Some(place) = TestSchema::create("fenced_unbegun_", 1).await else {
+        return;
+    };
+    let (store, key): (Store<Mssql>, _) = crate::suite::setup(&place).await;
+    let lease = store
+        .try_acquire(key.clone(), Duration::from_secs(60))
+        .await
+        .unwrap()
+        .expect("the row is free");
+    let lock = fenced_guard::dialect::lock_after_begin(store.dialect(), store.table());
+    let params = crate::support::lease::mssql_lock_params(&lease);
+
+    let lent = store.backend().lend().await.unwrap();
+    let unbegun = lent.execute(&lock, &params).await;
+    let code = unbegun.as_ref().err().and_then(|e| e.database_code());
+    assert_eq!(code.as_deref(), Some("51003"), "{unbegun:?}");
+    let open = lent
+        .query_i64("SELECT CAST(@@TRANCOUNT AS bigint)", &[])
+        .await
+        .unwrap();
+    assert_eq!(open, Some(0), "the check-and-lock left a transaction open");
+
+    // Negative control: in a transaction, the row is locked.
+    lent.execute_batch("BEGIN TRANSACTION").await.unwrap();
+    let locked = lent.execute(&lock, &params).await.unwrap();
+    lent.execute_batch("ROLLBACK TRANSACTION").await.unwrap();
+    Mssql::give_back(lent);
+    assert_eq!(locked, 1, "the negative control locked nothing");
+    place.teardown().await;
+}
