@@ -379,17 +379,15 @@ pub(crate) enum Begun {
 const LEASE_LOST: &str =
     "the lease's row no longer carries the lease: the fenced transaction ended";
 
-/// Why a statement on SQL Server was not run: its check found no transaction open, or
-/// one that does not hold the lock its check-and-lock took.
-const LOCK_NOT_HELD: &str = "the fenced transaction has ended, or its lease's row no longer \
-     carries the lease: its statements would run unfenced";
-
 /// A statement's own check that its fenced transaction is still open, and its lease's
-/// row still carries the lease (SQL Server's error 51001, PostgreSQL's missing relation
-/// named for it), as the error it means.
+/// row still carries the lease (SQL Server's errors 51000 and 51001, PostgreSQL's
+/// missing relation named for it), as the error it means.
 fn ended(error: Error) -> Error {
     match error.database_code().as_deref() {
-        Some("51001") => Error::NotInTransaction(LOCK_NOT_HELD),
+        Some("51000") => Error::NotInTransaction(
+            "the fenced transaction has ended: its statements would run unfenced",
+        ),
+        Some("51001") => Error::NotInTransaction(LEASE_LOST),
         Some("42P01") if error.to_string().contains(dialect::LEASE_LOST) => {
             Error::NotInTransaction(LEASE_LOST)
         }

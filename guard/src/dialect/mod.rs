@@ -790,13 +790,20 @@ pub fn lock_after_begin(dialect: Dialect, table: &FencedTable) -> String {
 
 /// SQL Server: the check put before each statement of a fenced transaction, in its
 /// batch, with the name of the transaction's own lock (the uuid bound as the 4th
-/// parameter of [`lock`]) at `first`. It raises error 51001 outside a transaction, or
-/// when the transaction does not hold that lock: the transaction the lease was checked
-/// and locked in has ended, whether or not a successor has taken the row since, so that
-/// a statement sent after the fenced transaction ended never runs unfenced.
+/// parameter of [`lock`]) at `first`. It raises error 51000 outside a transaction and
+/// 51001 when the transaction does not hold that lock: the transaction the lease was
+/// checked and locked in has ended, whether or not a successor has taken the row since,
+/// so that a statement sent after the fenced transaction ended never runs unfenced.
+///
+/// Two `IF`s, where one over both conditions (`@@TRANCOUNT = 0 OR APPLOCK_MODE(..)`)
+/// ran a line's insert on Babelfish about 35 µs faster: T-SQL does not promise to
+/// evaluate an `OR` left to right, and were `APPLOCK_MODE` to raise an error outside a
+/// transaction, that error would end the `IF` alone and the batch would go on to the
+/// statement, unfenced. A `THROW` ends the batch before the second `IF` runs.
 pub fn still_fenced(first: usize) -> String {
     format!(
-        "{} ",
+        "{} {} ",
+        mssql::OUTSIDE_A_TRANSACTION,
         mssql::held_lease_lock(&Dialect::Mssql.placeholder(first))
     )
 }

@@ -11,8 +11,8 @@
 //! without writing once it does not:
 //!
 //! - SQL Server: the statement's batch begins with the check, which raises error 51001
-//!   unless a transaction is open and holds the application lock the check-and-lock
-//!   took, named for that lock alone, for every statement. An
+//!   unless the transaction holds the application lock the check-and-lock took, named
+//!   for that lock alone (and 51000 with no transaction open), for every statement. An
 //!   error can roll a SQL Server transaction back by itself, which no count of the
 //!   statements sent would see; a lock held is cheaper to ask for than the lease's row
 //!   (about half the time on Babelfish) and proves more;

@@ -5,8 +5,9 @@ use crate::dialect::kind::Dialect;
 use crate::error::MSSQL_REPLAYED;
 use crate::table::{ColumnType, QualifiedName};
 
-/// Raises error 51000 unless a transaction is open: the first statement of a fenced
-/// transaction's batches.
+/// Raises error 51000 unless a transaction is open: the first statement of the
+/// check-and-lock in a caller's transaction ([`crate::dialect::lock`]) and of each
+/// statement's check ([`crate::dialect::still_fenced`]).
 pub(crate) const OUTSIDE_A_TRANSACTION: &str = "IF @@TRANCOUNT = 0 THROW 51000, \
      N'fenced: a fenced transaction''s statement needs its transaction open', 1;";
 
@@ -59,18 +60,13 @@ pub(crate) fn take_lease_lock(placeholder: &str) -> String {
     )
 }
 
-/// Raises error 51001 unless a transaction is open and holds the fenced transaction's
-/// own application lock, named by the uuid at `placeholder` ([`take_lease_lock`]).
-///
-/// One `IF` for both: each statement of a batch has a cost of its own on Babelfish, and
-/// this check runs before every statement of a fenced transaction. Outside a
-/// transaction no lock is held for it either, so `APPLOCK_MODE` alone would refuse;
-/// `@@TRANCOUNT = 0` keeps that refusal from resting on how the function answers there.
+/// Raises error 51001 unless the transaction holds the fenced transaction's own
+/// application lock, named by the uuid at `placeholder` ([`take_lease_lock`]).
 pub(crate) fn held_lease_lock(placeholder: &str) -> String {
     format!(
-        "IF @@TRANCOUNT = 0 OR APPLOCK_MODE(N'public', {}, N'Transaction') = N'NoLock' \
-         THROW 51001, N'fenced: the fenced transaction has ended, or no longer holds its \
-         lease''s lock', 1;",
+        "IF APPLOCK_MODE(N'public', {}, N'Transaction') = N'NoLock' THROW 51001, \
+         N'fenced: the transaction no longer holds the lock of the fenced transaction''s \
+         lease', 1;",
         lease_lock_name(placeholder)
     )
 }
@@ -160,7 +156,7 @@ mod tests {
         begin: dialect::begin(D) =>
             "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; BEGIN TRANSACTION",
         still_fenced: dialect::still_fenced(3) =>
-            "IF @@TRANCOUNT = 0 OR APPLOCK_MODE(N'public', CONCAT(N'fenced lease ', @P3), N'Transaction') = N'NoLock' THROW 51001, N'fenced: the fenced transaction has ended, or no longer holds its lease''s lock', 1; ",
+            "IF @@TRANCOUNT = 0 THROW 51000, N'fenced: a fenced transaction''s statement needs its transaction open', 1; IF APPLOCK_MODE(N'public', CONCAT(N'fenced lease ', @P3), N'Transaction') = N'NoLock' THROW 51001, N'fenced: the transaction no longer holds the lock of the fenced transaction''s lease', 1; ",
         release: dialect::release(D, &table()) =>
             "UPDATE [dbo].[ReportPublication] SET [LeaseOwner] = NULL, [LeaseUntilUtc] = NULL WHERE [ReportId] = @P1 AND [Generation] = @P2 AND [LeaseOwner] = @P3",
         update: dialect::update(D, &table(), &[&payload()]) =>
