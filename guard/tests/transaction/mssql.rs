@@ -145,6 +145,17 @@ mod bound {
     }
 }
 
+/// The suite's store on `place`, and a lease on its row held for a minute.
+async fn held_a_minute(place: &TestSchema) -> (fenced_guard::Store<Mssql>, fenced_guard::Lease) {
+    let (store, key) = crate::suite::setup(place).await;
+    let lease = store
+        .try_acquire(key, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .expect("the row is free");
+    (store, lease)
+}
+
 /// A session's isolation level outlives its transactions, so a connection of the
 /// guard's pool can be left at `SNAPSHOT` (here by a batch sent on it), which reads the
 /// epoch as of its snapshot; the check-and-lock of `Store::transaction` does not ask
@@ -154,7 +165,7 @@ mod bound {
 #[tokio::test]
 async fn a_fenced_transaction_begins_read_committed_whatever_its_session_was_left_at() {
     use crate::support::Place;
-    use fenced_guard::{Lend, Store};
+    use fenced_guard::Lend;
 
     const LEVEL: &str = "SELECT CAST(transaction_isolation_level AS bigint), \
                          CAST(@@SPID AS bigint) FROM sys.dm_exec_sessions \
@@ -167,12 +178,7 @@ async fn a_fenced_transaction_begins_read_committed_whatever_its_session_was_lef
         .admin()
         .execute_batch("ALTER DATABASE CURRENT SET ALLOW_SNAPSHOT_ISOLATION ON")
         .await;
-    let (store, key): (Store<Mssql>, _) = crate::suite::setup(&place).await;
-    let lease = store
-        .try_acquire(key.clone(), Duration::from_secs(60))
-        .await
-        .unwrap()
-        .expect("the row is free");
+    let (store, lease) = held_a_minute(&place).await;
 
     let lent = store.backend().lend().await.unwrap();
     lent.execute_batch("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
@@ -216,17 +222,12 @@ async fn a_fenced_transaction_begins_read_committed_whatever_its_session_was_lef
 #[tokio::test]
 async fn the_guards_check_and_lock_with_no_transaction_open_locks_nothing() {
     use crate::support::Place;
-    use fenced_guard::{Lend, Store};
+    use fenced_guard::Lend;
 
     let Some(place) = TestSchema::create("fenced_unbegun_", 1).await else {
         return;
     };
-    let (store, key): (Store<Mssql>, _) = crate::suite::setup(&place).await;
-    let lease = store
-        .try_acquire(key.clone(), Duration::from_secs(60))
-        .await
-        .unwrap()
-        .expect("the row is free");
+    let (store, lease) = held_a_minute(&place).await;
     let lock = fenced_guard::dialect::lock_after_begin(store.dialect(), store.table());
     let params = crate::support::lease::mssql_lock_params(&lease);
 
