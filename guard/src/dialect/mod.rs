@@ -769,12 +769,13 @@ fn lock_in(dialect: Dialect, table: &FencedTable, in_callers_transaction: bool) 
 ///   read of the lease's row (`SELECT 1`, under the fence of [`lock`]) that writes
 ///   nothing, since no other connection can write, a successor's acquisition or an
 ///   epoch advance included, until the transaction ends;
-/// - SQL Server: [`lock`] without its refusals, each a statement of its own in the
-///   batch. [`begin`] sets `READ COMMITTED`, and neither SQL Server nor Babelfish lets
-///   a transaction switch to `SNAPSHOT` once begun (the refusal queried
-///   `sys.dm_exec_sessions`). The transaction was begun just before, on the same
-///   connection; were none open, the epoch's application lock, owned by the
-///   transaction, would not be granted (error 51003), and nothing would be locked;
+/// - SQL Server: [`lock`] without its two refusals, each a statement of the batch with
+///   a cost of its own on Babelfish. Of a `SNAPSHOT` transaction: [`begin`] sets `READ
+///   COMMITTED`, and neither SQL Server nor Babelfish lets a transaction switch to
+///   `SNAPSHOT` once begun. Of a batch with no transaction open: the guard sends this
+///   one right after its `BEGIN`, on the same connection; were none open, the epoch's
+///   application lock, owned by the transaction, would not be granted (error 51003),
+///   and each statement's own check ([`still_fenced`]) refuses outside a transaction;
 /// - PostgreSQL: [`lock`] itself.
 pub fn lock_after_begin(dialect: Dialect, table: &FencedTable) -> String {
     match dialect {
