@@ -14,7 +14,7 @@
 //! | [`renew`] | 1 key, 2 generation, 3 owner, 4 ttl in milliseconds |
 //! | [`release`] | 1 key, 2 generation, 3 owner |
 //! | [`lock`] | 1 key, 2 generation, 3 owner, and on SQL Server 4 a uuid naming the transaction's own lock ([`still_fenced`]); changes (PostgreSQL: returns) one row while the lease holds |
-//! | [`lock_after_begin`] | as [`lock`]; SQLite's returns one row while the lease holds; SQL Server's leaves out the refusal of `SNAPSHOT` |
+//! | [`lock_after_begin`] | as [`lock`]; SQLite's returns one row while the lease holds; SQL Server's leaves out the refusals of `SNAPSHOT` and of no transaction open |
 //! | [`update`], [`publish`] | 1..=n the caller's values, n+1 key, n+2 generation, n+3 owner |
 //! | [`update_recorded`], [`publish_recorded`] | as [`update`] / [`publish`], then n+4 operation id |
 //! | [`record_operation`] (SQLite) | 1 operation id, 2 key, 3 generation |
