@@ -1,5 +1,6 @@
 //! tiberius: a caller's `Client`, with and without a transaction open on it.
 
+use fenced_guard::connection::TiberiusClient;
 use fenced_guard::{Executor, Key, Store};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
@@ -32,6 +33,21 @@ async fn batch(client: &mut tiberius::Client<Compat<TcpStream>>, sql: &str) {
         .into_results()
         .await
         .expect(sql);
+}
+
+/// `BEGIN TRANSACTION` on `client`, and a fence of `lease` in it, which must pass.
+async fn begin_and_fence<'a>(
+    own: &Store<fenced_guard::Mssql>,
+    client: &'a mut tiberius::Client<Compat<TcpStream>>,
+    lease: &'a fenced_guard::Lease,
+) -> fenced_guard::Fenced<'a, TiberiusClient<'a, Compat<TcpStream>>> {
+    batch(client, "BEGIN TRANSACTION").await;
+    own.on(client)
+        .unwrap()
+        .fence(lease)
+        .await
+        .unwrap()
+        .expect("the lease holds")
 }
 
 #[tokio::test]
@@ -107,15 +123,8 @@ async fn a_fence_outside_a_transaction_is_refused_and_ends_with_it() {
         outside.map(|f| f.is_some())
     );
 
-    batch(&mut client, "BEGIN TRANSACTION").await;
     {
-        let fenced = own
-            .on(&mut client)
-            .unwrap()
-            .fence(&a)
-            .await
-            .unwrap()
-            .unwrap();
+        let fenced = begin_and_fence(&own, &mut client, &a).await;
         let commit = fenced.execute("COMMIT TRANSACTION", &[]).await;
         assert!(
             matches!(commit, Err(fenced_guard::Error::StatementRefused { .. })),
@@ -189,15 +198,8 @@ async fn a_transaction_begun_again_under_a_fenced_is_refused_before_any_successo
         ]
     };
 
-    batch(&mut client, "BEGIN TRANSACTION").await;
     {
-        let fenced = own
-            .on(&mut client)
-            .unwrap()
-            .fence(&a)
-            .await
-            .unwrap()
-            .unwrap();
+        let fenced = begin_and_fence(&own, &mut client, &a).await;
         let backend = fenced.store().backend();
         backend.execute_batch("COMMIT TRANSACTION").await.unwrap();
         let autocommitted = fenced.execute(&insert, &line()).await;
@@ -256,15 +258,8 @@ async fn a_failing_guard_statement_leaves_the_callers_transaction_open() {
     );
 
     for control in [false, true] {
-        batch(&mut client, "BEGIN TRANSACTION").await;
         let open = {
-            let fenced = own
-                .on(&mut client)
-                .unwrap()
-                .fence(&a)
-                .await
-                .unwrap()
-                .unwrap();
+            let fenced = begin_and_fence(&own, &mut client, &a).await;
             fenced
                 .execute(&insert, &[a.key().into(), "line".into()])
                 .await
