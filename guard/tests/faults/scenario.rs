@@ -143,8 +143,12 @@ where
     panic!("{RUNS} runs did not exercise every fault, so they proved too little: {coverage:?}");
 }
 
-/// At most this many fenced runs, each a fresh bench, to exercise every fault.
-const RUNS: u64 = 10;
+/// At most this many fenced runs, each a fresh bench, to exercise every fault. The
+/// rarest is a resolution: on the TDS server, under CI's load, about one run in three
+/// has a publication whose first attempt a cut failed and whose retry returned, and ten
+/// runs once went without one (1,203 tests otherwise passing). The loop ends as soon
+/// as every fault has been seen, so a lucky run costs no more.
+const RUNS: u64 = 20;
 
 /// What the fenced runs have exercised so far.
 #[derive(Debug, Default)]
