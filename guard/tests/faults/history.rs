@@ -304,6 +304,10 @@ pub struct Recorded {
 /// Longest any single call may take before it is recorded as failed.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How often, with a proxy in front of the workers, a publication with an operation
+/// id has its first attempt cut after commit, on top of the wire's random faults.
+const PUBLICATION_CUT_AFTER_COMMIT: f64 = 0.2;
+
 struct Recorder {
     start: Instant,
     calls: Mutex<Vec<Call>>,
@@ -401,6 +405,7 @@ pub async fn run_gated<T: Bench>(
                 cuts_before: 0,
                 cuts_after: 0,
                 operation: None,
+                next_cut: None,
             };
             worker.run(deadline).await;
             Faults {
@@ -476,6 +481,8 @@ struct Worker<B: Backend + Clone + fenced_guard::Lend> {
     cuts_after: u64,
     /// The operation id of the publication in progress, if it carries one.
     operation: Option<Uuid>,
+    /// A cut the next call takes instead of drawing its wire fault.
+    next_cut: Option<Fault>,
 }
 
 /// A wire fault prepared for one call.
@@ -656,6 +663,12 @@ impl<B: Backend + Clone + fenced_guard::Lend> Worker<B> {
         id: i64,
     ) -> Seen {
         self.operation = Some(Uuid::new_v4());
+        // Only a publication whose first attempt was cut after commit, and whose retry
+        // then returned, is resolved; at the wire's own rate a run on a slow server
+        // could go without one, and the run would prove nothing of `resolve`.
+        if self.proxy.is_some() && self.rng.random_bool(PUBLICATION_CUT_AFTER_COMMIT) {
+            self.next_cut = Some(Fault::CutAfterCommit);
+        }
         let mut seen = self.call(row, op, lease, Some(id)).await;
         if seen == Seen::Failed {
             seen = self.call(row, op, lease, Some(id)).await;
@@ -684,6 +697,9 @@ impl<B: Backend + Clone + fenced_guard::Lend> Worker<B> {
     }
 
     fn pick_wire(&mut self) -> Wire {
+        if let Some(fault) = self.next_cut.take() {
+            return Wire::Cut(fault);
+        }
         if self.proxy.is_none() || !self.rng.random_bool(self.settings.wire) {
             return Wire::None;
         }
