@@ -143,13 +143,13 @@ where
     panic!("{RUNS} runs did not exercise every fault, so they proved too little: {coverage:?}");
 }
 
-/// At most this many fenced runs, each a fresh bench, to exercise every fault. The
-/// rarest is a resolution, which needs a publication whose first attempt a cut failed
-/// and whose retry returned: at the wire's own rate, fewer than half the runs on the
-/// TDS server had one, and ten runs under CI's load once went without. The workers
-/// now cut a publication's first attempt more often, and every run of eight on that
-/// server resolved at least one. The loop ends as soon as every fault has been seen,
-/// so a lucky run costs no more.
+/// At most this many fenced runs, each a fresh bench, to exercise every fault. On the
+/// TDS server a run makes about a hundred calls, and about half the runs leave
+/// something unseen, most often a fence asked for in autocommit. A resolution was the
+/// rarest, and ten runs under CI's load once went without one, until the workers cut
+/// a publication's first attempt more often: each of 20 runs there then resolved at
+/// least one. The loop ends as soon as every fault has been seen, so a lucky run costs
+/// no more.
 const RUNS: u64 = 20;
 
 /// What the fenced runs have exercised so far.
