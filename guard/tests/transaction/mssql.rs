@@ -217,8 +217,8 @@ async fn a_fenced_transaction_begins_read_committed_whatever_its_session_was_lef
 /// The check-and-lock of `Store::transaction` leaves out the refusal of a batch with no
 /// transaction open, since the guard sends it right after its own `BEGIN`; were none
 /// open, it would still lock nothing: the epoch's application lock, owned by the
-/// transaction, is not granted (51003), and the row stays free for a successor.
-/// Negative control: inside a transaction the same statement locks the row.
+/// transaction, is not granted (51003), and no transaction is left open to hold the
+/// row's lock. Negative control: inside a transaction the same statement locks the row.
 #[tokio::test]
 async fn the_guards_check_and_lock_with_no_transaction_open_locks_nothing() {
     use crate::support::Place;
