@@ -302,6 +302,15 @@ impl Summary {
     }
 }
 
+/// `v` with `decimals` decimals for a table, or "–" where it was not measured (NaN).
+pub(crate) fn figure(v: f64, decimals: usize) -> String {
+    if v.is_nan() {
+        "–".into()
+    } else {
+        format!("{v:.decimals$}")
+    }
+}
+
 /// The nearest-rank percentile `q` of sorted nanoseconds, in milliseconds; NaN when
 /// there are none.
 fn percentile(sorted_ns: &[u64], q: f64) -> f64 {
@@ -340,6 +349,13 @@ mod tests {
         assert_eq!(percentile(&ns, 0.99), 99.0);
         assert_eq!(percentile(&ns[..1], 0.99), 1.0);
         assert!(percentile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn a_figure_not_measured_reads_as_a_dash() {
+        assert_eq!(figure(f64::NAN, 1), "–");
+        assert_eq!(figure(12.345, 1), "12.3");
+        assert_eq!(figure(0.0, 3), "0.000");
     }
 
     #[test]

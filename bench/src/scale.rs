@@ -34,7 +34,7 @@ use rand::{Rng, SeedableRng};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::error::{Error, Result};
-use crate::measure::{self, Cycle, Summary, process_cpu};
+use crate::measure::{self, Cycle, Summary, figure as f, process_cpu};
 use crate::postgres::{connect, with_parameter};
 use crate::workload::{self, PAYLOAD, PAYLOAD_COLUMN};
 
@@ -1086,14 +1086,6 @@ async fn run_parts(
         results.claiming = claiming(scale, settings, log).await?;
     }
     Ok(results)
-}
-
-fn f(v: f64, decimals: usize) -> String {
-    if v.is_nan() {
-        "–".into()
-    } else {
-        format!("{v:.decimals$}")
-    }
 }
 
 /// The results as Markdown tables.

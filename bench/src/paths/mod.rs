@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::measure::{Summary, Timing};
+use crate::measure::{Summary, Timing, figure};
 use crate::scale::ServerCpu;
 use crate::suite::sign_test;
 
@@ -363,7 +363,7 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} ({}) | {against} | {} | {} | {:.0} | {:.0} | {:.3} | {range} | {target} | {:.1} | {:.1} | {:.1} | {:.1} | {:.3} | {:.3} |",
+            "| {} ({}) | {against} | {} | {} | {:.0} | {:.0} | {:.3} | {range} | {target} | {} | {} | {} | {} | {} | {} |",
             m.name.path,
             m.name.unit,
             m.name.database,
@@ -371,12 +371,12 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
             g.cycles_per_sec,
             d.cycles_per_sec,
             m.ratio(),
-            g.cpu_us_per_cycle,
-            d.cpu_us_per_cycle,
-            g_server,
-            d_server,
-            g.p50_ms,
-            d.p50_ms,
+            figure(g.cpu_us_per_cycle, 1),
+            figure(d.cpu_us_per_cycle, 1),
+            figure(g_server, 1),
+            figure(d_server, 1),
+            figure(g.p50_ms, 3),
+            figure(d.p50_ms, 3),
         );
     }
     out
