@@ -363,14 +363,14 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} ({}) | {against} | {} | {} | {:.0} | {:.0} | {:.3} | {range} | {target} | {} | {} | {} | {} | {} | {} |",
+            "| {} ({}) | {against} | {} | {} | {:.0} | {:.0} | {} | {range} | {target} | {} | {} | {} | {} | {} | {} |",
             m.name.path,
             m.name.unit,
             m.name.database,
             m.workers,
             g.cycles_per_sec,
             d.cycles_per_sec,
-            m.ratio(),
+            figure(m.ratio(), 3),
             figure(g.cpu_us_per_cycle, 1),
             figure(d.cpu_us_per_cycle, 1),
             figure(g_server, 1),
