@@ -182,13 +182,15 @@ impl<E: Executor> Store<E> {
         limit: usize,
         ttl: Duration,
     ) -> Result<Vec<Lease>> {
-        let span = tracing::debug_span!(
-            "fenced",
-            step = "claim",
-            table = %self.table().name(),
-            limit,
-            claimed = tracing::field::Empty,
-        );
+        let span = crate::trace::heard(|| {
+            tracing::debug_span!(
+                "fenced",
+                step = "claim",
+                table = %self.table().name(),
+                limit,
+                claimed = tracing::field::Empty,
+            )
+        });
         let claimed = self
             .claim_inner(candidates, limit, ttl)
             .instrument(span.clone())

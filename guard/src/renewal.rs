@@ -106,13 +106,15 @@ impl<E: Executor> Store<E> {
     /// any database error. After an error the leases of that statement and of those not
     /// sent yet are in doubt; the leases of the statements before it were renewed.
     pub async fn renew_many<L: AsLease>(&self, leases: &[L]) -> Result<Vec<Renewal>> {
-        let span = tracing::debug_span!(
-            "fenced",
-            step = "renew_many",
-            table = %self.table().name(),
-            leases = leases.len(),
-            renewed = tracing::field::Empty,
-        );
+        let span = crate::trace::heard(|| {
+            tracing::debug_span!(
+                "fenced",
+                step = "renew_many",
+                table = %self.table().name(),
+                leases = leases.len(),
+                renewed = tracing::field::Empty,
+            )
+        });
         let outcomes = self.renew_many_inner(leases).instrument(span.clone()).await;
         if let Ok(outcomes) = &outcomes {
             span.record(
