@@ -239,7 +239,8 @@ impl Deadline {
                 .checked_duration_since(Instant::now())
                 .filter(|left| !left.is_zero())
                 .map(|left| Some((left, timeout)))
-                .ok_or(Error::TransactionTimedOut { timeout }),
+                // Made only when past: every statement of a transaction asks.
+                .ok_or_else(|| Error::TransactionTimedOut { timeout }),
         }
     }
 }
