@@ -24,10 +24,13 @@
 //! (`stamp.rs`, `fenced-bench stamp --help`). `fenced-bench paths` sets the paths an
 //! existing service takes (its own clients and transactions, the guard's fenced
 //! transactions, claiming) against the same work on the driver alone (`paths/`,
-//! `fenced-bench paths --help`).
+//! `fenced-bench paths --help`). `fenced-bench count` counts the client's instructions
+//! per transaction with valgrind's callgrind: plain, with the guard's check, and fenced
+//! (`count.rs`, `fenced-bench count --help`).
 
 mod chart;
 mod check;
+mod count;
 mod error;
 mod measure;
 mod paths;
@@ -134,6 +137,73 @@ enum Command {
     /// fence in its sqlx transaction, claiming) against the same work on the driver
     /// alone, alternated. Prints ratios. SQL Server too when `FENCED_MSSQL_URL` is set.
     Paths(PathsArgs),
+    /// The client's instructions per transaction, counted by valgrind's callgrind: the
+    /// plain transaction, the plain one with the guard's check-and-lock, and the
+    /// guard's fenced transaction, on SQLite and PostgreSQL. Needs `valgrind`.
+    Count(CountArgs),
+    /// One counted process of `count`, run under callgrind.
+    #[command(hide = true)]
+    CountOne(CountOneArgs),
+}
+
+/// The count's options.
+#[derive(Debug, clap::Args)]
+struct CountArgs {
+    /// Transactions counted in each kind's run, after the warm-up.
+    #[arg(long, default_value_t = 5_000)]
+    transactions: u64,
+    /// Transactions before the counted ones, in both of a kind's runs.
+    #[arg(long, default_value_t = 20)]
+    warmup: u64,
+    /// Skip PostgreSQL.
+    #[arg(long)]
+    no_postgres: bool,
+    /// Where to write the table (Markdown), besides standard output.
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+}
+
+impl CountArgs {
+    fn settings(&self) -> Result<count::Settings, Error> {
+        if self.transactions == 0 {
+            return Err(Error::Usage("--transactions must be at least 1".into()));
+        }
+        Ok(count::Settings {
+            transactions: self.transactions,
+            warmup: self.warmup,
+            postgres: (!self.no_postgres).then(postgres_url),
+            sqlite_dir: sqlite_dir(false),
+        })
+    }
+}
+
+/// The options of one counted process.
+#[derive(Debug, clap::Args)]
+struct CountOneArgs {
+    #[arg(long, value_enum)]
+    database: count::Database,
+    #[arg(long, value_enum)]
+    kind: paths::Kind,
+    #[arg(long)]
+    transactions: u64,
+    #[arg(long)]
+    sqlite_dir: PathBuf,
+}
+
+/// The PostgreSQL server: `FENCED_PG_URL`, or the default.
+fn postgres_url() -> String {
+    std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned())
+}
+
+/// Where a SQLite file goes: `/dev/shm` (memory) unless `durable` or missing, else the
+/// system's temporary directory.
+fn sqlite_dir(durable: bool) -> PathBuf {
+    let shm = PathBuf::from("/dev/shm");
+    if !durable && shm.is_dir() {
+        shm
+    } else {
+        std::env::temp_dir()
+    }
 }
 
 /// The paths benchmark's options.
@@ -189,19 +259,14 @@ impl PathsArgs {
         }
         let workers = worker_counts(self.repeats, &self.workers)?;
         let quick = self.quick;
-        let shm = PathBuf::from("/dev/shm");
         Ok(paths::Settings {
-            postgres: std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned()),
+            postgres: postgres_url(),
             mssql: if self.no_mssql {
                 None
             } else {
                 std::env::var("FENCED_MSSQL_URL").ok()
             },
-            sqlite_dir: if !self.durable && shm.is_dir() {
-                shm
-            } else {
-                std::env::temp_dir()
-            },
+            sqlite_dir: sqlite_dir(self.durable),
             durable: self.durable,
             workers,
             timing: measure::Timing {
@@ -254,7 +319,7 @@ impl StampArgs {
         let workers = worker_counts(self.repeats, &self.workers)?;
         let quick = self.quick;
         Ok(stamp::Settings {
-            postgres: std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned()),
+            postgres: postgres_url(),
             durable: self.durable,
             workers,
             timing: measure::Timing {
@@ -385,7 +450,7 @@ impl ScaleArgs {
         }
         let largest = leases.iter().copied().max().unwrap_or(1);
         Ok(scale::Settings {
-            postgres: std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned()),
+            postgres: postgres_url(),
             durable: self.durable,
             leases,
             ttl: secs(self.ttl, "ttl")?,
@@ -433,17 +498,11 @@ impl Args {
         let warmup = seconds(self.warmup, 0.5, 0.2, "warmup")?;
         let repeats = self.repeats.unwrap_or(if self.quick { 1 } else { 3 });
         let workers = worker_counts(repeats, &self.workers)?;
-        let postgres = (!self.no_postgres)
-            .then(|| std::env::var("FENCED_PG_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned()));
+        let postgres = (!self.no_postgres).then(postgres_url);
         let sqlite = (!self.no_sqlite).then(|| {
-            self.sqlite_dir.clone().unwrap_or_else(|| {
-                let shm = PathBuf::from("/dev/shm");
-                if !self.durable && shm.is_dir() {
-                    shm
-                } else {
-                    std::env::temp_dir()
-                }
-            })
+            self.sqlite_dir
+                .clone()
+                .unwrap_or_else(|| sqlite_dir(self.durable))
         });
         // In the order given; a mode listed twice is measured once.
         let mut sqlite_executions = Vec::new();
@@ -512,11 +571,36 @@ async fn run_paths(args: &PathsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn run_count(args: &CountArgs) -> anyhow::Result<()> {
+    let settings = args.settings()?;
+    let table = count::run(&settings, &mut |line| eprintln!("{line}"))?;
+    if let Some(path) = &args.markdown {
+        write_file(path, &table)?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(table.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
 async fn run(args: Args) -> anyhow::Result<()> {
     match &args.command {
         Some(Command::Scale(scale)) => return run_scale(scale).await,
         Some(Command::Stamp(stamp)) => return run_stamp(stamp).await,
         Some(Command::Paths(paths)) => return run_paths(paths).await,
+        Some(Command::Count(count)) => return run_count(count),
+        Some(Command::CountOne(one)) => {
+            let postgres = postgres_url();
+            count::run_one(
+                one.database,
+                one.kind,
+                one.transactions,
+                &postgres,
+                &one.sqlite_dir,
+            )
+            .await?;
+            return Ok(());
+        }
         None => {}
     }
     let settings = args.settings()?;
@@ -536,10 +620,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // A counted process runs on one thread, so that no idle worker adds instructions.
+    let mut builder = if matches!(args.command, Some(Command::CountOne(_))) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("fenced-bench: cannot start the runtime: {e}");
@@ -718,6 +805,33 @@ mod tests {
             Some(Command::Paths(paths)) => paths.settings(),
             _ => panic!("no paths subcommand"),
         }
+    }
+
+    fn count(args: &[&str]) -> Result<count::Settings, Error> {
+        let args = Args::try_parse_from(
+            ["fenced-bench", "count"]
+                .into_iter()
+                .chain(args.iter().copied()),
+        )
+        .expect("parses");
+        match args.command {
+            Some(Command::Count(count)) => count.settings(),
+            _ => panic!("no count subcommand"),
+        }
+    }
+
+    #[test]
+    fn the_count_takes_its_sizes_and_refuses_no_transactions() {
+        let settings = count(&[]).unwrap();
+        assert_eq!((settings.transactions, settings.warmup), (5_000, 20));
+        assert!(settings.postgres.is_some());
+        let small = count(&["--transactions", "7", "--warmup", "0", "--no-postgres"]).unwrap();
+        assert_eq!((small.transactions, small.warmup), (7, 0));
+        assert!(small.postgres.is_none());
+        assert!(matches!(
+            count(&["--transactions", "0"]),
+            Err(Error::Usage(_))
+        ));
     }
 
     #[test]

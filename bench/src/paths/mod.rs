@@ -25,6 +25,8 @@ mod place;
 mod sqlx;
 mod transaction;
 
+pub(crate) use transaction::{Kind, postgres_transactions, sqlite_transactions};
+
 use std::fmt::Write as _;
 use std::future::Future;
 use std::path::PathBuf;

@@ -45,13 +45,7 @@ pub(crate) async fn run(
     let place = PgPlace::setup(&settings.postgres, settings.durable).await?;
     let measured = async {
         let (table, leases) = pg_leases(&place, "TxLease", most).await?;
-        let lines = format!("{}.TxLine", place.schema);
-        place
-            .monitor
-            .batch_execute(&format!(
-                "CREATE TABLE {lines} (\"Report\" bigint NOT NULL, \"Line\" text NOT NULL)"
-            ))
-            .await?;
+        let lines = pg_lines(&place).await?;
         let pair = PgTransaction {
             place: &place,
             statements: Statements::new(Dialect::Postgres, &table, &lines)?,
@@ -139,6 +133,18 @@ async fn pg_leases(place: &PgPlace, name: &str, rows: usize) -> Result<(FencedTa
     );
     let leases = hold(&store, rows).await?;
     Ok((table, leases))
+}
+
+/// Makes the table of the transactions' lines; returns its name.
+async fn pg_lines(place: &PgPlace) -> Result<String> {
+    let lines = format!("{}.TxLine", place.schema);
+    place
+        .monitor
+        .batch_execute(&format!(
+            "CREATE TABLE {lines} (\"Report\" bigint NOT NULL, \"Line\" text NOT NULL)"
+        ))
+        .await?;
+    Ok(lines)
 }
 
 /// The statements of the transaction's body, as the guard renders the fenced write.
@@ -261,6 +267,28 @@ impl Cycle for PlainPg {
 }
 
 impl PlainPg {
+    /// A client of its own for `lease`'s transactions, its statements prepared.
+    async fn connect(
+        config: &str,
+        statements: &Statements,
+        lease: &Lease,
+        with_check: bool,
+    ) -> Result<PlainPg> {
+        let client = connect(config).await?;
+        let check = if with_check {
+            Some(client.prepare(&statements.check).await?)
+        } else {
+            None
+        };
+        Ok(PlainPg {
+            insert: client.prepare(&statements.insert).await?,
+            update: client.prepare(&statements.update).await?,
+            check,
+            client,
+            lease: lease.clone(),
+        })
+    }
+
     /// The plain transaction with the guard's check-and-lock: `BEGIN` and the check
     /// pipelined, as the guard's pool sends them, then the same statements.
     async fn checked(&self, check: &tokio_postgres::Statement, key: i64) -> Result<bool> {
@@ -303,19 +331,7 @@ impl PgTransaction<'_> {
     ) -> Result<(Summary, Option<u64>)> {
         let mut cycles = Vec::with_capacity(workers);
         for lease in &self.leases[..workers] {
-            let client = connect(config).await?;
-            let check = if with_check {
-                Some(client.prepare(&self.statements.check).await?)
-            } else {
-                None
-            };
-            cycles.push(PlainPg {
-                insert: client.prepare(&self.statements.insert).await?,
-                update: client.prepare(&self.statements.update).await?,
-                check,
-                client,
-                lease: lease.clone(),
-            });
+            cycles.push(PlainPg::connect(config, &self.statements, lease, with_check).await?);
         }
         run_cycles(cycles, timing, clock).await
     }
@@ -527,49 +543,12 @@ fn plain_sqlite(
             .map(|(i, lease)| {
                 let (ready, window) = (&ready, &window);
                 scope.spawn(move || {
-                    let conn = rusqlite::Connection::open(path).and_then(|conn| {
-                        conn.busy_timeout(BUSY_TIMEOUT)?;
-                        conn.prepare_cached(&statements.insert)?;
-                        conn.prepare_cached(&statements.update)?;
-                        conn.prepare_cached(&statements.check)?;
-                        Ok(conn)
-                    });
+                    let conn = PlainSqlite::open(path, statements, lease);
                     ready.wait();
                     let conn = conn?;
                     let window: Window = *window.wait();
-                    let owner = lease.owner().hyphenated().to_string();
                     measure::drive_blocking(
-                        |key| {
-                            conn.execute_batch("BEGIN IMMEDIATE")?;
-                            if with_check {
-                                let locked = conn
-                                    .prepare_cached(&statements.check)?
-                                    .exists(params![key, lease.generation(), owner])?;
-                                if !locked {
-                                    return Err(protocol(
-                                        "the check-and-lock refused a held lease",
-                                    ));
-                                }
-                            }
-                            for line in LINES {
-                                let rows = conn
-                                    .prepare_cached(&statements.insert)?
-                                    .execute(params![key, line])?;
-                                workload::one_row(
-                                    u64::try_from(rows).unwrap_or(0),
-                                    "a line's insert",
-                                )?;
-                            }
-                            let updated = conn
-                                .prepare_cached(&statements.update)?
-                                .execute(params![PAYLOAD, key, lease.generation(), owner])?;
-                            workload::one_row(
-                                u64::try_from(updated).unwrap_or(0),
-                                "the fenced update",
-                            )?;
-                            conn.execute_batch("COMMIT")?;
-                            Ok(true)
-                        },
+                        |key| conn.transaction(key, with_check),
                         Rows::Distinct.key(i),
                         window,
                     )
@@ -596,6 +575,150 @@ fn plain_sqlite(
         }
         Ok(Summary::of(tally, window.measured(), cpu))
     })
+}
+
+/// A rusqlite connection of its own for `lease`'s plain transactions, its statements
+/// kept in the connection's cache.
+struct PlainSqlite<'a> {
+    conn: rusqlite::Connection,
+    statements: &'a Statements,
+    lease: &'a Lease,
+    owner: String,
+}
+
+impl<'a> PlainSqlite<'a> {
+    fn open(path: &Path, statements: &'a Statements, lease: &'a Lease) -> Result<Self> {
+        let conn = rusqlite::Connection::open(path)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.prepare_cached(&statements.insert)?;
+        conn.prepare_cached(&statements.update)?;
+        conn.prepare_cached(&statements.check)?;
+        Ok(PlainSqlite {
+            conn,
+            statements,
+            lease,
+            owner: lease.owner().hyphenated().to_string(),
+        })
+    }
+
+    /// One plain transaction on row `key`, `BEGIN IMMEDIATE` as the guard's; with
+    /// `with_check`, the guard's check-and-lock after the `BEGIN`.
+    fn transaction(&self, key: i64, with_check: bool) -> Result<bool> {
+        let (conn, statements) = (&self.conn, self.statements);
+        let (generation, owner) = (self.lease.generation(), &self.owner);
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        if with_check {
+            let locked = conn
+                .prepare_cached(&statements.check)?
+                .exists(params![key, generation, owner])?;
+            if !locked {
+                return Err(protocol("the check-and-lock refused a held lease"));
+            }
+        }
+        for line in LINES {
+            let rows = conn
+                .prepare_cached(&statements.insert)?
+                .execute(params![key, line])?;
+            workload::one_row(u64::try_from(rows).unwrap_or(0), "a line's insert")?;
+        }
+        let updated = conn
+            .prepare_cached(&statements.update)?
+            .execute(params![PAYLOAD, key, generation, owner])?;
+        workload::one_row(u64::try_from(updated).unwrap_or(0), "the fenced update")?;
+        conn.execute_batch("COMMIT")?;
+        Ok(true)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Counted: a given number of one kind of transaction, for `fenced-bench count`.
+
+/// A kind of transaction `fenced-bench count` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Kind {
+    /// The plain transaction on the driver.
+    Plain,
+    /// The plain transaction with the guard's check-and-lock, on the driver.
+    Checked,
+    /// The fenced transaction of the guard's pool (on SQLite, run in place).
+    Fenced,
+}
+
+impl Kind {
+    pub(crate) const ALL: [Kind; 3] = [Kind::Plain, Kind::Checked, Kind::Fenced];
+
+    /// Its name in the table and on the command line.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Kind::Plain => "plain",
+            Kind::Checked => "checked",
+            Kind::Fenced => "fenced",
+        }
+    }
+}
+
+/// Runs `count` transactions of `kind` one after another, on row 1 of a SQLite file of
+/// its own under `dir`, on the calling thread.
+pub(crate) async fn sqlite_transactions(dir: &Path, kind: Kind, count: u64) -> Result<()> {
+    let lite = Lite::setup(dir, 1, Execution::InPlace).await?;
+    let key = Rows::Distinct.key(0);
+    let lease = &lite.leases[0];
+    if kind == Kind::Fenced {
+        let options = SqliteOptions::default()
+            .max_connections(1)
+            .busy_timeout(BUSY_TIMEOUT)
+            .execution(Execution::InPlace.into());
+        let store = Store::new(
+            Sqlite::open_with(&lite.path, options).await?,
+            lite.table.clone(),
+        );
+        let mut cycle = FencedCycle {
+            store,
+            lease: lease.clone(),
+            insert: lite.statements.insert.clone(),
+        };
+        for _ in 0..count {
+            cycle.attempt(key).await?;
+        }
+    } else {
+        let conn = PlainSqlite::open(&lite.path, &lite.statements, lease)?;
+        for _ in 0..count {
+            conn.transaction(key, kind == Kind::Checked)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `count` transactions of `kind` one after another, on row 1 of a table in a
+/// schema of its own on the PostgreSQL server of `config`, dropped after.
+pub(crate) async fn postgres_transactions(config: &str, kind: Kind, count: u64) -> Result<()> {
+    let place = PgPlace::setup(config, false).await?;
+    let ran = async {
+        let (table, leases) = pg_leases(&place, "TxLease", 1).await?;
+        let statements = Statements::new(Dialect::Postgres, &table, &pg_lines(&place).await?)?;
+        let key = Rows::Distinct.key(0);
+        if kind == Kind::Fenced {
+            let mut cycle = FencedCycle {
+                store: Store::new(Postgres::connect_with(&place.config, 1).await?, table),
+                lease: leases[0].clone(),
+                insert: statements.insert.clone(),
+            };
+            for _ in 0..count {
+                cycle.attempt(key).await?;
+            }
+        } else {
+            let with_check = kind == Kind::Checked;
+            let mut cycle =
+                PlainPg::connect(&place.config, &statements, &leases[0], with_check).await?;
+            for _ in 0..count {
+                cycle.attempt(key).await?;
+            }
+        }
+        Ok::<_, Error>(())
+    }
+    .await;
+    place.teardown().await?;
+    ran
 }
 
 // ---------------------------------------------------------------------------------------
