@@ -109,6 +109,8 @@ fn instructions(
     let mut command = Command::new("valgrind");
     command
         .arg("--tool=callgrind")
+        // Only the counted process's own messages on its standard error.
+        .arg("--quiet")
         .arg(format!("--callgrind-out-file={}", file.display()))
         .arg(exe)
         .arg("count-one")
