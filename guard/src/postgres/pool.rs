@@ -4,6 +4,8 @@
 mod connection;
 mod lent;
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::future::poll_fn;
 use std::pin::pin;
 use std::sync::Arc;
@@ -455,7 +457,7 @@ struct Ahead<'a> {
     timeouts: Option<u32>,
 }
 
-impl Ahead<'_> {
+impl<'a> Ahead<'a> {
     const NOTHING: Ahead<'static> = Ahead {
         begin: None,
         timeouts: None,
@@ -467,19 +469,23 @@ impl Ahead<'_> {
     /// `SET` takes no parameters; the milliseconds are a number the guard computed.
     /// One batch is one message for the client to send and one parse for the server,
     /// where a prepared `set_config` was a second request, bound and executed.
-    fn batch(&self) -> Option<String> {
-        let timeouts = self.timeouts.map(|ms| {
-            format!(
-                "SET LOCAL statement_timeout = {ms}; \
-                 SET LOCAL idle_in_transaction_session_timeout = {ms}"
-            )
-        });
-        match (self.begin, timeouts) {
-            (None, None) => None,
-            (Some(begin), None) => Some(begin.to_owned()),
-            (None, Some(timeouts)) => Some(timeouts),
-            (Some(begin), Some(timeouts)) => Some(format!("{begin}; {timeouts}")),
+    ///
+    /// Written into one string: two `format!`s and a copy of `BEGIN` were about 1,900
+    /// of a fenced transaction's 91,000 client instructions.
+    fn batch(&self) -> Option<Cow<'a, str>> {
+        let Some(ms) = self.timeouts else {
+            return self.begin.map(Cow::Borrowed);
+        };
+        let mut batch = String::with_capacity(112);
+        if let Some(begin) = self.begin {
+            batch.push_str(begin);
+            batch.push_str("; ");
         }
+        batch.push_str("SET LOCAL statement_timeout = ");
+        let _ = write!(batch, "{ms}");
+        batch.push_str("; SET LOCAL idle_in_transaction_session_timeout = ");
+        let _ = write!(batch, "{ms}");
+        Some(Cow::Owned(batch))
     }
 }
 
@@ -615,5 +621,38 @@ impl Executor for Postgres {
             Attempt::Done(result) => result,
             Attempt::Again(error) => Err(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::Ahead;
+
+    /// What goes ahead of a statement, for each of the four cases; the `BEGIN` alone is
+    /// not copied.
+    #[test]
+    fn the_batch_ahead_is_begin_then_both_timeouts() {
+        let ahead = |begin, timeouts| Ahead { begin, timeouts }.batch();
+        assert_eq!(Ahead::NOTHING.batch(), None);
+        assert!(matches!(
+            ahead(Some("BEGIN"), None),
+            Some(Cow::Borrowed("BEGIN"))
+        ));
+        assert_eq!(
+            ahead(None, Some(1500)).as_deref(),
+            Some(
+                "SET LOCAL statement_timeout = 1500; \
+                 SET LOCAL idle_in_transaction_session_timeout = 1500"
+            )
+        );
+        assert_eq!(
+            ahead(Some("BEGIN"), Some(7)).as_deref(),
+            Some(
+                "BEGIN; SET LOCAL statement_timeout = 7; \
+                 SET LOCAL idle_in_transaction_session_timeout = 7"
+            )
+        );
     }
 }
