@@ -233,10 +233,16 @@ impl Deadline {
 
     /// The time left and the whole timeout, as [`remaining`](Deadline::remaining).
     pub(crate) fn remaining_of(&self) -> Result<Option<(Duration, Duration)>> {
+        self.remaining_at(Instant::now())
+    }
+
+    /// [`remaining_of`](Deadline::remaining_of) at `now`, for a caller that reads the
+    /// clock for more than this.
+    pub(crate) fn remaining_at(&self, now: Instant) -> Result<Option<(Duration, Duration)>> {
         match self.0.get() {
             None => Ok(None),
             Some(&(deadline, timeout)) => deadline
-                .checked_duration_since(Instant::now())
+                .checked_duration_since(now)
                 .filter(|left| !left.is_zero())
                 .map(|left| Some((left, timeout)))
                 // Made only when past: every statement of a transaction asks.

@@ -220,10 +220,10 @@ impl LentPostgres {
     /// milliseconds when the server's timeouts are due to be set (see
     /// [`Lend::bound`]); `None` when they are not, or the transaction is unbounded.
     fn time_left(&self) -> Result<Option<u32>> {
-        let Some((left, timeout)) = self.deadline.remaining_of()? else {
+        let now = Instant::now();
+        let Some((left, timeout)) = self.deadline.remaining_at(now)? else {
             return Ok(None);
         };
-        let now = Instant::now();
         let mut bounded_at = self
             .bounded_at
             .lock()
