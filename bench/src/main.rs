@@ -716,14 +716,19 @@ mod tests {
         case!("in-place,hand-off,in-place" => [Execution::InPlace, Execution::HandOff]);
     }
 
-    fn scale(args: &[&str]) -> Result<scale::Settings, Error> {
-        let args = Args::try_parse_from(
-            ["fenced-bench", "scale"]
+    /// The subcommand `name` with `args`, parsed.
+    fn parsed(name: &str, args: &[&str]) -> Option<Command> {
+        Args::try_parse_from(
+            ["fenced-bench", name]
                 .into_iter()
                 .chain(args.iter().copied()),
         )
-        .expect("parses");
-        match args.command {
+        .expect("parses")
+        .command
+    }
+
+    fn scale(args: &[&str]) -> Result<scale::Settings, Error> {
+        match parsed("scale", args) {
             Some(Command::Scale(scale)) => scale.settings(),
             _ => panic!("no scale subcommand"),
         }
@@ -763,13 +768,7 @@ mod tests {
     }
 
     fn stamp(args: &[&str]) -> Result<stamp::Settings, Error> {
-        let args = Args::try_parse_from(
-            ["fenced-bench", "stamp"]
-                .into_iter()
-                .chain(args.iter().copied()),
-        )
-        .expect("parses");
-        match args.command {
+        match parsed("stamp", args) {
             Some(Command::Stamp(stamp)) => stamp.settings(),
             _ => panic!("no stamp subcommand"),
         }
@@ -795,26 +794,14 @@ mod tests {
     }
 
     fn paths(args: &[&str]) -> Result<paths::Settings, Error> {
-        let args = Args::try_parse_from(
-            ["fenced-bench", "paths"]
-                .into_iter()
-                .chain(args.iter().copied()),
-        )
-        .expect("parses");
-        match args.command {
+        match parsed("paths", args) {
             Some(Command::Paths(paths)) => paths.settings(),
             _ => panic!("no paths subcommand"),
         }
     }
 
     fn count(args: &[&str]) -> Result<count::Settings, Error> {
-        let args = Args::try_parse_from(
-            ["fenced-bench", "count"]
-                .into_iter()
-                .chain(args.iter().copied()),
-        )
-        .expect("parses");
-        match args.command {
+        match parsed("count", args) {
             Some(Command::Count(count)) => count.settings(),
             _ => panic!("no count subcommand"),
         }

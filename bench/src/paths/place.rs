@@ -93,6 +93,18 @@ impl PgPlace {
         Ok(())
     }
 
+    /// Makes the table of a transaction's lines, `name` (as written in SQL) in the
+    /// place's schema; returns its qualified name.
+    pub(crate) async fn lines(&self, name: &str) -> Result<String> {
+        let lines = format!("{}.{name}", self.schema);
+        self.monitor
+            .batch_execute(&format!(
+                "CREATE TABLE {lines} (\"Report\" bigint NOT NULL, \"Line\" text NOT NULL)"
+            ))
+            .await?;
+        Ok(lines)
+    }
+
     /// Clears what a transaction's run left before the next: the leases' dead row
     /// versions in `table` (quoted), and every line in `lines`.
     pub(crate) async fn reset(&self, table: &str, lines: &str) -> Result<()> {

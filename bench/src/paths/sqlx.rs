@@ -40,13 +40,7 @@ pub(crate) async fn run(
                     .ok_or_else(|| protocol(format!("row {key} was not free")))?,
             );
         }
-        let lines = format!("{}.\"SqlxLine\"", place.schema);
-        place
-            .monitor
-            .batch_execute(&format!(
-                "CREATE TABLE {lines} (\"Report\" bigint NOT NULL, \"Line\" text NOT NULL)"
-            ))
-            .await?;
+        let lines = place.lines("\"SqlxLine\"").await?;
         let payload = fenced_guard::Identifier::new(PAYLOAD_COLUMN)?;
         let pair = SqlxPair {
             place: &place,

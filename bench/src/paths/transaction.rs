@@ -45,7 +45,7 @@ pub(crate) async fn run(
     let place = PgPlace::setup(&settings.postgres, settings.durable).await?;
     let measured = async {
         let (table, leases) = pg_leases(&place, "TxLease", most).await?;
-        let lines = pg_lines(&place).await?;
+        let lines = place.lines("TxLine").await?;
         let pair = PgTransaction {
             place: &place,
             statements: Statements::new(Dialect::Postgres, &table, &lines)?,
@@ -133,18 +133,6 @@ async fn pg_leases(place: &PgPlace, name: &str, rows: usize) -> Result<(FencedTa
     );
     let leases = hold(&store, rows).await?;
     Ok((table, leases))
-}
-
-/// Makes the table of the transactions' lines; returns its name.
-async fn pg_lines(place: &PgPlace) -> Result<String> {
-    let lines = format!("{}.TxLine", place.schema);
-    place
-        .monitor
-        .batch_execute(&format!(
-            "CREATE TABLE {lines} (\"Report\" bigint NOT NULL, \"Line\" text NOT NULL)"
-        ))
-        .await?;
-    Ok(lines)
 }
 
 /// The statements of the transaction's body, as the guard renders the fenced write.
@@ -695,7 +683,7 @@ pub(crate) async fn postgres_transactions(config: &str, kind: Kind, count: u64) 
     let place = PgPlace::setup(config, false).await?;
     let ran = async {
         let (table, leases) = pg_leases(&place, "TxLease", 1).await?;
-        let statements = Statements::new(Dialect::Postgres, &table, &pg_lines(&place).await?)?;
+        let statements = Statements::new(Dialect::Postgres, &table, &place.lines("TxLine").await?)?;
         let key = Rows::Distinct.key(0);
         if kind == Kind::Fenced {
             let mut cycle = FencedCycle {
