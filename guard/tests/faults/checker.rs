@@ -273,24 +273,42 @@ fn check_epochs(calls: &[Call], trace: &[TraceEntry], violations: &mut Vec<Viola
         .filter(|c| c.op.is_acquisition() && c.seen == Seen::Applied)
         .map(|c| ((c.row, c.generation), c.end_us))
         .collect();
-    let writes: HashMap<i64, &Call> = calls
-        .iter()
-        .filter(|c| c.op.is_write())
-        .filter_map(|c| c.write_id.map(|id| (id, c)))
-        .collect();
+    // One logical write per write id: a publication retried with its operation id
+    // keeps its write id, and only one of its attempts wrote it.
+    let mut writes: HashMap<i64, Vec<&Call>> = HashMap::new();
+    for call in calls.iter().filter(|c| c.op.is_write()) {
+        if let Some(id) = call.write_id {
+            writes.entry(id).or_default().push(call);
+        }
+    }
     for entry in trace.iter().filter(|e| e.is_write()) {
-        let Some((id, call)) = entry
+        let Some((id, attempts)) = entry
             .write_id
-            .and_then(|id| writes.get(&id).map(|call| (id, *call)))
+            .and_then(|id| writes.get(&id).map(|attempts| (id, attempts)))
         else {
             continue;
         };
+        let call = attempts[0];
         let Some(&acquired_us) = acquired.get(&(call.row, call.generation)) else {
             continue;
         };
+        // The attempt that saw the write applied wrote it; failing that, any attempt
+        // whose answer was lost may have (one that found it already applied, or was
+        // refused, wrote nothing). The write is late only if every such attempt is.
+        let writers: Vec<&Call> = match attempts.iter().find(|c| c.seen == Seen::Applied) {
+            Some(applied) => vec![*applied],
+            None => attempts
+                .iter()
+                .copied()
+                .filter(|c| c.seen == Seen::Failed)
+                .collect(),
+        };
+        if writers.is_empty() {
+            continue;
+        }
         if let Some(advance) = advances
             .iter()
-            .find(|a| acquired_us < a.start_us && call.start_us > a.end_us)
+            .find(|a| acquired_us < a.start_us && writers.iter().all(|w| w.start_us > a.end_us))
         {
             violations.push(Violation::WriteAfterEpochAdvance {
                 row: call.row,
@@ -645,6 +663,30 @@ mod tests {
         assert!(landed.violations[0].to_string().contains("write 5"));
         // Started before the advance returned: it may commit first.
         assert_eq!(across_an_advance(55, true).violations, vec![]);
+    }
+
+    /// A publication retried with its operation id keeps its write id: the attempt that
+    /// wrote it is the one to judge against the advance. Its first attempt, begun
+    /// before the advance, committed and lost its answer; the retry after the advance
+    /// found it applied. Negative controls: a retry after the advance that wrote it
+    /// itself, the first attempt's answer lost before it ran, is caught; so is a write
+    /// whose every attempt began after the advance.
+    #[test]
+    fn a_retried_write_is_judged_by_the_attempt_that_wrote_it() {
+        let history = |first: (u64, Seen), retry: (u64, Seen)| {
+            let (mut calls, mut trace) = clean();
+            calls.push(call(Op::AdvanceEpoch, -1, 5, None, 60, Seen::Applied));
+            calls.push(call(Op::Update, 7, 2, Some(5), first.0, first.1));
+            calls.push(call(Op::Update, 7, 2, Some(5), retry.0, retry.1));
+            trace.push(written(6, 7, 2, (Some(4), 5), 2, "update"));
+            check(&calls, &trace)
+        };
+        let committed_first = history((55, Seen::Failed), (70, Seen::AlreadyApplied));
+        assert_eq!(committed_first.violations, vec![]);
+        let written_by_retry = history((55, Seen::Failed), (70, Seen::Applied));
+        assert_eq!(kinds(&written_by_retry), vec!["write-after-epoch-advance"]);
+        let both_late = history((65, Seen::Failed), (70, Seen::AlreadyApplied));
+        assert_eq!(kinds(&both_late), vec!["write-after-epoch-advance"]);
     }
 
     #[test]
