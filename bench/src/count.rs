@@ -114,8 +114,8 @@ fn instructions(
         .arg(format!("--callgrind-out-file={}", file.display()))
         .arg(exe)
         .arg("count-one")
-        .arg(format!("--database={}", database_arg(database)))
-        .arg(format!("--kind={}", kind.label()))
+        .arg(format!("--database={}", arg_name(database)))
+        .arg(format!("--kind={}", arg_name(kind)))
         .arg(format!("--transactions={transactions}"))
         .arg("--sqlite-dir")
         .arg(&settings.sqlite_dir);
@@ -156,11 +156,12 @@ fn instructions(
     })
 }
 
-fn database_arg(database: Database) -> &'static str {
-    match database {
-        Database::Sqlite => "sqlite",
-        Database::Postgres => "postgres",
-    }
+/// `value`'s name on the command line, as clap parses it back in `count-one`.
+fn arg_name(value: impl clap::ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map(|name| name.get_name().to_owned())
+        .unwrap_or_default()
 }
 
 /// The total of instructions in callgrind's output: its `totals:` line, or the
@@ -240,6 +241,8 @@ pub(crate) async fn run_one(
 
 #[cfg(test)]
 mod tests {
+    use clap::ValueEnum as _;
+
     use super::*;
 
     #[test]
@@ -250,6 +253,18 @@ mod tests {
         // Negative controls: no total line, or one that is not a number.
         assert_eq!(totals("events: Ir\nfl=(1) totals.rs\n0 5\n"), None);
         assert_eq!(totals("totals: many\n"), None);
+    }
+
+    #[test]
+    fn each_kind_and_database_is_passed_by_the_name_clap_reads() {
+        for kind in Kind::ALL {
+            assert_eq!(Kind::from_str(&arg_name(kind), false), Ok(kind));
+        }
+        for database in [Database::Sqlite, Database::Postgres] {
+            assert_eq!(Database::from_str(&arg_name(database), false), Ok(database));
+        }
+        // Negative control: a table label is not a name clap reads.
+        assert!(Database::from_str(Database::Postgres.label(), false).is_err());
     }
 
     #[test]

@@ -635,7 +635,7 @@ pub(crate) enum Kind {
 impl Kind {
     pub(crate) const ALL: [Kind; 3] = [Kind::Plain, Kind::Checked, Kind::Fenced];
 
-    /// Its name in the table and on the command line.
+    /// Its name in the table.
     pub(crate) fn label(self) -> &'static str {
         match self {
             Kind::Plain => "plain",
@@ -665,16 +665,14 @@ pub(crate) async fn sqlite_transactions(dir: &Path, kind: Kind, count: u64) -> R
             lease: lease.clone(),
             insert: lite.statements.insert.clone(),
         };
-        for _ in 0..count {
-            cycle.attempt(key).await?;
-        }
+        repeat(&mut cycle, key, count).await
     } else {
         let conn = PlainSqlite::open(&lite.path, &lite.statements, lease)?;
         for _ in 0..count {
             conn.transaction(key, kind == Kind::Checked)?;
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Runs `count` transactions of `kind` one after another, on row 1 of a table in a
@@ -691,22 +689,28 @@ pub(crate) async fn postgres_transactions(config: &str, kind: Kind, count: u64) 
                 lease: leases[0].clone(),
                 insert: statements.insert.clone(),
             };
-            for _ in 0..count {
-                cycle.attempt(key).await?;
-            }
+            repeat(&mut cycle, key, count).await
         } else {
             let with_check = kind == Kind::Checked;
             let mut cycle =
                 PlainPg::connect(&place.config, &statements, &leases[0], with_check).await?;
-            for _ in 0..count {
-                cycle.attempt(key).await?;
-            }
+            repeat(&mut cycle, key, count).await
         }
-        Ok::<_, Error>(())
     }
     .await;
     place.teardown().await?;
     ran
+}
+
+/// `count` attempts of `cycle` on row `key`, each of which must complete: a counted
+/// transaction that did not would make the count meaningless.
+async fn repeat(cycle: &mut impl Cycle, key: i64, count: u64) -> Result<()> {
+    for _ in 0..count {
+        if !cycle.attempt(key).await? {
+            return Err(protocol("a counted transaction did not complete"));
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
