@@ -9,7 +9,9 @@
 //! with the warm-up transactions alone and with the counted ones added, so that
 //! starting, connecting, preparing and the first transaction's work cancel out. On
 //! SQLite that is all the work (the database runs in the process); on PostgreSQL it is
-//! the client's share only, not the server's.
+//! the client's share, and the server's is counted apart: the same runs, the client
+//! natively, against a cluster of the benchmark's own whose backends run under
+//! callgrind ([`server`]).
 //!
 //! Each process runs on a current-thread runtime, so that no idle worker thread adds
 //! instructions of its own.
@@ -21,6 +23,8 @@ use std::process::Command;
 use crate::error::{Error, Result};
 use crate::paths::Kind;
 
+mod server;
+
 /// What to count.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
@@ -30,6 +34,9 @@ pub(crate) struct Settings {
     pub(crate) warmup: u64,
     /// The PostgreSQL server, unless skipped.
     pub(crate) postgres: Option<String>,
+    /// Whether to count the PostgreSQL server's instructions too, on a cluster of its
+    /// own.
+    pub(crate) server: bool,
     /// Where the SQLite files go.
     pub(crate) sqlite_dir: PathBuf,
 }
@@ -41,25 +48,57 @@ pub(crate) enum Database {
     Postgres,
 }
 
-impl Database {
+/// Whose instructions a count is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Counter {
+    /// SQLite's process: the whole transaction.
+    Sqlite,
+    /// The PostgreSQL client's process.
+    PostgresClient,
+    /// The PostgreSQL server's backends.
+    PostgresServer,
+}
+
+impl Counter {
     fn label(self) -> &'static str {
         match self {
-            Database::Sqlite => "SQLite",
-            Database::Postgres => "PostgreSQL (client only)",
+            Counter::Sqlite => "SQLite",
+            Counter::PostgresClient => "PostgreSQL, client",
+            Counter::PostgresServer => "PostgreSQL, server",
         }
     }
+}
+
+impl From<Database> for Counter {
+    fn from(database: Database) -> Counter {
+        match database {
+            Database::Sqlite => Counter::Sqlite,
+            Database::Postgres => Counter::PostgresClient,
+        }
+    }
+}
+
+/// The rows of the table the server's count claims from.
+const CLAIM_ROWS: i64 = 100_000;
+
+/// The server's instructions per lease taken: a claim of one row, and a `try_acquire`
+/// of a random free key.
+#[derive(Clone, Copy, Debug)]
+struct Acquired {
+    claim: f64,
+    try_acquire: f64,
 }
 
 /// One kind's count: instructions per transaction.
 #[derive(Clone, Copy, Debug)]
 struct Counted {
-    database: Database,
+    counter: Counter,
     kind: Kind,
     per_transaction: f64,
 }
 
 /// Counts every kind on every database asked for and returns the table, in Markdown.
-pub(crate) fn run(settings: &Settings, log: &mut dyn FnMut(&str)) -> Result<String> {
+pub(crate) async fn run(settings: &Settings, log: &mut dyn FnMut(&str)) -> Result<String> {
     let exe = std::env::current_exe().map_err(|source| Error::Io {
         path: "the benchmark's own executable".into(),
         source,
@@ -73,12 +112,13 @@ pub(crate) fn run(settings: &Settings, log: &mut dyn FnMut(&str)) -> Result<Stri
         databases.push(Database::Postgres);
     }
     let mut counted = Vec::new();
+    let mut acquired = None;
     for database in databases {
         for kind in Kind::ALL {
             log(&format!(
                 "count: {} transactions, {}",
                 kind.label(),
-                database.label()
+                Counter::from(database).label()
             ));
             let run_of = |transactions: u64| {
                 instructions(&exe, out.path(), settings, database, kind, transactions)
@@ -86,13 +126,84 @@ pub(crate) fn run(settings: &Settings, log: &mut dyn FnMut(&str)) -> Result<Stri
             let warm = run_of(settings.warmup)?;
             let all = run_of(settings.warmup + settings.transactions)?;
             counted.push(Counted {
-                database,
+                counter: database.into(),
                 kind,
                 per_transaction: per_transaction(warm, all, settings.transactions)?,
             });
         }
     }
-    Ok(markdown(settings, &counted))
+    if settings.postgres.is_some() && settings.server {
+        let (server, leases) = count_server(settings, log).await?;
+        counted.extend(server);
+        acquired = Some(leases);
+    }
+    Ok(markdown(settings, &counted, acquired))
+}
+
+/// The PostgreSQL server's instructions per transaction of each kind, on a cluster of
+/// the benchmark's own: each kind's runs (with the warm-up alone, then with the
+/// counted transactions added) in connections of their own, as the client's count
+/// runs them. Then as many leases taken by claims of one row and by `try_acquire`
+/// (leases of 1 ms, from [`CLAIM_ROWS`] rows), as `fenced-bench paths` sets them.
+async fn count_server(
+    settings: &Settings,
+    log: &mut dyn FnMut(&str),
+) -> Result<(Vec<Counted>, Acquired)> {
+    log("count: starting a PostgreSQL cluster of its own under callgrind");
+    let server = server::CountedServer::start().await?;
+    let config = server.config();
+    let mut counted = Vec::new();
+    for kind in Kind::ALL {
+        log(&format!(
+            "count: {} transactions, {}",
+            kind.label(),
+            Counter::PostgresServer.label()
+        ));
+        let run_of = |transactions: u64| {
+            server.instructions(crate::paths::postgres_transactions(
+                &config,
+                kind,
+                transactions,
+            ))
+        };
+        let warm = run_of(settings.warmup).await?;
+        let all = run_of(settings.warmup + settings.transactions).await?;
+        counted.push(Counted {
+            counter: Counter::PostgresServer,
+            kind,
+            per_transaction: per_transaction(warm, all, settings.transactions)?,
+        });
+    }
+    log(&format!(
+        "count: claims of one row and try_acquire, {}",
+        Counter::PostgresServer.label()
+    ));
+    let place = crate::paths::place::PgPlace::setup(&config, false).await?;
+    let measured = async {
+        let table = place.table("Queue", CLAIM_ROWS).await?;
+        let mut per_lease = [0.0; 2];
+        for (claim, per) in [true, false].into_iter().zip(&mut per_lease) {
+            let run_of = |leases: u64| {
+                server.instructions(crate::paths::acquisitions(
+                    &place.config,
+                    &table,
+                    CLAIM_ROWS,
+                    claim,
+                    leases,
+                ))
+            };
+            let warm = run_of(settings.warmup).await?;
+            let all = run_of(settings.warmup + settings.transactions).await?;
+            *per = per_transaction(warm, all, settings.transactions)?;
+        }
+        Ok::<_, Error>(Acquired {
+            claim: per_lease[0],
+            try_acquire: per_lease[1],
+        })
+    }
+    .await;
+    place.teardown().await?;
+    Ok((counted, measured?))
 }
 
 /// The instructions of one process that runs `transactions` of `kind` on `database`
@@ -139,7 +250,7 @@ fn instructions(
         return Err(Error::Protocol(format!(
             "the counted run of {} transactions on {} failed ({}): {}",
             kind.label(),
-            database.label(),
+            Counter::from(database).label(),
             output.status,
             tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
         )));
@@ -190,11 +301,11 @@ fn per_transaction(warm: u64, all: u64, transactions: u64) -> Result<f64> {
 /// The counts as a table, each kind also against the plain and the *checked*
 /// transaction of its database as a ratio of instructions (theirs over its: below 1
 /// costs more, as a throughput ratio reads).
-fn markdown(settings: &Settings, counted: &[Counted]) -> String {
-    let of = |database: Database, kind: Kind| {
+fn markdown(settings: &Settings, counted: &[Counted], acquired: Option<Acquired>) -> String {
+    let of = |counter: Counter, kind: Kind| {
         counted
             .iter()
-            .find(|c| c.database == database && c.kind == kind)
+            .find(|c| c.counter == counter && c.kind == kind)
             .map(|c| c.per_transaction)
     };
     let mut table = format!(
@@ -213,11 +324,28 @@ fn markdown(settings: &Settings, counted: &[Counted]) -> String {
         let _ = writeln!(
             table,
             "| {} | {} | {:.0} | {} | {} |",
-            c.database.label(),
+            c.counter.label(),
             c.kind.label(),
             c.per_transaction,
-            ratio(of(c.database, Kind::Plain)),
-            ratio(of(c.database, Kind::Checked)),
+            ratio(of(c.counter, Kind::Plain)),
+            ratio(of(c.counter, Kind::Checked)),
+        );
+    }
+    if let Some(acquired) = acquired {
+        let _ = write!(
+            table,
+            "\nThe server's instructions per lease taken, {} after {} of warm-up, leases of \
+             1 ms from {CLAIM_ROWS} rows:\n\n\
+             | database | lease taken by | instructions | try_acquire / this |\n\
+             |---|---|--:|--:|\n\
+             | {server} | claim of one row | {:.0} | {:.3} |\n\
+             | {server} | try_acquire of a random key | {:.0} | 1.000 |\n",
+            settings.transactions,
+            settings.warmup,
+            acquired.claim,
+            acquired.try_acquire / acquired.claim,
+            acquired.try_acquire,
+            server = Counter::PostgresServer.label(),
         );
     }
     table
@@ -264,7 +392,7 @@ mod tests {
             assert_eq!(Database::from_str(&arg_name(database), false), Ok(database));
         }
         // Negative control: a table label is not a name clap reads.
-        assert!(Database::from_str(Database::Postgres.label(), false).is_err());
+        assert!(Database::from_str(Counter::PostgresClient.label(), false).is_err());
     }
 
     #[test]
@@ -281,6 +409,7 @@ mod tests {
             transactions: 10,
             warmup: 1,
             postgres: None,
+            server: false,
             sqlite_dir: PathBuf::from("/tmp"),
         };
         let counted = [
@@ -289,11 +418,11 @@ mod tests {
             (Kind::Fenced, 40_000.0),
         ]
         .map(|(kind, per_transaction)| Counted {
-            database: Database::Sqlite,
+            counter: Counter::Sqlite,
             kind,
             per_transaction,
         });
-        let table = markdown(&settings, &counted);
+        let table = markdown(&settings, &counted, None);
         assert!(
             table.contains("| SQLite | plain | 30000 | 1.000 | 1.200 |"),
             "{table}"
@@ -303,7 +432,7 @@ mod tests {
             "{table}"
         );
         // Negative control: a database with no plain count has no ratio to it.
-        let alone = markdown(&settings, &counted[2..]);
+        let alone = markdown(&settings, &counted[2..], None);
         assert!(
             alone.contains("| SQLite | fenced | 40000 | – | – |"),
             "{alone}"

@@ -158,6 +158,10 @@ struct CountArgs {
     /// Skip PostgreSQL.
     #[arg(long)]
     no_postgres: bool,
+    /// Skip the PostgreSQL server's count, which starts a cluster of its own (needs the
+    /// server's binaries: `FENCED_PG_BIN`, or the newest `/usr/lib/postgresql/*/bin`).
+    #[arg(long)]
+    no_server: bool,
     /// Where to write the table (Markdown), besides standard output.
     #[arg(long)]
     markdown: Option<PathBuf>,
@@ -172,6 +176,7 @@ impl CountArgs {
             transactions: self.transactions,
             warmup: self.warmup,
             postgres: (!self.no_postgres).then(postgres_url),
+            server: !self.no_server,
             sqlite_dir: sqlite_dir(false),
         })
     }
@@ -571,9 +576,9 @@ async fn run_paths(args: &PathsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_count(args: &CountArgs) -> anyhow::Result<()> {
+async fn run_count(args: &CountArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
-    let table = count::run(&settings, &mut |line| eprintln!("{line}"))?;
+    let table = count::run(&settings, &mut |line| eprintln!("{line}")).await?;
     if let Some(path) = &args.markdown {
         write_file(path, &table)?;
     }
@@ -588,7 +593,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Some(Command::Scale(scale)) => return run_scale(scale).await,
         Some(Command::Stamp(stamp)) => return run_stamp(stamp).await,
         Some(Command::Paths(paths)) => return run_paths(paths).await,
-        Some(Command::Count(count)) => return run_count(count),
+        Some(Command::Count(count)) => return run_count(count).await,
         Some(Command::CountOne(one)) => {
             let postgres = postgres_url();
             count::run_one(

@@ -38,6 +38,32 @@ pub(crate) async fn run(
     Ok(())
 }
 
+/// Runs `count` acquisitions one after another on `table` (`rows` rows), through a pool
+/// of one connection of `config`: claims of one row, or `try_acquire`s of a random key,
+/// each of which must take its lease.
+pub(crate) async fn acquisitions(
+    config: &str,
+    table: &FencedTable,
+    rows: i64,
+    claim: bool,
+    count: u64,
+) -> Result<()> {
+    let mut cycle = Acquisitions {
+        store: Store::new(Postgres::connect_with(config, 1).await?, table.clone()),
+        claim,
+        rows,
+        rng: StdRng::seed_from_u64(0),
+    };
+    for _ in 0..count {
+        if !cycle.attempt(0).await? {
+            return Err(crate::paths::protocol(
+                "a counted acquisition found no free row",
+            ));
+        }
+    }
+    Ok(())
+}
+
 struct Claims<'p> {
     place: &'p PgPlace,
     table: FencedTable,

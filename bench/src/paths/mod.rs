@@ -21,10 +21,11 @@
 
 mod claim;
 mod client;
-mod place;
+pub(crate) mod place;
 mod sqlx;
 mod transaction;
 
+pub(crate) use claim::acquisitions;
 pub(crate) use transaction::{Kind, postgres_transactions, sqlite_transactions};
 
 use std::fmt::Write as _;
