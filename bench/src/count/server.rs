@@ -125,7 +125,10 @@ impl CountedServer {
     where
         F: Future<Output = Result<()>>,
     {
-        let (staying, before) = (self.children(), self.count_files()?);
+        // In this order: a process that ends after it was seen as staying is not the
+        // run's, however late its file appears.
+        let staying = self.children();
+        let before = self.count_files()?;
         run.await?;
         let deadline = Instant::now() + EXITED_WITHIN;
         // A process writes its count as its last act: once the run's are gone, each
@@ -141,7 +144,9 @@ impl CountedServer {
         let new: Vec<PathBuf> = self
             .count_files()?
             .into_iter()
-            .filter(|file| !before.contains(file))
+            .filter(|file| {
+                !before.contains(file) && !pid_of(file).is_some_and(|pid| staying.contains(&pid))
+            })
             .collect();
         if new.is_empty() {
             return Err(Error::Protocol(
@@ -251,6 +256,15 @@ fn total(files: &[PathBuf]) -> Result<u64> {
         })?;
     }
     Ok(sum)
+}
+
+/// The process whose count `file` is (`backend.<pid>`).
+fn pid_of(file: &Path) -> Option<u32> {
+    file.file_name()?
+        .to_str()?
+        .strip_prefix("backend.")?
+        .parse()
+        .ok()
 }
 
 /// The live processes whose parent is `parent`, read from `/proc`. A zombie is not
@@ -400,6 +414,14 @@ mod tests {
         // Negative control: a file cut before its total.
         let partial = write("backend.3", "events: Ir\nfl=(1) x\n");
         assert!(total(&[a, partial]).is_err());
+    }
+
+    #[test]
+    fn a_files_process_is_read_from_its_name() {
+        assert_eq!(pid_of(Path::new("/tmp/x/backend.4242")), Some(4242));
+        // Negative controls: another name, or no number.
+        assert_eq!(pid_of(Path::new("/tmp/x/callgrind.4242")), None);
+        assert_eq!(pid_of(Path::new("/tmp/x/backend.x")), None);
     }
 
     /// This process's children are found, and only while they live.
