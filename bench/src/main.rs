@@ -24,9 +24,10 @@
 //! (`stamp.rs`, `fenced-bench stamp --help`). `fenced-bench paths` sets the paths an
 //! existing service takes (its own clients and transactions, the guard's fenced
 //! transactions, claiming) against the same work on the driver alone (`paths/`,
-//! `fenced-bench paths --help`). `fenced-bench count` counts the client's instructions
-//! per transaction with valgrind's callgrind: plain, with the guard's check, and fenced
-//! (`count.rs`, `fenced-bench count --help`).
+//! `fenced-bench paths --help`). `fenced-bench count` counts instructions per
+//! transaction with valgrind's callgrind, the client's and the PostgreSQL server's:
+//! plain, with the guard's check, and fenced; and the server's per lease claimed or
+//! acquired (`count.rs`, `fenced-bench count --help`).
 
 mod chart;
 mod check;
@@ -137,9 +138,11 @@ enum Command {
     /// fence in its sqlx transaction, claiming) against the same work on the driver
     /// alone, alternated. Prints ratios. SQL Server too when `FENCED_MSSQL_URL` is set.
     Paths(PathsArgs),
-    /// The client's instructions per transaction, counted by valgrind's callgrind: the
-    /// plain transaction, the plain one with the guard's check-and-lock, and the
-    /// guard's fenced transaction, on SQLite and PostgreSQL. Needs `valgrind`.
+    /// Instructions per transaction, counted by valgrind's callgrind: the plain
+    /// transaction, the plain one with the guard's check-and-lock, and the guard's
+    /// fenced transaction, on SQLite and PostgreSQL (the client, and the server on a
+    /// cluster of its own); and the server's per lease, claimed or acquired. Needs
+    /// `valgrind`.
     Count(CountArgs),
     /// One counted process of `count`, run under callgrind.
     #[command(hide = true)]
