@@ -270,6 +270,17 @@ fn pid_of(file: &Path) -> Option<u32> {
 /// The live processes whose parent is `parent`, read from `/proc`. A zombie is not
 /// live: it has written its count.
 fn children_of(parent: u32) -> HashSet<u32> {
+    live_processes(|process| process.parent == parent)
+}
+
+/// A process as `/proc/<pid>/stat` gives it.
+struct Process {
+    parent: u32,
+    group: u32,
+}
+
+/// The pids of the live (not zombie) processes that `wanted` picks.
+fn live_processes(wanted: impl Fn(&Process) -> bool) -> HashSet<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return HashSet::new();
     };
@@ -278,11 +289,15 @@ fn children_of(parent: u32) -> HashSet<u32> {
             let entry = entry.ok()?;
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
             let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ppid ...`: the name may hold spaces, so read after it.
+            // `pid (comm) state ppid pgrp ...`: the name may hold spaces, so read after it.
             let (_, rest) = stat.rsplit_once(')')?;
             let mut fields = rest.split_whitespace();
-            let (state, ppid) = (fields.next()?, fields.next()?);
-            (state != "Z" && ppid == parent.to_string()).then_some(pid)
+            let state = fields.next()?;
+            let process = Process {
+                parent: fields.next()?.parse().ok()?,
+                group: fields.next()?.parse().ok()?,
+            };
+            (state != "Z" && wanted(&process)).then_some(pid)
         })
         .collect()
 }
@@ -291,16 +306,22 @@ fn config_of(port: u16) -> String {
     format!("host=127.0.0.1 port={port} user=postgres dbname=postgres")
 }
 
-/// Kills every process of `process`'s group and waits for `process` itself.
+/// Kills every process of `process`'s group and waits until none is left, so that
+/// none still writes in the directory about to be removed.
 fn kill_group(process: &mut Child) {
+    let group = process.id();
     // `kill` of procps: std sends no signal to a group.
     let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", process.id())])
+        .args(["-KILL", "--", &format!("-{group}")])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
     let _ = process.kill();
     let _ = process.wait();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !live_processes(|p| p.group == group).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The directory of the server's binaries.
@@ -422,6 +443,51 @@ mod tests {
         // Negative controls: another name, or no number.
         assert_eq!(pid_of(Path::new("/tmp/x/callgrind.4242")), None);
         assert_eq!(pid_of(Path::new("/tmp/x/backend.x")), None);
+    }
+
+    /// `count` statements, each on a connection of its own.
+    async fn selects(config: String, count: usize) -> Result<()> {
+        for _ in 0..count {
+            let (client, connection) =
+                tokio_postgres::connect(&config, tokio_postgres::NoTls).await?;
+            let connection = tokio::spawn(connection);
+            client.simple_query("SELECT 1").await?;
+            drop(client);
+            let _ = connection.await;
+        }
+        Ok(())
+    }
+
+    /// A counted server counts the backends each run opens, and only those: more
+    /// connections, more instructions, each about as many as the next. Negative
+    /// control: a run that opens none is an error, not a zero.
+    #[tokio::test]
+    async fn a_run_counts_the_backends_it_opened() {
+        if let Err(missing) = binaries() {
+            assert!(std::env::var_os("CI").is_none(), "CI is set: {missing}");
+            eprintln!("the counted server's test did not run: {missing}");
+            return;
+        }
+        let server = CountedServer::start().await.expect("a counted server");
+        let config = server.config();
+        let one = server
+            .instructions(selects(config.clone(), 1))
+            .await
+            .unwrap();
+        let three = server
+            .instructions(selects(config.clone(), 3))
+            .await
+            .unwrap();
+        let five = server.instructions(selects(config, 5)).await.unwrap();
+        assert!(one < three && three < five, "{one}, {three}, {five}");
+        // Two connections more cost about the same each time: within a tenth.
+        let (first, second) = (three - one, five - three);
+        assert!(
+            first.abs_diff(second) * 10 < first,
+            "two connections cost {first}, then {second}"
+        );
+        let nothing = server.instructions(async { Ok(()) }).await;
+        assert!(nothing.is_err(), "{nothing:?}");
     }
 
     /// This process's children are found, and only while they live.
