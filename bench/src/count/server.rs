@@ -222,7 +222,7 @@ impl Starting {
                 let log = std::fs::read_to_string(&self.log).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(10).collect();
                 return Err(Error::Protocol(format!(
-                    "the counted PostgreSQL server {} : {}",
+                    "the counted PostgreSQL server {}: {}",
                     match exited {
                         Some(status) => format!("exited while starting ({status})"),
                         None => format!("did not accept connections within {READY_WITHIN:?}"),
