@@ -23,7 +23,7 @@ const READY_WITHIN: Duration = Duration::from_secs(120);
 /// How long a run's backends may take to exit and write their counts.
 const EXITED_WITHIN: Duration = Duration::from_secs(60);
 
-/// A PostgreSQL cluster in a temporary directory, run under callgrind, killed when
+/// A PostgreSQL cluster in a temporary directory, run under callgrind, stopped when
 /// dropped.
 pub(crate) struct CountedServer {
     process: Child,
@@ -84,7 +84,8 @@ impl CountedServer {
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().map_err(|source| io(&log, source))?)
             .stderr(log_file)
-            // Its own process group, so that dropping it reaches every process.
+            // Its own process group, out of reach of a terminal's signals to this one:
+            // `stop` ends it.
             .process_group(0);
         let process = command.spawn().map_err(|source| {
             if source.kind() == std::io::ErrorKind::NotFound {
@@ -193,11 +194,11 @@ impl CountedServer {
 
 impl Drop for CountedServer {
     fn drop(&mut self) {
-        kill_group(&mut self.process);
+        stop(&mut self.process);
     }
 }
 
-/// The cluster while it starts: killed if it fails to.
+/// The cluster while it starts: stopped if it fails to.
 struct Starting {
     process: Option<Child>,
     log: PathBuf,
@@ -238,7 +239,7 @@ impl Starting {
 impl Drop for Starting {
     fn drop(&mut self) {
         if let Some(process) = &mut self.process {
-            kill_group(process);
+            stop(process);
         }
     }
 }
@@ -270,17 +271,6 @@ fn pid_of(file: &Path) -> Option<u32> {
 /// The live processes whose parent is `parent`, read from `/proc`. A zombie is not
 /// live: it has written its count.
 fn children_of(parent: u32) -> HashSet<u32> {
-    live_processes(|process| process.parent == parent)
-}
-
-/// A process as `/proc/<pid>/stat` gives it.
-struct Process {
-    parent: u32,
-    group: u32,
-}
-
-/// The pids of the live (not zombie) processes that `wanted` picks.
-fn live_processes(wanted: impl Fn(&Process) -> bool) -> HashSet<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return HashSet::new();
     };
@@ -289,39 +279,62 @@ fn live_processes(wanted: impl Fn(&Process) -> bool) -> HashSet<u32> {
             let entry = entry.ok()?;
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
             let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ppid pgrp ...`: the name may hold spaces, so read after it.
+            // `pid (comm) state ppid ...`: the name may hold spaces, so read after it.
             let (_, rest) = stat.rsplit_once(')')?;
             let mut fields = rest.split_whitespace();
-            let state = fields.next()?;
-            let process = Process {
-                parent: fields.next()?.parse().ok()?,
-                group: fields.next()?.parse().ok()?,
-            };
-            (state != "Z" && wanted(&process)).then_some(pid)
+            let (state, ppid) = (fields.next()?, fields.next()?);
+            (state != "Z" && ppid == parent.to_string()).then_some(pid)
         })
         .collect()
+}
+
+/// Whether process `pid` is alive (a zombie is not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
 }
 
 fn config_of(port: u16) -> String {
     format!("host=127.0.0.1 port={port} user=postgres dbname=postgres")
 }
 
-/// Kills every process of `process`'s group and waits until none is left, so that
-/// none still writes in the directory about to be removed.
-fn kill_group(process: &mut Child) {
-    let group = process.id();
-    // `kill` of procps: std sends no signal to a group.
+/// Stops the server and waits until none of its processes is left, so that none still
+/// writes in the directory about to be removed. Each of PostgreSQL's processes is a
+/// session of its own, out of the postmaster's group, so a signal to the group would
+/// reach the postmaster alone: a fast shutdown (`SIGINT`) has it end the others first.
+/// Past a deadline, every one of them is killed.
+fn stop(process: &mut Child) {
+    let postmaster = process.id();
+    let mut left = children_of(postmaster);
+    left.insert(postmaster);
+    signal("-INT", &[postmaster]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while process.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    left.retain(|pid| alive(*pid));
+    if !left.is_empty() {
+        signal("-KILL", &left.iter().copied().collect::<Vec<_>>());
+        let _ = process.kill();
+    }
+    let _ = process.wait();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while left.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends `signal` to `pids` with procps's `kill`: std sends no signal but `SIGKILL`.
+fn signal(signal: &str, pids: &[u32]) {
     let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{group}")])
+        .arg(signal)
+        .args(pids.iter().map(u32::to_string))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
-    let _ = process.kill();
-    let _ = process.wait();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !live_processes(|p| p.group == group).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The directory of the server's binaries.
@@ -488,6 +501,14 @@ mod tests {
         );
         let nothing = server.instructions(async { Ok(()) }).await;
         assert!(nothing.is_err(), "{nothing:?}");
+
+        // Stopped, the server leaves neither a process nor its directory behind.
+        let (dir, postmaster) = (server.dir.path().to_owned(), server.process.id());
+        let others = children_of(postmaster);
+        assert!(!others.is_empty(), "the server runs no process of its own");
+        drop(server);
+        assert!(!alive(postmaster) && !others.iter().any(|pid| alive(*pid)));
+        assert!(!dir.exists(), "{} is left", dir.display());
     }
 
     /// This process's children are found, and only while they live.
