@@ -819,10 +819,12 @@ mod tests {
     fn the_count_takes_its_sizes_and_refuses_no_transactions() {
         let settings = count(&[]).unwrap();
         assert_eq!((settings.transactions, settings.warmup), (5_000, 20));
-        assert!(settings.postgres.is_some());
+        assert!(settings.postgres.is_some() && settings.server);
         let small = count(&["--transactions", "7", "--warmup", "0", "--no-postgres"]).unwrap();
         assert_eq!((small.transactions, small.warmup), (7, 0));
         assert!(small.postgres.is_none());
+        let client_only = count(&["--no-server"]).unwrap();
+        assert!(client_only.postgres.is_some() && !client_only.server);
         assert!(matches!(
             count(&["--transactions", "0"]),
             Err(Error::Usage(_))
