@@ -213,14 +213,33 @@ pub trait Lend: Backend {
     /// A mark of the transaction open on `lent` that moves once that transaction ends,
     /// read without a query; `None` (the default) where the pool keeps none.
     ///
-    /// A fenced transaction reads it once its lease is checked and locked. While the
-    /// mark has not moved, a statement runs in that very transaction, whose lock
-    /// already fences it, so a check of the lease sent before the statement (SQLite's)
-    /// is skipped, and so is asking the driver whether a transaction is open; once it
-    /// has moved, every statement checks the lease again. A pool
-    /// that returns `Some` must move it on every end of a transaction, however caused.
+    /// A fenced transaction reads it once its lease is checked and locked (a deferred
+    /// one, once begun, its commits held). While the mark has not moved, a statement
+    /// runs in that very transaction, whose lock (or held commits) already fences it,
+    /// so a check of the lease sent before the statement (SQLite's) is skipped, and so
+    /// is asking the driver whether a transaction is open; once it has moved, every
+    /// statement checks the lease again. A pool that returns `Some` must move it on
+    /// every end of a transaction, however caused.
     fn transaction_mark(lent: &Self::Lent) -> Option<u64> {
         let _ = lent;
         None
+    }
+
+    /// Whether [`hold_commits`](Lend::hold_commits) keeps every commit of the
+    /// transaction on a lent connection out but the guard's own. A
+    /// [`DeferredTransaction`](crate::DeferredTransaction) takes its lease's lock with
+    /// its fenced write only on such a pool, which must keep a
+    /// [mark](Lend::transaction_mark) too; on any other (the default, `false`) it takes
+    /// it first, as [`Store::transaction`](crate::Store::transaction) does.
+    const HOLDS_COMMITS: bool = false;
+
+    /// While `held`, nothing sent on `lent` commits its transaction: a statement that
+    /// could end it is refused unsent ([`Error::StatementRefused`]), or its commit is
+    /// turned into a rollback. The guard holds commits while a deferred transaction's
+    /// lease is not yet checked, and lets them go just before its own `COMMIT` or
+    /// `ROLLBACK`. Only read where [`HOLDS_COMMITS`](Lend::HOLDS_COMMITS); the default
+    /// does nothing.
+    fn hold_commits(lent: &Self::Lent, held: bool) {
+        let _ = (lent, held);
     }
 }

@@ -10,6 +10,8 @@
 //! the deadline of a lent connection's fenced transaction ([`Deadline`]).
 
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub(crate) mod control;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 pub(crate) mod kept;
 
 use std::future::Future;

@@ -4,7 +4,7 @@
 //! transactions ended on it read without a query.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::Statement;
@@ -17,6 +17,7 @@ use super::{
 use crate::dialect::{self, kind::Dialect};
 use crate::error::{Error, Result};
 use crate::executor::{Executor, InTransaction, Lend};
+use crate::pool::control::{commit_held, may_end_a_transaction};
 use crate::pool::{Checkout, Deadline};
 use crate::sqlite::caller;
 use crate::sqlite::rows::{all_rows, first_row, rows_changed};
@@ -48,6 +49,8 @@ pub struct LentSqlite {
     begin: std::sync::Mutex<Option<&'static str>>,
     /// How many transactions have ended on the connection.
     transactions_ended: Arc<AtomicU64>,
+    /// The connection's switch that turns its commits into rollbacks.
+    commits_held: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for LentSqlite {
@@ -150,6 +153,9 @@ impl LentSqlite {
         params: &[Value],
         step: fn(&mut Statement<'_>, &[Value]) -> rusqlite::Result<T>,
     ) -> Result<T> {
+        if self.commits_held.load(Ordering::Relaxed) && may_end_a_transaction(sql) {
+            return Err(commit_held());
+        }
         self.deadline.remaining()?;
         self.run(|conn| conn.with_statement(sql, |stmt| step(stmt, params)))
             .await
@@ -168,6 +174,10 @@ impl Lend for Sqlite {
         };
         let interrupt = checkout.conn().interrupt_handle();
         let transactions_ended = checkout.conn().transactions_ended();
+        let commits_held = checkout.conn().commits_held();
+        // A connection is given back with its commits let go; a lent one that was not
+        // given back is closed. So this only restates what holds.
+        commits_held.store(false, Ordering::Relaxed);
         Ok(LentSqlite {
             conn: Arc::new(std::sync::Mutex::new(checkout)),
             execution: self.inner.options.execution,
@@ -178,6 +188,7 @@ impl Lend for Sqlite {
             watch: std::sync::Mutex::new(None),
             begin: std::sync::Mutex::new(None),
             transactions_ended,
+            commits_held,
         })
     }
 
@@ -208,6 +219,8 @@ impl Lend for Sqlite {
     /// unless the watchdog's rollback holds it at this very moment: then it is closed.
     fn give_back(lent: LentSqlite) {
         drop(lent.watched().take());
+        // The pool's own statements commit on it again.
+        lent.commits_held.store(false, Ordering::Relaxed);
         if let Ok(conn) = Arc::try_unwrap(lent.conn) {
             conn.into_inner()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -221,6 +234,15 @@ impl Lend for Sqlite {
     /// after an error) moves it.
     fn transaction_mark(lent: &LentSqlite) -> Option<u64> {
         Some(lent.transactions_ended.load(Ordering::Relaxed))
+    }
+
+    /// Every batch, and each statement whose first word controls a transaction, is
+    /// refused unsent while commits are held; and SQLite's commit hook turns any
+    /// commit that still happens into a rollback.
+    const HOLDS_COMMITS: bool = true;
+
+    fn hold_commits(lent: &LentSqlite, held: bool) {
+        lent.commits_held.store(held, Ordering::Relaxed);
     }
 }
 
@@ -253,6 +275,9 @@ impl Executor for LentSqlite {
     /// The transaction's own end (`COMMIT`, `ROLLBACK`) runs as a statement prepared
     /// once on the connection and kept; any other text as a batch.
     async fn execute_batch(&self, sql: &str) -> Result<()> {
+        if self.commits_held.load(Ordering::Relaxed) {
+            return Err(commit_held());
+        }
         let own_end = [
             dialect::commit(Dialect::Sqlite),
             dialect::rollback(Dialect::Sqlite),
@@ -464,5 +489,31 @@ mod tests {
             .unwrap()
             .get_status(StatementStatus::Run);
         assert_eq!(runs, 3);
+    }
+
+    /// SQLite's commit hook stands behind the refusal of a statement that could end a
+    /// transaction while commits are held: a `COMMIT` that reaches SQLite anyway (run
+    /// here on the connection itself, past the lent executor) is turned into a
+    /// rollback. Negative control: with commits let go, the same `COMMIT` commits.
+    #[tokio::test]
+    async fn a_commit_that_reaches_sqlite_while_commits_are_held_rolls_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _lease) = setup(&dir, SqliteExecution::InPlace).await;
+        for held in [true, false] {
+            let lent = store.backend().lend().await.unwrap();
+            Sqlite::hold_commits(&lent, held);
+            let committed = {
+                let mut checkout = lent.connection();
+                let conn = checkout.conn().conn();
+                conn.execute_batch("BEGIN IMMEDIATE; INSERT INTO line VALUES (1)")
+                    .unwrap();
+                conn.execute_batch("COMMIT")
+            };
+            assert_eq!(committed.is_err(), held, "held {held}: {committed:?}");
+            Sqlite::hold_commits(&lent, false);
+            Sqlite::give_back(lent);
+        }
+        let lines = store.backend().query_i64("SELECT count(*) FROM line", &[]);
+        assert_eq!(lines.await.unwrap(), Some(1));
     }
 }

@@ -10,7 +10,7 @@
 //! move.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rusqlite::{Connection, PrepFlags, Statement};
 
@@ -38,6 +38,9 @@ type Kept<'conn> = KeptStatements<Statement<'conn>>;
 pub(super) struct PreparedConnection {
     cell: Cell,
     ended: Arc<AtomicU64>,
+    /// While set, the commit hook turns every commit into a rollback
+    /// ([`Lend::hold_commits`](crate::Lend::hold_commits)).
+    commits_held: Arc<AtomicBool>,
     /// Made once: every fenced transaction on the connection needs it.
     interrupt: Arc<rusqlite::InterruptHandle>,
 }
@@ -65,9 +68,12 @@ impl PreparedConnection {
     pub(super) fn new(conn: Connection) -> rusqlite::Result<Self> {
         let ended = Arc::new(AtomicU64::new(0));
         let committed = Arc::clone(&ended);
+        let commits_held = Arc::new(AtomicBool::new(false));
+        let held = Arc::clone(&commits_held);
         conn.commit_hook(Some(move || {
             committed.fetch_add(1, Ordering::Relaxed);
-            false // let it commit
+            // `true` turns the commit into a rollback.
+            held.load(Ordering::Relaxed)
         }))?;
         let rolled_back = Arc::clone(&ended);
         conn.rollback_hook(Some(move || {
@@ -77,6 +83,7 @@ impl PreparedConnection {
         Ok(PreparedConnection {
             cell: Cell::new(conn, |_| KeptStatements::new(CAPACITY)),
             ended,
+            commits_held,
             interrupt,
         })
     }
@@ -91,6 +98,14 @@ impl PreparedConnection {
     /// lock (`BEGIN IMMEDIATE`); a read-only transaction's end is not counted.
     pub(super) fn transactions_ended(&self) -> Arc<AtomicU64> {
         Arc::clone(&self.ended)
+    }
+
+    /// The switch that holds this connection's commits, shared: while it is on, SQLite
+    /// turns every commit into a rollback, however it was asked for (a `COMMIT` in any
+    /// batch, a `RELEASE` of the outermost savepoint, a statement run outside a
+    /// transaction).
+    pub(super) fn commits_held(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.commits_held)
     }
 
     /// Stops a statement running on this connection, from any thread.
