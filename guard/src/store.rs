@@ -95,6 +95,18 @@ enum WriteKind {
     UpdateRecorded,
     PublishRecorded,
     PublishAndReleaseRecorded,
+    UpdateLocking,
+    PublishLocking,
+    PublishAndReleaseLocking,
+}
+
+/// A fenced write of the lease's row that also takes a
+/// [`DeferredTransaction`](crate::DeferredTransaction)'s lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LockingWrite {
+    Update,
+    Publish,
+    PublishAndRelease,
 }
 
 /// How many caller-write shapes a store keeps rendered before starting over.
@@ -1088,6 +1100,39 @@ impl<B: Executor> Store<B> {
         }
     }
 
+    /// [`update`](Store::update), [`publish`](Store::publish) or
+    /// [`publish_and_release`](Store::publish_and_release), each with the epoch's row
+    /// held shared until the transaction ends ([`dialect::update_locking`]): the write
+    /// that locks a deferred transaction's lease. The same checks, the same outcome.
+    pub(crate) async fn write_locking(
+        &self,
+        lease: &Lease,
+        write: LockingWrite,
+        assignments: &[(&str, Value)],
+    ) -> Result<Outcome> {
+        self.no_procedure("a deferred transaction")?;
+        let kind = match write {
+            LockingWrite::Update if assignments.is_empty() => {
+                return Err(Error::Config("an update needs at least one column".into()));
+            }
+            LockingWrite::Update => WriteKind::UpdateLocking,
+            LockingWrite::Publish => WriteKind::PublishLocking,
+            LockingWrite::PublishAndRelease => WriteKind::PublishAndReleaseLocking,
+        };
+        let sql = self.write_sql(kind, assignments)?;
+        self.check_key(lease.key())?;
+        if lease.is_revoked() {
+            return Ok(Outcome::Refused);
+        }
+        let outcome = self
+            .run_fenced(lease, &sql, assignments.iter().map(|(_, v)| v.clone()))
+            .await?;
+        if outcome.is_applied() && write == LockingWrite::PublishAndRelease {
+            lease.mark_released();
+        }
+        Ok(outcome)
+    }
+
     async fn run_fenced(
         &self,
         lease: &Lease,
@@ -1163,6 +1208,11 @@ impl<B: Executor> Store<B> {
             WriteKind::PublishRecorded => dialect::publish_recorded(d, &self.table, &refs, false),
             WriteKind::PublishAndReleaseRecorded => {
                 dialect::publish_recorded(d, &self.table, &refs, true)
+            }
+            WriteKind::UpdateLocking => dialect::update_locking(d, &self.table, &refs),
+            WriteKind::PublishLocking => dialect::publish_locking(d, &self.table, &refs, false),
+            WriteKind::PublishAndReleaseLocking => {
+                dialect::publish_locking(d, &self.table, &refs, true)
             }
         }
         .into();

@@ -729,17 +729,23 @@ pub fn lock(dialect: Dialect, table: &FencedTable) -> String {
     lock_in(dialect, table, true)
 }
 
+/// [`epoch_subquery`] holding the epoch's row shared until the transaction ends, as
+/// [`lock`] does: `FOR SHARE` on PostgreSQL, `HOLDLOCK` on SQL Server; on SQLite the
+/// subquery as it is (a write already holds the database's write lock).
+fn shared_epoch(dialect: Dialect, table: &FencedTable) -> String {
+    let epoch = epoch_subquery(dialect, table);
+    match dialect {
+        Dialect::Postgres => format!("{} FOR SHARE)", &epoch[..epoch.len() - 1]),
+        Dialect::Mssql => epoch.replacen(" WHERE ", " WITH (HOLDLOCK) WHERE ", 1),
+        Dialect::Sqlite => epoch,
+    }
+}
+
 /// [`lock`]; on SQL Server, with its refusals of no transaction open and of a
 /// `SNAPSHOT` transaction where `in_callers_transaction`.
 fn lock_in(dialect: Dialect, table: &FencedTable, in_callers_transaction: bool) -> String {
     let name = table.name().quoted(dialect);
-    let epoch = epoch_subquery(dialect, table);
-    let shared = match dialect {
-        Dialect::Postgres => format!("{} FOR SHARE)", &epoch[..epoch.len() - 1]),
-        Dialect::Mssql => epoch.replacen(" WHERE ", " WITH (HOLDLOCK) WHERE ", 1),
-        Dialect::Sqlite => epoch,
-    };
-    let fence = fence_predicate_on(dialect, table, 1, &shared);
+    let fence = fence_predicate_on(dialect, table, 1, &shared_epoch(dialect, table));
     match dialect {
         Dialect::Postgres => format!("SELECT 1 FROM {name} WHERE {fence} FOR NO KEY UPDATE"),
         Dialect::Sqlite => {
@@ -905,7 +911,15 @@ fn assignments(dialect: Dialect, columns: &[&Identifier]) -> Vec<String> {
 /// A fenced update of the caller's columns: `SET c1 = p1, ...` with the fence at
 /// `n + 1`. `columns` must not be empty.
 pub fn update(dialect: Dialect, table: &FencedTable, columns: &[&Identifier]) -> String {
-    let (set, filter) = update_parts(dialect, table, columns);
+    let (set, filter) = update_parts(dialect, table, columns, &epoch_subquery(dialect, table));
+    plain_write(dialect, table, &set, &filter)
+}
+
+/// [`update`] that also holds the epoch's row shared until the transaction ends, as
+/// [`lock`] does: in a [`DeferredTransaction`](crate::DeferredTransaction), the write
+/// that takes the transaction's lock. Its own row lock is the lease's.
+pub fn update_locking(dialect: Dialect, table: &FencedTable, columns: &[&Identifier]) -> String {
+    let (set, filter) = update_parts(dialect, table, columns, &shared_epoch(dialect, table));
     plain_write(dialect, table, &set, &filter)
 }
 
@@ -913,10 +927,11 @@ fn update_parts(
     dialect: Dialect,
     table: &FencedTable,
     columns: &[&Identifier],
+    epoch: &str,
 ) -> (String, String) {
     (
         assignments(dialect, columns).join(", "),
-        fence_predicate(dialect, table, columns.len() + 1),
+        fence_predicate_on(dialect, table, columns.len() + 1, epoch),
     )
 }
 
@@ -932,7 +947,7 @@ fn plain_write(dialect: Dialect, table: &FencedTable, set: &str, filter: &str) -
 /// [`record_operation`] in the same transaction. In every dialect the write also
 /// requires that the operation id is not recorded yet.
 pub fn update_recorded(dialect: Dialect, table: &FencedTable, columns: &[&Identifier]) -> String {
-    let (set, filter) = update_parts(dialect, table, columns);
+    let (set, filter) = update_parts(dialect, table, columns, &epoch_subquery(dialect, table));
     recorded_write(dialect, table, &set, &filter, columns.len() + 4)
 }
 
@@ -943,7 +958,8 @@ pub fn publish_recorded(
     columns: &[&Identifier],
     release: bool,
 ) -> String {
-    let (set, filter) = publish_parts(dialect, table, columns, release);
+    let epoch = epoch_subquery(dialect, table);
+    let (set, filter) = publish_parts(dialect, table, columns, release, &epoch);
     recorded_write(dialect, table, &set, &filter, columns.len() + 4)
 }
 
@@ -1015,7 +1031,21 @@ pub fn publish(
     columns: &[&Identifier],
     release: bool,
 ) -> String {
-    let (set, filter) = publish_parts(dialect, table, columns, release);
+    let epoch = epoch_subquery(dialect, table);
+    let (set, filter) = publish_parts(dialect, table, columns, release, &epoch);
+    plain_write(dialect, table, &set, &filter)
+}
+
+/// [`publish`] that also holds the epoch's row shared until the transaction ends, as
+/// [`update_locking`] does.
+pub fn publish_locking(
+    dialect: Dialect,
+    table: &FencedTable,
+    columns: &[&Identifier],
+    release: bool,
+) -> String {
+    let epoch = shared_epoch(dialect, table);
+    let (set, filter) = publish_parts(dialect, table, columns, release, &epoch);
     plain_write(dialect, table, &set, &filter)
 }
 
@@ -1024,6 +1054,7 @@ fn publish_parts(
     table: &FencedTable,
     columns: &[&Identifier],
     release: bool,
+    epoch: &str,
 ) -> (String, String) {
     let first = columns.len() + 1;
     let mut set = assignments(dialect, columns);
@@ -1043,7 +1074,7 @@ fn publish_parts(
         set.join(", "),
         format!(
             "{} AND {}",
-            fence_predicate(dialect, table, first),
+            fence_predicate_on(dialect, table, first, epoch),
             publish_once_predicate(dialect, table, first)
         ),
     )

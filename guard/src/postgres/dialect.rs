@@ -83,6 +83,12 @@ mod tests {
             r#"UPDATE "app"."ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = $1 AND "Generation" = $2 AND "LeaseOwner" = $3"#,
         update: dialect::update(D, &table(), &[&payload()]) =>
             r#"UPDATE "app"."ReportPublication" SET "Payload" = $1 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1)"#,
+        // A deferred transaction's lock: the write holds the epoch's row shared, as the
+        // check-and-lock does.
+        update_locking: dialect::update_locking(D, &table(), &[&payload()]) =>
+            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1 FOR SHARE)"#,
+        publish_locking: dialect::publish_locking(D, &table(), &[&payload()], false) =>
+            r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1 FOR SHARE) AND "PublishedGeneration" < $3"#,
         publish: dialect::publish(D, &table(), &[&payload()], false) =>
             r#"UPDATE "app"."ReportPublication" SET "Payload" = $1, "PublishedGeneration" = $3 WHERE "ReportId" = $2 AND "Generation" = $3 AND "LeaseOwner" = $4 AND "LeaseUntilUtc" > clock_timestamp() AND "LeaseEpoch" = (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AND "PublishedGeneration" < $3"#,
         publish_and_release: dialect::publish(D, &table(), &[&payload()], true) =>

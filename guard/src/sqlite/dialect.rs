@@ -62,6 +62,10 @@ mod tests {
             r#"UPDATE "ReportPublication" SET "LeaseOwner" = NULL, "LeaseUntilUtc" = NULL WHERE "ReportId" = ?1 AND "Generation" = ?2 AND "LeaseOwner" = ?3"#,
         update: dialect::update(D, &table(), &[&payload()]) =>
             r#"UPDATE "ReportPublication" SET "Payload" = ?1 WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1)"#,
+        // The write lock is the database's: a deferred transaction's locking write is
+        // the plain one.
+        update_locking_is_the_update: dialect::update_locking(D, &table(), &[&payload()]) == dialect::update(D, &table(), &[&payload()]) => true,
+        publish_locking_is_the_publish: dialect::publish_locking(D, &table(), &[&payload()], true) == dialect::publish(D, &table(), &[&payload()], true) => true,
         publish: dialect::publish(D, &table(), &[&payload()], false) =>
             r#"UPDATE "ReportPublication" SET "Payload" = ?1, "PublishedGeneration" = ?3 WHERE "ReportId" = ?2 AND "Generation" = ?3 AND "LeaseOwner" = ?4 AND "LeaseUntilUtc" > CAST(unixepoch('subsec') * 1000 AS INTEGER) AND "LeaseEpoch" = (SELECT "Epoch" FROM "FencedEpoch" WHERE "Id" = 1) AND "PublishedGeneration" < ?3"#,
         publish_and_release: dialect::publish(D, &table(), &[&payload()], true) =>
