@@ -160,7 +160,7 @@ pub use table::{
 #[cfg(feature = "postgres")]
 pub use tokio_postgres;
 pub use tokio_util::sync::CancellationToken;
-pub use transaction::{Fenced, FencedTransaction};
+pub use transaction::{DeferredTransaction, Fenced, FencedTransaction};
 pub use value::{Key, Value};
 pub use wait::Wait;
 pub use work::{Completion, Work};

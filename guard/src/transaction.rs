@@ -13,9 +13,12 @@
 //! its transaction is open still commits, since no successor could acquire meanwhile.
 //! What bounds the transaction is a timeout its caller sets.
 //!
-//! Two ways to have one:
+//! Three ways to have one:
 //! - [`Store::transaction`] on the guard's own pool: it begins, checks, and
 //!   [commits](FencedTransaction::commit) within the timeout given.
+//! - [`Store::deferred_transaction`] on the guard's own pool: the check-and-lock is the
+//!   transaction's own fenced write of the lease's row, or its commit's; see
+//!   [Deferred transactions](#deferred-transactions).
 //! - [`Store::fence`] inside a transaction the caller opened on their own connection
 //!   ([`Store::on`]); the caller commits, and bounds it.
 //!
@@ -89,6 +92,45 @@
 //! SQL Server, where an error can roll a transaction back by itself, checks every time.
 
 //!
+//! # Deferred transactions
+//!
+//! A transaction that ends by publishing (or updating) the lease's row sends a
+//! statement that checks the lease and locks the row anyway: the write. A
+//! [`DeferredTransaction`] makes that write its check-and-lock, holding the epoch's row
+//! shared as the check does, and sends no statement of its own: on PostgreSQL its
+//! `BEGIN` and the server's bound go with its first statement, so it waits for one round
+//! trip fewer than a plain transaction and costs the server what one does.
+//!
+//! ```no_run
+//! # async fn run(store: &fenced_guard::Store<fenced_guard::Postgres>, lease: &fenced_guard::Lease) -> fenced_guard::Result<()> {
+//! use fenced_guard::{Outcome, Value};
+//!
+//! let Some(tx) = store.deferred_transaction(lease, std::time::Duration::from_secs(5)).await? else {
+//!     return Ok(()); // revoked
+//! };
+//! tx.execute("INSERT INTO report_line (report, line) VALUES ($1, $2)", &[
+//!     lease.key().into(),
+//!     "line 1".into(),
+//! ])
+//! .await?;
+//! tx.publish(&[("payload", Value::from("the report"))]).await?; // the lock
+//! match tx.commit().await? {
+//!     Outcome::Applied => {}                   // the lines and the publication landed
+//!     Outcome::Refused => { /* the lease was lost: nothing was written */ }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! What it writes before the lock commits only with the lock: until then the pool holds
+//! the transaction's commits ([`Lend::hold_commits`]; a `COMMIT` sent around the guard
+//! is refused, and on SQLite any commit is turned into a rollback), and
+//! [`commit`](DeferredTransaction::commit) checks and locks the lease itself when no
+//! fenced write of the transaction did, rolling back instead when it no longer holds.
+//! The price: a stale holder learns that it is stale at its fenced write or its commit,
+//! not at its first statement, and until then its statements may wait for, or hold,
+//! rows a successor writes (within the transaction's timeout). SQL Server's pool holds
+//! no commits: there it locks first, as [`Store::transaction`] does.
+//!
 //! # Operation ids
 //!
 //! A transaction whose commit acknowledgement is lost (a connection cut, a timeout)
@@ -137,11 +179,16 @@ use crate::store::Store;
 use crate::trace;
 use crate::value::Value;
 
-/// A transaction in which a lease was checked and its row locked: the proof a fenced
+mod deferred;
+pub use deferred::DeferredTransaction;
+
+/// A transaction in which a lease was checked and its row locked, or, in a
+/// [`DeferredTransaction`], will be before anything of it commits: the proof a fenced
 /// transaction's statements need. Its statements run on the transaction's connection.
 ///
-/// Made by [`Store::fence`] (the caller's transaction) or [`Store::transaction`] (the
-/// guard's pool, as the [`FencedTransaction`] that derefs to it).
+/// Made by [`Store::fence`] (the caller's transaction), [`Store::transaction`] (the
+/// guard's pool, as the [`FencedTransaction`] that derefs to it) or
+/// [`Store::deferred_transaction`] (as the [`DeferredTransaction`] that derefs to it).
 #[derive(Debug)]
 pub struct Fenced<'l, E> {
     store: Store<E>,
@@ -443,31 +490,65 @@ impl<B: Lend> FencedTransaction<'_, B> {
         self.end(Ending::Rollback).await
     }
 
-    /// Ends the transaction as asked, except that a commit past the deadline rolls back
-    /// and fails. One future for every ending: a commit that awaited a rollback of its
-    /// own would hold the transaction, and a statement's future, twice.
     async fn end(self, ending: Ending) -> Result<()> {
-        let timed_out = match ending {
-            Ending::Commit => self.fenced.in_time().err(),
-            Ending::Rollback => None,
-        };
-        let dialect = self.fenced.store.dialect();
-        let statement = match (ending, &timed_out) {
-            (Ending::Commit, None) => dialect::commit(dialect),
-            _ => dialect::rollback(dialect),
-        };
-        let store = self.fenced.store;
-        let ended = store.backend().execute_batch(statement).await;
-        // A connection whose ending failed is dropped, not given back: closing it rolls
-        // back what is still open (on PostgreSQL the server may have ended the session
-        // already).
-        if ended.is_ok() {
-            B::give_back(store.into_executor());
+        end_lent::<B>(self.fenced, ending).await
+    }
+}
+
+/// Checks and locks the lease of a transaction just begun on a lent connection, and
+/// reads the pool's mark once it is locked; `None`, the transaction rolled back and the
+/// connection given back, when the lease no longer holds.
+async fn lock_first<'l, B: Lend>(
+    mut fenced: Fenced<'l, B::Lent>,
+) -> Result<Option<Fenced<'l, B::Lent>>> {
+    let lease = fenced.lease;
+    let span = trace::step(
+        "transaction",
+        fenced.store.table(),
+        lease.key(),
+        Some(lease.generation()),
+    );
+    let locked = fenced
+        .store
+        .lock_row(lease, Begun::ByGuard, fenced.lock_name);
+    match trace::traced(span, locked).await? {
+        Outcome::Applied => {
+            let read: ReadMark<B::Lent> = B::transaction_mark;
+            fenced.mark = read(fenced.store.backend()).map(|locked| (read, locked));
+            Ok(Some(fenced))
         }
-        match timed_out {
-            Some(timed_out) => Err(timed_out),
-            None => ended,
+        Outcome::Refused => {
+            end_lent::<B>(fenced, Ending::Rollback).await?;
+            Ok(None)
         }
+    }
+}
+
+/// Ends a transaction on a lent connection as asked, except that a commit past the
+/// deadline rolls back and fails; then gives the connection back. One future for every
+/// ending: a commit that awaited a rollback of its own would hold the transaction, and
+/// a statement's future, twice.
+async fn end_lent<B: Lend>(fenced: Fenced<'_, B::Lent>, ending: Ending) -> Result<()> {
+    let timed_out = match ending {
+        Ending::Commit => fenced.in_time().err(),
+        Ending::Rollback => None,
+    };
+    let dialect = fenced.store.dialect();
+    let statement = match (ending, &timed_out) {
+        (Ending::Commit, None) => dialect::commit(dialect),
+        _ => dialect::rollback(dialect),
+    };
+    let store = fenced.store;
+    let ended = store.backend().execute_batch(statement).await;
+    // A connection whose ending failed is dropped, not given back: closing it rolls
+    // back what is still open (on PostgreSQL the server may have ended the session
+    // already).
+    if ended.is_ok() {
+        B::give_back(store.into_executor());
+    }
+    match timed_out {
+        Some(timed_out) => Err(timed_out),
+        None => ended,
     }
 }
 
@@ -599,7 +680,24 @@ impl<B: Executor> Store<B> {
     where
         B: Lend,
     {
-        let lease = lease.as_lease();
+        let Some(fenced) = self.begin_lent(lease.as_lease(), timeout).await? else {
+            return Ok(None);
+        };
+        Ok(lock_first::<B>(fenced)
+            .await?
+            .map(|fenced| FencedTransaction { fenced }))
+    }
+
+    /// A transaction begun on a connection lent by the pool, bounded by `timeout`, its
+    /// lease not checked yet; `None` for a lease revoked locally (nothing is lent).
+    async fn begin_lent<'l>(
+        &self,
+        lease: &'l Lease,
+        timeout: Duration,
+    ) -> Result<Option<Fenced<'l, B::Lent>>>
+    where
+        B: Lend,
+    {
         self.no_procedure("a fenced transaction")?;
         self.check_key(lease.key())?;
         if timeout.is_zero() {
@@ -614,38 +712,14 @@ impl<B: Executor> Store<B> {
         let lent = self.backend().lend().await?;
         B::bound(&lent, deadline, timeout);
         B::begin(&lent, dialect::begin(self.dialect())).await?;
-        let store = self.with_executor(lent);
-        let lock_name = lock_name(self.dialect());
-        let mut fenced = Fenced {
-            store,
+        Ok(Some(Fenced {
+            store: self.with_executor(lent),
             lease,
             deadline: Some((deadline, timeout)),
             statements_bounded: B::BOUNDS_STATEMENTS,
             mark: None,
-            lock_name,
-        };
-        let span = trace::step(
-            "transaction",
-            self.table(),
-            lease.key(),
-            Some(lease.generation()),
-        );
-        match trace::traced(
-            span,
-            fenced.store.lock_row(lease, Begun::ByGuard, lock_name),
-        )
-        .await?
-        {
-            Outcome::Applied => {
-                let read: ReadMark<B::Lent> = B::transaction_mark;
-                fenced.mark = read(fenced.store.backend()).map(|locked| (read, locked));
-                Ok(Some(FencedTransaction { fenced }))
-            }
-            Outcome::Refused => {
-                FencedTransaction::<B> { fenced }.rollback().await?;
-                Ok(None)
-            }
-        }
+            lock_name: lock_name(self.dialect()),
+        }))
     }
 
     /// The check-and-lock statement: `Applied` when the lease holds and its row is now

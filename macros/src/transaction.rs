@@ -28,7 +28,8 @@ pub(crate) struct FencedParam {
     pub(crate) ident: Ident,
     ty: Type,
     index: usize,
-    /// The parameter is a `&FencedTransaction`, which derefs to the `Fenced` it holds.
+    /// The parameter is a `&FencedTransaction` or a `&DeferredTransaction`, which deref
+    /// to the `Fenced` they hold.
     through_transaction: bool,
 }
 
@@ -56,6 +57,11 @@ fn typed(sig: &Signature) -> impl Iterator<Item = &syn::PatType> {
     })
 }
 
+/// Whether a type's name is one of the guard's transactions that deref to `Fenced`.
+fn is_a_transaction(name: &str) -> bool {
+    name == "FencedTransaction" || name == "DeferredTransaction"
+}
+
 /// The parameter marked `#[fenced]`, else the one whose type is named `Fenced`.
 pub(crate) fn fenced_param(sig: &Signature, errors: &mut Vec<syn::Error>) -> Option<FencedParam> {
     let params: Vec<&syn::PatType> = typed(sig).collect();
@@ -66,7 +72,7 @@ pub(crate) fn fenced_param(sig: &Signature, errors: &mut Vec<syn::Error>) -> Opt
         (0..params.len())
             .filter(|&i| {
                 signature::type_name(&params[i].ty)
-                    .is_some_and(|n| n == "Fenced" || n == "FencedTransaction")
+                    .is_some_and(|n| n == "Fenced" || is_a_transaction(&n))
             })
             .collect()
     } else {
@@ -88,7 +94,7 @@ pub(crate) fn fenced_param(sig: &Signature, errors: &mut Vec<syn::Error>) -> Opt
              method sends a statement in it, and the caller still commits it afterwards",
         ));
     }
-    let through_transaction = signature::type_name(ty).is_some_and(|n| n == "FencedTransaction");
+    let through_transaction = signature::type_name(ty).is_some_and(|n| is_a_transaction(&n));
     match &*params[index].pat {
         Pat::Ident(i) if i.subpat.is_none() => Some(FencedParam {
             ident: i.ident.clone(),

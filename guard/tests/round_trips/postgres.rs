@@ -376,6 +376,76 @@ async fn fenced(store: &Store<Postgres>, body: &Body, lease: &Lease) -> Result<(
     tx.commit().await
 }
 
+/// The same transaction deferred (`Store::deferred_transaction`): its publication is
+/// its lock.
+async fn deferred(store: &Store<Postgres>, body: &Body, lease: &Lease) -> Result<()> {
+    let tx = store
+        .deferred_transaction(lease, TIMEOUT)
+        .await?
+        .expect("the lease is not revoked");
+    for i in 0..LINES {
+        assert_eq!(tx.execute(&body.insert, &Body::line(lease, i)).await?, 1);
+    }
+    let published = tx.publish(&[("Payload", Value::from("published"))]).await?;
+    assert!(published.is_applied());
+    assert!(tx.commit().await?.is_applied());
+    Ok(())
+}
+
+/// A deferred transaction sends no statement of its own: its `BEGIN` and the server's
+/// timeouts go with its first line, its publication is its lock, and it waits one round
+/// trip fewer than the plain transaction, whose `BEGIN` is waited for alone. Without a
+/// fenced write, its commit's check costs the round trip back.
+#[tokio::test]
+async fn a_deferred_transaction_waits_less_than_a_plain_one() {
+    let wire = Wire::setup("fenced_rtt_deferred_").await;
+    let own = wire.store().await;
+    let body = Body::new(&wire, &own);
+
+    let proxy = wire.proxy().await;
+    let mut client = wire.client(&proxy).await;
+    let plain_waits = plain(&mut client, &body, &leased(&own).await, &proxy).await;
+
+    let proxy = wire.proxy().await;
+    let store = Store::new(wire.pool(&proxy), reports(&wire.schema));
+    deferred(&store, &body, &leased(&own).await).await.unwrap();
+    let lease = leased(&own).await;
+    proxy.reset_round_trips();
+    let (done, deferred_waits) = counted(&proxy, deferred(&store, &body, &lease)).await;
+    done.unwrap();
+    println!("plain transaction: {plain_waits} round trips; deferred: {deferred_waits}");
+    assert_eq!(
+        deferred_waits,
+        plain_waits - 1,
+        "the lines, the publication and COMMIT, BEGIN sent with the first line"
+    );
+    assert_eq!(
+        proxy.statements(),
+        (LINES + 3) as u64,
+        "BEGIN and the timeouts, the lines, the publication, COMMIT"
+    );
+
+    // Run once first, so that the check is prepared on the connection.
+    let checked_at_commit = async |lease: Lease| {
+        let tx = store.deferred_transaction(&lease, TIMEOUT).await?.unwrap();
+        for i in 0..LINES {
+            assert_eq!(tx.execute(&body.insert, &Body::line(&lease, i)).await?, 1);
+        }
+        assert!(tx.commit().await?.is_applied());
+        Ok::<_, fenced_guard::Error>(())
+    };
+    checked_at_commit(leased(&own).await).await.unwrap();
+    let lease = leased(&own).await;
+    let (done, unwritten_waits) = counted(&proxy, checked_at_commit(lease)).await;
+    done.unwrap();
+    assert_eq!(
+        unwritten_waits, deferred_waits,
+        "the check at commit in place of the publication"
+    );
+    drop(client);
+    wire.schema.teardown().await;
+}
+
 #[tokio::test]
 async fn a_fenced_transaction_waits_no_more_than_a_plain_one() {
     let wire = Wire::setup("fenced_rtt_tx_").await;

@@ -48,6 +48,13 @@ impl Fixture for TestSchema {
 
 crate::transactions!(with_epoch_lock setup);
 
+/// SQL Server's pool holds no commits: a deferred transaction takes its lock first.
+mod deferred {
+    use super::setup;
+
+    crate::deferred_transactions!(setup);
+}
+
 mod bound {
     use std::sync::Arc;
     use std::time::Duration;

@@ -43,6 +43,12 @@ impl Fixture for TestSchema {
 
 crate::transactions!(with_epoch_lock setup);
 
+mod deferred {
+    use super::setup;
+
+    crate::deferred_transactions!(holding_commits setup);
+}
+
 mod bound {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};

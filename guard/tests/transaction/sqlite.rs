@@ -39,6 +39,12 @@ impl Fixture for TempDatabase {
 
 crate::transactions!(with_epoch_lock setup);
 
+mod deferred {
+    use super::setup;
+
+    crate::deferred_transactions!(holding_commits setup);
+}
+
 /// The schedules again with the lent connection's statements run in place on the
 /// runtime's threads, its `BEGIN IMMEDIATE` sleeping its task while the lock is held.
 mod in_place {
@@ -58,6 +64,12 @@ mod in_place {
     }
 
     crate::transactions!(with_epoch_lock setup);
+
+    mod deferred {
+        use super::setup;
+
+        crate::deferred_transactions!(holding_commits setup);
+    }
 }
 
 mod bound {

@@ -65,7 +65,7 @@ async fn acquire<B: Executor>(store: &Store<B>, key: &Key) -> Lease {
 
 /// Waits, by the database's clock, until the lease on `key` has expired. Reads the
 /// committed row, which an open fenced transaction does not block.
-async fn until_expired<E: Executor>(store: &Store<E>, key: &Key) {
+pub async fn until_expired<E: Executor>(store: &Store<E>, key: &Key) {
     // Bounded: the lease's ttl is a few seconds.
     for _ in 0..6_000 {
         if !store.inspect(key.clone()).await.expect("inspect").is_held() {
