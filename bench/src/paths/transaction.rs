@@ -3,7 +3,8 @@
 //! statements in a plain transaction of the driver's: PostgreSQL, SQLite and SQL
 //! Server. On PostgreSQL and SQLite, also the plain transaction with the guard's
 //! check-and-lock added ([`Checked`]): the share of the gap that one statement makes,
-//! and the rest, the guard's own.
+//! and the rest, the guard's own; and the deferred transaction
+//! (`Store::deferred_transaction`, [`Deferred`]), whose fenced update is its lock.
 //!
 //! Each worker holds a lease on its own row for the whole run, so the fenced write is an
 //! update (`Store::update`), which a held lease can repeat, where a publication could run
@@ -55,6 +56,7 @@ pub(crate) async fn run(
         };
         let mut measured = compare(&pair, settings, log).await?;
         measured.extend(compare(&Checked(&pair), settings, log).await?);
+        measured.extend(compare(&Deferred(&pair), settings, log).await?);
         Ok::<_, Error>(measured)
     }
     .await;
@@ -72,6 +74,9 @@ pub(crate) async fn run(
                 .measured
                 .extend(compare(&Checked(&lite), settings, log).await?);
         }
+        results
+            .measured
+            .extend(compare(&Deferred(&lite), settings, log).await?);
     }
     results.ran_on(format!("SQLite {} (bundled, WAL)", rusqlite::version()));
 
@@ -165,15 +170,19 @@ impl Statements {
     }
 }
 
-/// The fenced transaction, through the guard's pool.
+/// The fenced transaction, through the guard's pool: locked first, or `deferred`.
 struct FencedCycle<B> {
     store: Store<B>,
     lease: Lease,
     insert: String,
+    deferred: bool,
 }
 
 impl<B: Lend + Clone> Cycle for FencedCycle<B> {
     async fn attempt(&mut self, key: i64) -> Result<bool> {
+        if self.deferred {
+            return self.deferred(key).await;
+        }
         let tx = self
             .store
             .transaction(&self.lease, TIMEOUT)
@@ -194,12 +203,39 @@ impl<B: Lend + Clone> Cycle for FencedCycle<B> {
     }
 }
 
-/// One fenced cycle per worker, worker `i` under lease `i`.
+impl<B: Lend + Clone> FencedCycle<B> {
+    /// The deferred transaction: the same lines, its fenced update its lock.
+    async fn deferred(&self, key: i64) -> Result<bool> {
+        let tx = self
+            .store
+            .deferred_transaction(&self.lease, TIMEOUT)
+            .await?
+            .ok_or_else(|| protocol("a deferred transaction was refused under a held lease"))?;
+        for line in LINES {
+            let rows = tx
+                .execute(&self.insert, &[Value::I64(key), Value::from(line)])
+                .await?;
+            workload::one_row(rows, "a line's insert")?;
+        }
+        let payload = [(PAYLOAD_COLUMN, Value::from(PAYLOAD))];
+        if !tx.update(&payload).await?.is_applied() {
+            return Err(protocol("a fenced update was refused under a held lease"));
+        }
+        if !tx.commit().await?.is_applied() {
+            return Err(protocol("a deferred commit was refused under a held lease"));
+        }
+        Ok(true)
+    }
+}
+
+/// One fenced cycle per worker, worker `i` under lease `i`; `deferred` transactions or
+/// those locked first.
 fn fenced_cycles<B: Lend + Clone>(
     store: &Store<B>,
     leases: &[Lease],
     insert: &str,
     workers: usize,
+    deferred: bool,
 ) -> Vec<FencedCycle<B>> {
     leases[..workers]
         .iter()
@@ -207,6 +243,7 @@ fn fenced_cycles<B: Lend + Clone>(
             store: store.clone(),
             lease: lease.clone(),
             insert: insert.to_owned(),
+            deferred,
         })
         .collect()
 }
@@ -307,6 +344,25 @@ impl PlainPg {
 }
 
 impl PgTransaction<'_> {
+    /// The guard's fenced transactions, on a pool of one connection per worker, locked
+    /// first or `deferred`.
+    async fn fenced(
+        &self,
+        config: &str,
+        clock: &ServerClock<'_>,
+        workers: usize,
+        timing: Timing,
+        deferred: bool,
+    ) -> Result<(Summary, Option<u64>)> {
+        let store = Store::new(
+            Postgres::connect_with(config, workers).await?,
+            self.table.clone(),
+        );
+        let insert = &self.statements.insert;
+        let cycles = fenced_cycles(&store, &self.leases, insert, workers, deferred);
+        run_cycles(cycles, timing, clock).await
+    }
+
     /// The plain transactions, one client per worker, with the guard's check-and-lock
     /// or without.
     async fn plain(
@@ -352,15 +408,40 @@ impl Pair for PgTransaction<'_> {
         let config = place.named(&name);
         let clock = ServerClock::of(&place.monitor, &name);
         let (summary, server) = match side {
-            Side::Guard => {
-                let store = Store::new(
-                    Postgres::connect_with(&config, workers).await?,
-                    self.table.clone(),
-                );
-                let cycles = fenced_cycles(&store, &self.leases, &self.statements.insert, workers);
-                run_cycles(cycles, timing, &clock).await?
-            }
+            Side::Guard => self.fenced(&config, &clock, workers, timing, false).await?,
             Side::Driver => self.plain(&config, &clock, workers, timing, false).await?,
+        };
+        Ok(Run::of(summary, server, timing.measured))
+    }
+}
+
+/// The deferred transaction of the guard's pool (`Store::deferred_transaction`), its
+/// fenced update its lock, against the plain transaction.
+struct Deferred<'p, P>(&'p P);
+
+impl Pair for Deferred<'_, PgTransaction<'_>> {
+    fn name(&self) -> Name {
+        Name {
+            path: "deferred transaction, guard's pool",
+            against: "the same statements in a plain transaction",
+            database: "PostgreSQL",
+            unit: "transaction",
+            target: Some(0.9),
+        }
+    }
+
+    async fn run(&self, side: Side, workers: usize, timing: Timing) -> Result<Run> {
+        let pair = self.0;
+        pair.reset().await?;
+        let name = pair.place.name(match side {
+            Side::Guard => "deferred",
+            Side::Driver => "plain",
+        });
+        let config = pair.place.named(&name);
+        let clock = ServerClock::of(&pair.place.monitor, &name);
+        let (summary, server) = match side {
+            Side::Guard => pair.fenced(&config, &clock, workers, timing, true).await?,
+            Side::Driver => pair.plain(&config, &clock, workers, timing, false).await?,
         };
         Ok(Run::of(summary, server, timing.measured))
     }
@@ -462,29 +543,56 @@ impl Pair for Lite {
 
     async fn run(&self, side: Side, workers: usize, timing: Timing) -> Result<Run> {
         let summary = match side {
-            Side::Guard => {
-                let options = SqliteOptions::default()
-                    .max_connections(workers)
-                    .busy_timeout(BUSY_TIMEOUT)
-                    .execution(self.execution.into());
-                let store = Store::new(
-                    Sqlite::open_with(&self.path, options).await?,
-                    self.table.clone(),
-                );
-                let cycles = fenced_cycles(&store, &self.leases, &self.statements.insert, workers);
-                run_cycles(cycles, timing, &ServerClock::none()).await?.0
-            }
-            Side::Driver => {
-                let (path, statements) = (self.path.clone(), self.statements.clone());
-                let leases = self.leases[..workers].to_vec();
-                tokio::task::spawn_blocking(move || {
-                    plain_sqlite(&path, &statements, &leases, timing, false)
-                })
-                .await
-                .map_err(|_| Error::Worker)??
-            }
+            Side::Guard => self.fenced(workers, timing, false).await?,
+            Side::Driver => self.plain(workers, timing).await?,
         };
         Ok(Run::of(summary, None, timing.measured))
+    }
+}
+
+impl Pair for Deferred<'_, Lite> {
+    fn name(&self) -> Name {
+        Name {
+            path: "deferred transaction, guard's pool",
+            ..self.0.name()
+        }
+    }
+
+    async fn run(&self, side: Side, workers: usize, timing: Timing) -> Result<Run> {
+        let summary = match side {
+            Side::Guard => self.0.fenced(workers, timing, true).await?,
+            Side::Driver => self.0.plain(workers, timing).await?,
+        };
+        Ok(Run::of(summary, None, timing.measured))
+    }
+}
+
+impl Lite {
+    /// The guard's fenced transactions, on a pool of one connection per worker, locked
+    /// first or `deferred`.
+    async fn fenced(&self, workers: usize, timing: Timing, deferred: bool) -> Result<Summary> {
+        let options = SqliteOptions::default()
+            .max_connections(workers)
+            .busy_timeout(BUSY_TIMEOUT)
+            .execution(self.execution.into());
+        let store = Store::new(
+            Sqlite::open_with(&self.path, options).await?,
+            self.table.clone(),
+        );
+        let insert = &self.statements.insert;
+        let cycles = fenced_cycles(&store, &self.leases, insert, workers, deferred);
+        Ok(run_cycles(cycles, timing, &ServerClock::none()).await?.0)
+    }
+
+    /// The plain transactions on rusqlite, one thread per worker.
+    async fn plain(&self, workers: usize, timing: Timing) -> Result<Summary> {
+        let (path, statements) = (self.path.clone(), self.statements.clone());
+        let leases = self.leases[..workers].to_vec();
+        tokio::task::spawn_blocking(move || {
+            plain_sqlite(&path, &statements, &leases, timing, false)
+        })
+        .await
+        .map_err(|_| Error::Worker)?
     }
 }
 
@@ -630,10 +738,12 @@ pub(crate) enum Kind {
     Checked,
     /// The fenced transaction of the guard's pool (on SQLite, run in place).
     Fenced,
+    /// The deferred transaction of the guard's pool, its fenced update its lock.
+    Deferred,
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 3] = [Kind::Plain, Kind::Checked, Kind::Fenced];
+    pub(crate) const ALL: [Kind; 4] = [Kind::Plain, Kind::Checked, Kind::Fenced, Kind::Deferred];
 
     /// Its name in the table.
     pub(crate) fn label(self) -> &'static str {
@@ -641,6 +751,7 @@ impl Kind {
             Kind::Plain => "plain",
             Kind::Checked => "checked",
             Kind::Fenced => "fenced",
+            Kind::Deferred => "deferred",
         }
     }
 }
@@ -651,7 +762,7 @@ pub(crate) async fn sqlite_transactions(dir: &Path, kind: Kind, count: u64) -> R
     let lite = Lite::setup(dir, 1, Execution::InPlace).await?;
     let key = Rows::Distinct.key(0);
     let lease = &lite.leases[0];
-    if kind == Kind::Fenced {
+    if matches!(kind, Kind::Fenced | Kind::Deferred) {
         let options = SqliteOptions::default()
             .max_connections(1)
             .busy_timeout(BUSY_TIMEOUT)
@@ -664,6 +775,7 @@ pub(crate) async fn sqlite_transactions(dir: &Path, kind: Kind, count: u64) -> R
             store,
             lease: lease.clone(),
             insert: lite.statements.insert.clone(),
+            deferred: kind == Kind::Deferred,
         };
         repeat(&mut cycle, key, count).await
     } else {
@@ -683,11 +795,12 @@ pub(crate) async fn postgres_transactions(config: &str, kind: Kind, count: u64) 
         let (table, leases) = pg_leases(&place, "TxLease", 1).await?;
         let statements = Statements::new(Dialect::Postgres, &table, &place.lines("TxLine").await?)?;
         let key = Rows::Distinct.key(0);
-        if kind == Kind::Fenced {
+        if matches!(kind, Kind::Fenced | Kind::Deferred) {
             let mut cycle = FencedCycle {
                 store: Store::new(Postgres::connect_with(&place.config, 1).await?, table),
                 lease: leases[0].clone(),
                 insert: statements.insert.clone(),
+                deferred: kind == Kind::Deferred,
             };
             repeat(&mut cycle, key, count).await
         } else {
@@ -782,7 +895,8 @@ impl Pair for TdsTransaction<'_> {
             Side::Guard => {
                 let store: Store<Mssql> =
                     Store::new(self.place.pool(workers).await?, self.table.clone());
-                let cycles = fenced_cycles(&store, &self.leases, &self.statements.insert, workers);
+                let insert = &self.statements.insert;
+                let cycles = fenced_cycles(&store, &self.leases, insert, workers, false);
                 let cycles = warm(cycles).await?;
                 run_cycles(cycles, timing, &ServerClock::none()).await?.0
             }
