@@ -24,9 +24,10 @@
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::{Begun, Ending, Fenced, ReadMark, end_lent, ended, lock_first};
+use super::{Begun, Ending, Fenced, ReadMark, end_lent, ended};
+use crate::dialect;
 use crate::error::Result;
 use crate::executor::{Executor, Lend};
 use crate::lease::AsLease;
@@ -244,24 +245,40 @@ impl<B: Executor> Store<B> {
     where
         B: Lend,
     {
-        let Some(mut fenced) = self.begin_lent(lease.as_lease(), timeout).await? else {
-            return Ok(None);
-        };
-        let read: ReadMark<B::Lent> = B::transaction_mark;
-        // The transaction the guard began: until its mark moves, nothing has ended it.
-        // Without commits held and a mark to tell that, the lock is taken first.
-        let begun = if B::HOLDS_COMMITS {
-            read(fenced.store.backend())
-        } else {
-            None
-        };
-        let Some(begun) = begun else {
-            return Ok(lock_first::<B>(fenced)
+        if !B::HOLDS_COMMITS {
+            return Ok(self
+                .transaction(lease, timeout)
                 .await?
-                .map(|fenced| DeferredTransaction {
-                    fenced,
+                .map(|tx| DeferredTransaction {
+                    fenced: tx.fenced,
                     locked: AtomicBool::new(true),
                 }));
+        }
+        let lease = lease.as_lease();
+        if !self.admit_transaction(lease, timeout)? {
+            return Ok(None);
+        }
+        let deadline = crate::wait::saturating_add(Instant::now(), timeout);
+        let lent = self.backend().lend().await?;
+        B::bound(&lent, deadline, timeout);
+        B::begin(&lent, dialect::begin(self.dialect())).await?;
+        let mut fenced = self.begun(lent, lease, (deadline, timeout));
+        let read: ReadMark<B::Lent> = B::transaction_mark;
+        // The transaction the guard began: until its mark moves, nothing has ended it.
+        let Some(begun) = read(fenced.store.backend()) else {
+            // A pool that holds commits but keeps no mark cannot tell that: the lease
+            // is checked and locked now, as by `transaction`.
+            let locked = fenced
+                .store
+                .lock_row(lease, Begun::ByGuard, fenced.lock_name);
+            if locked.await?.is_refused() {
+                end_lent::<B>(fenced, Ending::Rollback).await?;
+                return Ok(None);
+            }
+            return Ok(Some(DeferredTransaction {
+                fenced,
+                locked: AtomicBool::new(true),
+            }));
         };
         B::hold_commits(fenced.store.backend(), true);
         fenced.mark = Some((read, begun));
