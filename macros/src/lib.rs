@@ -239,9 +239,9 @@ use proc_macro::TokenStream;
 ///
 /// # In a fenced transaction
 ///
-/// A method may take a fenced transaction, `&Fenced<'_, E>` (from `Store::transaction`
-/// or `Store::fence`; a parameter of another type name is marked `#[fenced]`), instead
-/// of a store and a lease:
+/// A method may take a fenced transaction, `&Fenced<'_, E>` (from `Store::transaction`,
+/// `Store::deferred_transaction` or `Store::fence`; a parameter of another type name is
+/// marked `#[fenced]`), instead of a store and a lease:
 ///
 /// - On the lease's table, it sends the same fenced `UPDATE` on the transaction's
 ///   connection, with the lease the transaction checked, and returns `Outcome`.
