@@ -168,6 +168,31 @@ pub trait IntoExecutor {
     fn into_executor(self) -> Self::Executor;
 }
 
+/// A value only the guard can make. A [`Lend`] method that takes one can be written by
+/// any pool, and called by the guard alone: beginning a lent connection's transaction
+/// and holding its commits are what a fenced transaction's proof rests on.
+///
+/// So a caller holding a fenced transaction's connection (`tx.store().backend()`)
+/// cannot send a `COMMIT` ahead of its next statement as a `BEGIN`, or let the held
+/// commits of a [`DeferredTransaction`](crate::DeferredTransaction) go:
+///
+/// ```compile_fail
+/// # #[cfg(not(feature = "postgres"))] compile_error!("needs the postgres feature");
+/// # #[cfg(feature = "postgres")]
+/// use fenced_guard::{GuardOnly, Lend, Postgres};
+///
+/// # #[cfg(feature = "postgres")]
+/// fn commit_around(lent: &<Postgres as Lend>::Lent) {
+///     let _ = Postgres::begin(lent, "COMMIT", GuardOnly(()));
+/// }
+/// ```
+#[derive(Debug)]
+pub struct GuardOnly(());
+
+impl GuardOnly {
+    pub(crate) const TOKEN: GuardOnly = GuardOnly(());
+}
+
 /// A guard's pool that can lend one of its connections for a
 /// [`FencedTransaction`](crate::FencedTransaction).
 ///
@@ -189,7 +214,11 @@ pub trait Lend: Backend {
     /// instead, pipelined, so that beginning costs no round trip of its own, and
     /// SQLite's runs it in the same call as that statement: an error of `begin` is then
     /// that statement's error.
-    fn begin(lent: &Self::Lent, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
+    fn begin(
+        lent: &Self::Lent,
+        begin: &'static str,
+        _: GuardOnly,
+    ) -> impl Future<Output = Result<()>> + Send {
         lent.execute_batch(begin)
     }
 
@@ -239,7 +268,7 @@ pub trait Lend: Backend {
     /// lease is not yet checked, and lets them go just before its own `COMMIT` or
     /// `ROLLBACK`. Only read where [`HOLDS_COMMITS`](Lend::HOLDS_COMMITS); the default
     /// does nothing.
-    fn hold_commits(lent: &Self::Lent, held: bool) {
+    fn hold_commits(lent: &Self::Lent, held: bool, _: GuardOnly) {
         let _ = (lent, held);
     }
 }

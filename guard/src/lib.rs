@@ -144,7 +144,7 @@ pub use dialect::{
 };
 pub use error::{Error, Result};
 pub use executor::Lend;
-pub use executor::{Backend, Executor, InTransaction};
+pub use executor::{Backend, Executor, GuardOnly, InTransaction};
 pub use keeper::{Keeper, KeeperBuilder, Loss};
 pub use lease::{AsLease, Lease, LeaseState};
 pub use operation::{OperationOutcome, Resolution};

@@ -171,7 +171,7 @@ use crate::dialect;
 use crate::dialect::recheck::Recheck;
 use crate::error::{Error, Result};
 pub use crate::executor::Lend;
-use crate::executor::{Executor, InTransaction};
+use crate::executor::{Executor, GuardOnly, InTransaction};
 use crate::lease::{AsLease, Lease};
 use crate::operation::{OperationOutcome, Resolution};
 use crate::outcome::Outcome;
@@ -663,7 +663,7 @@ impl<B: Executor> Store<B> {
         let deadline = crate::wait::saturating_add(Instant::now(), timeout);
         let lent = self.backend().lend().await?;
         B::bound(&lent, deadline, timeout);
-        B::begin(&lent, dialect::begin(self.dialect())).await?;
+        B::begin(&lent, dialect::begin(self.dialect()), GuardOnly::TOKEN).await?;
         let mut fenced = self.begun(lent, lease, (deadline, timeout));
         let span = trace::step(
             "transaction",

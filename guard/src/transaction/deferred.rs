@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use super::{Begun, Ending, Fenced, ReadMark, end_lent, ended};
 use crate::dialect;
 use crate::error::Result;
-use crate::executor::{Executor, Lend};
+use crate::executor::{Executor, GuardOnly, Lend};
 use crate::lease::AsLease;
 use crate::outcome::Outcome;
 use crate::store::{LockingWrite, Store};
@@ -142,7 +142,7 @@ impl<B: Lend> DeferredTransaction<'_, B> {
             self.locked.store(true, Ordering::Relaxed);
             // Locked: a commit sent around the guard from now on commits under the
             // lock, as in a transaction locked first.
-            B::hold_commits(fenced.store.backend(), false);
+            B::hold_commits(fenced.store.backend(), false, GuardOnly::TOKEN);
         }
         Ok(outcome)
     }
@@ -178,7 +178,7 @@ impl<B: Lend> DeferredTransaction<'_, B> {
     ///
     /// Any database error; the connection is then closed, which rolls back as well.
     pub async fn rollback(self) -> Result<()> {
-        B::hold_commits(self.fenced.store.backend(), false);
+        B::hold_commits(self.fenced.store.backend(), false, GuardOnly::TOKEN);
         end_lent::<B>(self.fenced, Ending::Rollback).await
     }
 
@@ -188,7 +188,7 @@ impl<B: Lend> DeferredTransaction<'_, B> {
         let fenced = self.fenced;
         let backend = fenced.store.backend();
         if let Err(timed_out) = fenced.in_time() {
-            B::hold_commits(backend, false);
+            B::hold_commits(backend, false, GuardOnly::TOKEN);
             // The news is the timeout, not the rollback's own failure: the server, or
             // SQLite's watchdog, may have ended the transaction already.
             let _ = end_lent::<B>(fenced, Ending::Rollback).await;
@@ -197,7 +197,7 @@ impl<B: Lend> DeferredTransaction<'_, B> {
         if !self.locked.load(Ordering::Relaxed) {
             if !fenced.in_the_locked_transaction() {
                 let ended = fenced.has_ended();
-                B::hold_commits(backend, false);
+                B::hold_commits(backend, false, GuardOnly::TOKEN);
                 end_lent::<B>(fenced, Ending::Rollback).await?;
                 return Err(ended);
             }
@@ -209,12 +209,12 @@ impl<B: Lend> DeferredTransaction<'_, B> {
                 .lock_row(lease, Begun::ByGuard, fenced.lock_name)
                 .await?;
             if locked.is_refused() {
-                B::hold_commits(backend, false);
+                B::hold_commits(backend, false, GuardOnly::TOKEN);
                 end_lent::<B>(fenced, Ending::Rollback).await?;
                 return Ok(Outcome::Refused);
             }
         }
-        B::hold_commits(backend, false);
+        B::hold_commits(backend, false, GuardOnly::TOKEN);
         end_lent::<B>(fenced, Ending::Commit).await?;
         Ok(Outcome::Applied)
     }
@@ -261,7 +261,7 @@ impl<B: Executor> Store<B> {
         let deadline = crate::wait::saturating_add(Instant::now(), timeout);
         let lent = self.backend().lend().await?;
         B::bound(&lent, deadline, timeout);
-        B::begin(&lent, dialect::begin(self.dialect())).await?;
+        B::begin(&lent, dialect::begin(self.dialect()), GuardOnly::TOKEN).await?;
         let mut fenced = self.begun(lent, lease, (deadline, timeout));
         let read: ReadMark<B::Lent> = B::transaction_mark;
         // The transaction the guard began: until its mark moves, nothing has ended it.
@@ -280,7 +280,7 @@ impl<B: Executor> Store<B> {
                 locked: AtomicBool::new(true),
             }));
         };
-        B::hold_commits(fenced.store.backend(), true);
+        B::hold_commits(fenced.store.backend(), true, GuardOnly::TOKEN);
         fenced.mark = Some((read, begun));
         Ok(Some(DeferredTransaction {
             fenced,

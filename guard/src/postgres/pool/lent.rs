@@ -9,7 +9,7 @@ use super::connection::Connection;
 use super::{Ahead, Postgres, execute_on, query_row_on, query_rows_on};
 use crate::dialect::kind::Dialect;
 use crate::error::Result;
-use crate::executor::{Executor, InTransaction, Lend};
+use crate::executor::{Executor, GuardOnly, InTransaction, Lend};
 use crate::pool::control::{commit_held, may_end_a_transaction};
 use crate::pool::{Checkout, Deadline};
 use crate::value::Value;
@@ -79,7 +79,11 @@ impl Lend for Postgres {
     /// Sent with the transaction's first statement, and the server's timeouts, before
     /// either answer is read: beginning, setting the bound and checking the lease cost
     /// one round trip, as the `BEGIN` of a plain transaction does.
-    fn begin(lent: &LentPostgres, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
+    fn begin(
+        lent: &LentPostgres,
+        begin: &'static str,
+        _: GuardOnly,
+    ) -> impl Future<Output = Result<()>> + Send {
         *lent.pending_begin() = Some(begin);
         std::future::ready(Ok(()))
     }
@@ -100,7 +104,7 @@ impl Lend for Postgres {
     /// controls a transaction. Nothing else ends a transaction block.
     const HOLDS_COMMITS: bool = true;
 
-    fn hold_commits(lent: &LentPostgres, held: bool) {
+    fn hold_commits(lent: &LentPostgres, held: bool, _: GuardOnly) {
         lent.commits_held.store(held, Ordering::Relaxed);
     }
 }

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::dialect::{self, kind::Dialect};
 use crate::error::{Error, Result};
-use crate::executor::{Executor, InTransaction, Lend};
+use crate::executor::{Executor, GuardOnly, InTransaction, Lend};
 use crate::pool::control::{commit_held, may_end_a_transaction};
 use crate::pool::{Checkout, Deadline};
 use crate::sqlite::caller;
@@ -194,7 +194,11 @@ impl Lend for Sqlite {
 
     /// Runs with the transaction's first statement, in the same call: `BEGIN
     /// IMMEDIATE` and the check, waiting for the write lock once.
-    fn begin(lent: &LentSqlite, begin: &'static str) -> impl Future<Output = Result<()>> + Send {
+    fn begin(
+        lent: &LentSqlite,
+        begin: &'static str,
+        _: GuardOnly,
+    ) -> impl Future<Output = Result<()>> + Send {
         *lent.pending_begin() = Some(begin);
         std::future::ready(Ok(()))
     }
@@ -241,7 +245,7 @@ impl Lend for Sqlite {
     /// commit that still happens into a rollback.
     const HOLDS_COMMITS: bool = true;
 
-    fn hold_commits(lent: &LentSqlite, held: bool) {
+    fn hold_commits(lent: &LentSqlite, held: bool, _: GuardOnly) {
         lent.commits_held.store(held, Ordering::Relaxed);
     }
 }
@@ -501,7 +505,7 @@ mod tests {
         let (store, _lease) = setup(&dir, SqliteExecution::InPlace).await;
         for held in [true, false] {
             let lent = store.backend().lend().await.unwrap();
-            Sqlite::hold_commits(&lent, held);
+            Sqlite::hold_commits(&lent, held, GuardOnly::TOKEN);
             let committed = {
                 let mut checkout = lent.connection();
                 let conn = checkout.conn().conn();
@@ -510,7 +514,7 @@ mod tests {
                 conn.execute_batch("COMMIT")
             };
             assert_eq!(committed.is_err(), held, "held {held}: {committed:?}");
-            Sqlite::hold_commits(&lent, false);
+            Sqlite::hold_commits(&lent, false, GuardOnly::TOKEN);
             Sqlite::give_back(lent);
         }
         let lines = store.backend().query_i64("SELECT count(*) FROM line", &[]);
