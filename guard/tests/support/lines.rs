@@ -1,7 +1,7 @@
 //! A second table beside the fenced one: a report's lines, written in the report's
 //! fenced transaction.
 
-use fenced_guard::{Dialect, Executor, Identifier, Key, QualifiedName, Store, Value};
+use fenced_guard::{Dialect, Executor, Identifier, Key, Lend, QualifiedName, Store, Value};
 
 use super::Place;
 
@@ -66,4 +66,28 @@ pub async fn create_lines_table<E: Executor>(place: &impl Place, store: &Store<E
         .execute_batch(&create)
         .await
         .expect("create the lines table");
+}
+
+/// Inserts `line` for `key` in a plain transaction on a connection the store's pool
+/// lends, committed: what a worker writes without the fence. The transaction tests'
+/// negative control.
+pub async fn insert_plainly<B: Lend>(place: &impl Place, store: &Store<B>, key: &Key, line: &str) {
+    let d = store.dialect();
+    let plain = store.backend().lend().await.expect("lend a connection");
+    plain
+        .execute_batch(fenced_guard::dialect::begin(d))
+        .await
+        .expect("begin");
+    plain
+        .execute(
+            &insert_line(place, store),
+            &[Value::from(key), Value::from(line)],
+        )
+        .await
+        .expect("insert a line");
+    plain
+        .execute_batch(fenced_guard::dialect::commit(d))
+        .await
+        .expect("commit");
+    B::give_back(plain);
 }

@@ -10,7 +10,7 @@ use fenced_guard::{Dialect, Error, Executor, Lend, OperationOutcome, Outcome, St
 use uuid::Uuid;
 
 use crate::suite::{Fixture, TIMEOUT, TTL, reports, setup, until_expired};
-use crate::support::lines::{insert_line, line_count};
+use crate::support::lines::{insert_line, insert_plainly, line_count};
 use crate::support::row::{expire, payload, payload_column, select};
 
 /// Whether the place's pool holds commits, so that a deferred transaction's lock waits
@@ -135,21 +135,7 @@ where
     assert_eq!(line_count(&*place, &store, &key).await, 1);
 
     // Negative control: A's line through a plain transaction lands.
-    let d = store.dialect();
-    let plain = store.backend().lend().await.unwrap();
-    plain
-        .execute_batch(fenced_guard::dialect::begin(d))
-        .await
-        .unwrap();
-    plain
-        .execute(&insert, &[Value::from(&key), Value::from("stale")])
-        .await
-        .unwrap();
-    plain
-        .execute_batch(fenced_guard::dialect::commit(d))
-        .await
-        .unwrap();
-    F::Backend::give_back(plain);
+    insert_plainly(&*place, &store, &key, "stale").await;
     assert_eq!(
         line_count(&*place, &store, &key).await,
         2,
@@ -213,20 +199,7 @@ where
     assert_eq!(line_count(&*place, &store, &key).await, 2);
 
     // Negative control: on a plain lent connection the same batch commits.
-    let plain = store.backend().lend().await.unwrap();
-    plain
-        .execute_batch(fenced_guard::dialect::begin(d))
-        .await
-        .unwrap();
-    plain
-        .execute(&insert, &[Value::from(&key), Value::from("control")])
-        .await
-        .unwrap();
-    plain
-        .execute_batch(fenced_guard::dialect::commit(d))
-        .await
-        .expect("the control's commit");
-    F::Backend::give_back(plain);
+    insert_plainly(&*place, &store, &key, "control").await;
     assert_eq!(
         line_count(&*place, &store, &key).await,
         3,

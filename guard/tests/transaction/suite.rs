@@ -11,7 +11,7 @@ use fenced_guard::{
 use uuid::Uuid;
 
 use crate::support::Place;
-use crate::support::lines::{create_lines_table, insert_line, line_count};
+use crate::support::lines::{create_lines_table, insert_line, insert_plainly, line_count};
 use crate::support::row::{expire, payload, payload_column, select};
 
 /// A place for one test, and how to see that a connection waits for a row lock.
@@ -276,21 +276,7 @@ where
     assert_eq!(line_count(&*place, &store, &key).await, 1);
 
     // Negative control: the same lines through a plain transaction are written.
-    let d = store.dialect();
-    let plain = store.backend().lend().await.unwrap();
-    plain
-        .execute_batch(fenced_guard::dialect::begin(d))
-        .await
-        .unwrap();
-    plain
-        .execute(&insert, &[Value::from(&key), Value::from("line 1")])
-        .await
-        .unwrap();
-    plain
-        .execute_batch(fenced_guard::dialect::commit(d))
-        .await
-        .unwrap();
-    F::Backend::give_back(plain);
+    insert_plainly(&*place, &store, &key, "line 1").await;
     assert_eq!(
         line_count(&*place, &store, &key).await,
         2,
