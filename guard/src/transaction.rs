@@ -113,11 +113,11 @@
 //!     "line 1".into(),
 //! ])
 //! .await?;
-//! tx.publish(&[("payload", Value::from("the report"))]).await?; // the lock
-//! match tx.commit().await? {
-//!     Outcome::Applied => {}                   // the lines and the publication landed
-//!     Outcome::Refused => { /* the lease was lost: nothing was written */ }
+//! // The lock. Refused: the lease was lost, or this generation already published.
+//! if tx.publish(&[("payload", Value::from("the report"))]).await? == Outcome::Refused {
+//!     return tx.rollback().await;
 //! }
+//! tx.commit().await?; // `Applied`: the lines and the publication landed
 //! # Ok(()) }
 //! ```
 //!
@@ -125,7 +125,8 @@
 //! the transaction's commits ([`Lend::hold_commits`]; a `COMMIT` sent around the guard
 //! is refused, and on SQLite any commit is turned into a rollback), and
 //! [`commit`](DeferredTransaction::commit) checks and locks the lease itself when no
-//! fenced write of the transaction did, rolling back instead when it no longer holds.
+//! fenced write of the transaction did, rolling back instead when it no longer holds
+//! (`Outcome::Refused`).
 //! The price: a stale holder learns that it is stale at its fenced write or its commit,
 //! not at its first statement, and until then its statements may wait for, or hold,
 //! rows a successor writes (within the transaction's timeout). SQL Server's pool holds

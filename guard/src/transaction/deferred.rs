@@ -87,8 +87,10 @@ impl<B: Lend> DeferredTransaction<'_, B> {
 
     /// [`Store::publish`] of the lease's row inside the transaction, as
     /// [`update`](DeferredTransaction::update) is: applied, it is the transaction's
-    /// check-and-lock. `Refused` means what it means for [`Store::publish`] (this
-    /// generation may already have published); the transaction will not commit.
+    /// check-and-lock. `Refused` means what it means for [`Store::publish`]: where the
+    /// lease was lost, the commit will roll back; where this generation had already
+    /// published (a retry after a lost acknowledgement), the lease still holds and the
+    /// commit would commit the rest, so roll back.
     ///
     /// # Errors
     ///
@@ -150,7 +152,7 @@ impl<B: Lend> DeferredTransaction<'_, B> {
     /// Commits, if the lease holds: `Applied` when the transaction committed;
     /// `Refused` when no fenced write of the transaction locked the lease and, checked
     /// now, it no longer holds: the transaction was rolled back and nothing of it was
-    /// written. Also `Refused` after a fenced write of the transaction was refused.
+    /// written.
     ///
     /// # Errors
     ///

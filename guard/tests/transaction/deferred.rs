@@ -33,8 +33,8 @@ async fn add_line<E: Executor>(fenced: &fenced_guard::Fenced<'_, E>, insert: &st
 }
 
 /// The lines, a publication and an operation id commit together; the publication is
-/// the lock. A second transaction with no fenced write is checked at its commit, and
-/// commits too.
+/// the lock. A second transaction whose publication is refused, this generation having
+/// published, is checked at its commit, and commits too: the lease holds.
 pub async fn a_deferred_transaction_commits_with_its_fenced_write<F: Fixture>(place: Arc<F>)
 where
     F::Backend: Lend,
@@ -79,8 +79,18 @@ where
         .unwrap()
         .unwrap();
     add_line(&tx, &insert, "line 3").await;
+    // Refused by the publish-once predicate, not by the lease: the commit's own check
+    // still passes, as `DeferredTransaction::publish` says.
+    assert_eq!(
+        tx.publish(&payload("again")).await.unwrap(),
+        Outcome::Refused
+    );
     assert_eq!(tx.commit().await.unwrap(), Outcome::Applied);
     assert_eq!(line_count(&*place, &store, &key).await, 4);
+    assert_eq!(
+        select(&store, &key, &[payload_column(store.dialect())]).await,
+        vec![Value::from("published")]
+    );
 }
 
 /// The article's schedule: A's lease expires and B acquires; A comes back and writes
