@@ -99,7 +99,8 @@
 //! [`DeferredTransaction`] makes that write its check-and-lock, holding the epoch's row
 //! shared as the check does, and sends no statement of its own: on PostgreSQL its
 //! `BEGIN` and the server's bound go with its first statement, so it waits for one round
-//! trip fewer than a plain transaction and costs the server what one does.
+//! trip fewer than a plain transaction, and costs the server what one does and the
+//! bound's `SET LOCAL`s and the epoch's share lock.
 //!
 //! ```no_run
 //! # async fn run(store: &fenced_guard::Store<fenced_guard::Postgres>, lease: &fenced_guard::Lease) -> fenced_guard::Result<()> {
