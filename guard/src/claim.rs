@@ -45,7 +45,8 @@ use tracing::Instrument;
 
 use uuid::Uuid;
 
-use crate::dialect::batch;
+use crate::dialect::Dialect;
+use crate::dialect::batch::{self, ClaimPart};
 use crate::error::{Error, Result};
 use crate::executor::Executor;
 use crate::lease::Lease;
@@ -54,6 +55,7 @@ use crate::table::{Identifier, KeyType};
 use crate::value::{Key, Value};
 
 pub(crate) mod filter;
+pub(crate) mod start;
 
 pub use filter::{Comparison, Test};
 
@@ -147,7 +149,8 @@ pub(crate) fn padded(n: usize, max: usize) -> usize {
 
 impl<E: Executor> Store<E> {
     /// Claims up to `limit` free rows among `candidates` for `ttl`, in one statement
-    /// (one per [`MAX_KEYS_PER_STATEMENT`] candidate keys): each row claimed has its
+    /// (one per [`MAX_KEYS_PER_STATEMENT`] candidate keys; see below for one row of any
+    /// key on PostgreSQL): each row claimed has its
     /// generation bumped and a new owner, expiry and the current epoch installed,
     /// exactly as [`try_acquire`](Store::try_acquire) does for one row, and comes back as
     /// an ordinary [`Lease`], in no particular order. The leases of one claim share
@@ -160,6 +163,13 @@ impl<E: Executor> Store<E> {
     /// writer needs neither. Babelfish ignores `READPAST`: there a claim that meets a row
     /// another claim is taking waits for it, finds it no longer free, and returns fewer
     /// rows; no row is ever claimed twice.
+    ///
+    /// A claim of any rows on PostgreSQL looks through the table from a block drawn at
+    /// random, to the table's end and then from its start, so that many claimers do not
+    /// all pass the same rows. A claim of one such row draws that block itself, from
+    /// the table's size, which one claim of a store (and its clones) reads every 10
+    /// seconds in a statement of its own; the part before the block it looks through in
+    /// a second statement, sent only when the first found no free row.
     ///
     /// On a connection of the caller's ([`Store::on`]), the claim runs inside whatever
     /// transaction is open there, and its rows stay locked until that transaction ends.
@@ -220,6 +230,9 @@ impl<E: Executor> Store<E> {
         }
         let owner = Uuid::new_v4();
         let Some(keys) = &candidates.keys else {
+            if limit == 1 && self.dialect() == Dialect::Postgres {
+                return self.claim_one(&tests, &values, owner, ttl_ms, ttl).await;
+            }
             let params = claim_params(limit, owner, ttl_ms, &values, &[]);
             if tests.is_empty() {
                 // Rendered once, with the store's other statements.
@@ -247,6 +260,66 @@ impl<E: Executor> Store<E> {
             }
         }
         Ok(leases)
+    }
+
+    /// A claim of one row of any key on PostgreSQL ([`batch::claim_one`]): from a block
+    /// drawn at random to the table's end, then, if that part had no free row, before
+    /// that block. Reads the table's size first when it is due ([`start`]).
+    async fn claim_one(
+        &self,
+        tests: &[(&Identifier, Test)],
+        values: &[Value],
+        owner: Uuid,
+        ttl_ms: i64,
+        ttl: Duration,
+    ) -> Result<Vec<Lease>> {
+        let starts = self.claim_starts();
+        if starts.read_due() {
+            match self.table_blocks().await {
+                Ok(blocks) => starts.read(blocks),
+                Err(error) => {
+                    starts.read_failed();
+                    return Err(error);
+                }
+            }
+        }
+        let block = starts.draw();
+        let mut params = Vec::with_capacity(3 + values.len());
+        params.push(Value::Text(start::position(block)));
+        params.push(Value::Uuid(owner));
+        params.push(Value::I64(ttl_ms));
+        params.extend(values.iter().cloned());
+        let rendered;
+        let [from, before] = if tests.is_empty() {
+            // Rendered once, with the store's other statements.
+            &self.statements().claim_one
+        } else {
+            rendered = [ClaimPart::FromStart, ClaimPart::BeforeStart]
+                .map(|part| batch::claim_one(self.table(), part, tests));
+            &rendered
+        };
+        let leases = self.run_claim(from, &params, owner, ttl).await?;
+        if !leases.is_empty() || block == 0 {
+            return Ok(leases);
+        }
+        self.run_claim(before, &params, owner, ttl).await
+    }
+
+    /// The blocks the table's main data takes ([`batch::table_blocks`]).
+    async fn table_blocks(&self) -> Result<i64> {
+        let name = self.table().name().quoted(self.dialect());
+        let rows = self
+            .backend()
+            .query_rows(batch::table_blocks(), &[Value::Text(name)])
+            .await?;
+        rows.first()
+            .and_then(|row| row.first())
+            .and_then(Value::as_i64)
+            .ok_or_else(|| {
+                Error::UnexpectedResult(format!(
+                    "the table's size came back as {rows:?}, expected a number of blocks"
+                ))
+            })
     }
 
     /// The filter's tests, each column the table's declared one, and the values bound.

@@ -74,6 +74,7 @@ pub struct Store<B> {
     statements: Arc<Statements>,
     writes: Arc<Mutex<RenderedWrites>>,
     procedures: Option<Arc<Calls>>,
+    claim_starts: Arc<crate::claim::start::Starts>,
 }
 
 /// How a store in procedure mode calls each procedure.
@@ -205,6 +206,7 @@ impl<B: Executor> Store<B> {
             statements: Arc::new(statements),
             writes: Arc::default(),
             procedures: None,
+            claim_starts: Arc::default(),
         }
     }
 
@@ -354,6 +356,7 @@ impl<B: Executor> Store<B> {
             statements: Arc::clone(&self.statements),
             writes: Arc::clone(&self.writes),
             procedures: self.procedures.clone(),
+            claim_starts: Arc::clone(&self.claim_starts),
         }
     }
 
@@ -364,6 +367,11 @@ impl<B: Executor> Store<B> {
 
     pub(crate) fn statements(&self) -> &Statements {
         &self.statements
+    }
+
+    /// Where this store's claims of one row start, shared by its clones and views.
+    pub(crate) fn claim_starts(&self) -> &crate::claim::start::Starts {
+        &self.claim_starts
     }
 
     /// The backend, for example to run raw statements.

@@ -1,4 +1,5 @@
-//! Statements over many rows at once: the batched renewal and the claim.
+//! Statements over many rows at once: the batched renewal and the claim (and the claim
+//! of one row of any key, which looks through the table as the claim of many does).
 //!
 //! Both keep every per-row condition of their one-row counterparts ([`renew`] and
 //! [`acquire`]) and bind every value as a parameter. Each returns one row per row it
@@ -11,6 +12,8 @@
 //! |---|---|
 //! | [`renew_batch`] | for the `i`-th lease (from 0): `4i+1` key, `4i+2` generation, `4i+3` owner, `4i+4` ttl in milliseconds; returns key, generation and owner of each lease renewed |
 //! | [`claim`] | 1 how many rows at most, 2 the new owner, 3 ttl in milliseconds, then the value of each condition that has one, in order, then the candidate keys; returns key, new generation and epoch of each row claimed |
+//! | [`claim_one`] (PostgreSQL) | 1 the block to start at, `(block,0)` as text, 2 the new owner, 3 ttl in milliseconds, then the value of each condition that has one, in order; returns key, new generation and epoch of the row claimed |
+//! | [`table_blocks`] (PostgreSQL) | 1 the fenced table's name, quoted; returns its blocks |
 //!
 //! [`renew`]: super::renew
 //! [`acquire`]: super::acquire
@@ -189,6 +192,147 @@ pub fn renew_batch(dialect: Dialect, table: &FencedTable, rows: usize) -> String
     }
 }
 
+/// A claim's tests of a candidate row under [`FREE`]: each of `conditions` (a
+/// [`Test::Compare`] binds its value, from parameter 4 on, in order), then the row
+/// being free. `current` is the current epoch.
+fn candidate_tests(
+    dialect: Dialect,
+    table: &FencedTable,
+    conditions: &[(&Identifier, Test)],
+    current: &str,
+) -> Vec<String> {
+    let mut next = 4;
+    let mut tests = Vec::with_capacity(conditions.len() + 1);
+    for (column, test) in conditions {
+        let column = at(dialect, FREE, column);
+        tests.push(match test {
+            Test::Compare(comparison) => {
+                next += 1;
+                format!(
+                    "{column} {} {}",
+                    comparison.operator(),
+                    dialect.placeholder(next - 1)
+                )
+            }
+            Test::IsNull => format!("{column} IS NULL"),
+            Test::IsNotNull => format!("{column} IS NOT NULL"),
+        });
+    }
+    tests.push(free(dialect, table, FREE, current));
+    tests
+}
+
+/// What a claim sets in each row it takes, as [`acquire`](super::acquire) does: the
+/// generation bumped, owner parameter 2, expiry `now +` parameter 3 milliseconds, and
+/// the epoch `current`.
+fn claim_assignments(dialect: Dialect, table: &FencedTable, current: &str) -> String {
+    format!(
+        "{} = {} + 1, {} = {}, {} = {}, {} = {current}",
+        q(dialect, table.generation_column()),
+        at(dialect, ROW, table.generation_column()),
+        q(dialect, table.owner_column()),
+        dialect.placeholder(2),
+        q(dialect, table.expiry_column()),
+        dialect.expiry_after(3),
+        q(dialect, table.epoch_column()),
+    )
+}
+
+/// PostgreSQL: the `WITH` entry [`EPOCH`] that reads the epoch once for a whole claim.
+fn postgres_epoch_entry(table: &FencedTable) -> String {
+    format!(
+        "{EPOCH} AS MATERIALIZED (SELECT {} AS e)",
+        epoch_subquery(Dialect::Postgres, table)
+    )
+}
+
+/// PostgreSQL: a claim's `UPDATE` up to the key its `WHERE` compares, after `with`.
+fn postgres_claim_head(table: &FencedTable, with: &str, set: &str) -> String {
+    let d = Dialect::Postgres;
+    format!(
+        "{with}UPDATE {} AS {ROW} SET {set} WHERE {}",
+        table.name().quoted(d),
+        at(d, ROW, table.key_column())
+    )
+}
+
+/// PostgreSQL: the end of a claim, after the rows it chose: each row still free when
+/// updated, and key, new generation and epoch returned.
+fn postgres_claim_tail(table: &FencedTable, current: &str) -> String {
+    let d = Dialect::Postgres;
+    let returned = [
+        table.key_column(),
+        table.generation_column(),
+        table.epoch_column(),
+    ];
+    format!(
+        "AND {} RETURNING {}",
+        free(d, table, ROW, current),
+        returned.map(|c| at(d, ROW, c)).join(", ")
+    )
+}
+
+/// Which part of the table a [`claim_one`] looks through, from the block the claim
+/// starts at (parameter 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimPart {
+    /// From the start to the table's end, rows added meanwhile included.
+    FromStart,
+    /// From the table's first block up to the start: where a claim looks once the
+    /// other part had no free row.
+    BeforeStart,
+}
+
+/// Claims one free row among the candidates on PostgreSQL, looking through one part of
+/// the table: a [`claim`] of one row of any key, for what one row costs the server.
+///
+/// Parameter 1 is the block the claim starts at, a row position `(block,0)` as text,
+/// which the caller draws: the claims of many workers, each from its own random block,
+/// do not all pass the same rows, which others hold or have just taken. Parameters 2
+/// and 3, the new owner and the ttl in milliseconds, and the conditions' values from
+/// parameter 4 on are [`claim`]'s. Returns key, new generation and epoch of the row
+/// claimed, if one was.
+///
+/// The row is chosen by a scalar subquery (a TID range scan, `LIMIT 1 FOR NO KEY
+/// UPDATE SKIP LOCKED`) and updated by key; unlike [`claim`] of any rows, one statement
+/// looks through one part only, so a claim that finds no row
+/// [`FromStart`](ClaimPart::FromStart) asks again [`BeforeStart`](ClaimPart::BeforeStart).
+/// A single statement over both parts, or one that draws its own start, costs the
+/// server about a quarter more than the claim itself (`BENCHMARKS.md`).
+pub fn claim_one(
+    table: &FencedTable,
+    part: ClaimPart,
+    conditions: &[(&Identifier, Test)],
+) -> String {
+    let d = Dialect::Postgres;
+    let current = format!("(SELECT e FROM {EPOCH})");
+    let range = match part {
+        ClaimPart::FromStart => ">=",
+        ClaimPart::BeforeStart => "<",
+    };
+    let mut tests = vec![format!(
+        "{FREE}.ctid {range} {}::text::tid",
+        d.placeholder(1)
+    )];
+    tests.extend(candidate_tests(d, table, conditions, &current));
+    let with = format!("WITH {} ", postgres_epoch_entry(table));
+    format!(
+        "{} = (SELECT {} FROM {} AS {FREE} WHERE {} LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) {}",
+        postgres_claim_head(table, &with, &claim_assignments(d, table, &current)),
+        at(d, FREE, table.key_column()),
+        table.name().quoted(d),
+        tests.join(" AND "),
+        postgres_claim_tail(table, &current)
+    )
+}
+
+/// The number of blocks the fenced table's main data takes on PostgreSQL, its name
+/// bound as parameter 1: what a [`claim_one`]'s caller draws its start from.
+pub fn table_blocks() -> &'static str {
+    "SELECT pg_catalog.pg_relation_size($1::text::regclass) / \
+     pg_catalog.current_setting('block_size')::bigint"
+}
+
 /// Claims up to parameter 1 free rows among the candidates in one statement: each
 /// claimed row's generation is bumped, and its owner (parameter 2), expiry (`now +`
 /// parameter 3 milliseconds) and epoch (the current one) set, exactly as
@@ -219,55 +363,31 @@ pub fn claim(
     let p = |n: usize| dialect.placeholder(n);
     let name = table.name().quoted(dialect);
     let key = table.key_column();
-    let generation = q(dialect, table.generation_column());
-    let epoch = q(dialect, table.epoch_column());
     // PostgreSQL reads the epoch once, in a `WITH` entry, where each of the claim's
     // four uses would evaluate the subquery (and its timeline stamp) again.
     let current = match dialect {
         Dialect::Postgres => format!("(SELECT e FROM {EPOCH})"),
         _ => epoch_subquery(dialect, table),
     };
-
-    let mut next = 4;
-    let mut candidate = Vec::new();
-    for (column, test) in conditions {
-        let column = at(dialect, FREE, column);
-        candidate.push(match test {
-            Test::Compare(comparison) => {
-                next += 1;
-                format!("{column} {} {}", comparison.operator(), p(next - 1))
-            }
-            Test::IsNull => format!("{column} IS NULL"),
-            Test::IsNotNull => format!("{column} IS NOT NULL"),
-        });
-    }
+    let mut candidate = candidate_tests(dialect, table, conditions, &current);
     if keys > 0 {
-        let list: Vec<String> = (next..next + keys).map(p).collect();
-        candidate.push(format!(
-            "{} IN ({})",
-            at(dialect, FREE, key),
-            list.join(", ")
-        ));
+        let first = 4 + conditions
+            .iter()
+            .filter(|(_, test)| matches!(test, Test::Compare(_)))
+            .count();
+        let list: Vec<String> = (first..first + keys).map(p).collect();
+        candidate.insert(
+            candidate.len() - 1,
+            format!("{} IN ({})", at(dialect, FREE, key), list.join(", ")),
+        );
     }
-    candidate.push(free(dialect, table, FREE, &current));
     let candidate = candidate.join(" AND ");
-
-    let set = format!(
-        "{generation} = {} + 1, {} = {}, {} = {}, {epoch} = {current}",
-        at(dialect, ROW, table.generation_column()),
-        q(dialect, table.owner_column()),
-        p(2),
-        q(dialect, table.expiry_column()),
-        dialect.expiry_after(3)
-    );
+    let set = claim_assignments(dialect, table, &current);
     let returned = [key, table.generation_column(), table.epoch_column()];
     let row_free = free(dialect, table, ROW, &current);
     match dialect {
         Dialect::Postgres => {
-            let read_epoch = format!(
-                "{EPOCH} AS MATERIALIZED (SELECT {} AS e)",
-                epoch_subquery(dialect, table)
-            );
+            let read_epoch = postgres_epoch_entry(table);
             let chosen = |extra: &str| {
                 format!(
                     "SELECT {} AS k FROM {name} AS {FREE} WHERE {extra}{candidate} LIMIT {} \
@@ -276,16 +396,8 @@ pub fn claim(
                     p(1)
                 )
             };
-            let head = |with: &str| {
-                format!(
-                    "{with}UPDATE {name} AS {ROW} SET {set} WHERE {}",
-                    at(dialect, ROW, key)
-                )
-            };
-            let tail = format!(
-                "AND {row_free} RETURNING {}",
-                returned.map(|c| at(dialect, ROW, c)).join(", ")
-            );
+            let head = |with: &str| postgres_claim_head(table, with, &set);
+            let tail = postgres_claim_tail(table, &current);
             if keys > 0 {
                 let with = format!("WITH {read_epoch} ");
                 format!("{} = ANY (ARRAY({})) {tail}", head(&with), chosen(""))
@@ -380,6 +492,10 @@ mod tests {
             r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e), fenced_start AS MATERIALIZED (SELECT ('(' || floor(random() * (pg_catalog.pg_relation_size('"app"."Job"') / pg_catalog.current_setting('block_size')::bigint))::bigint || ',0)')::tid AS s) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = ANY (ARRAY(SELECT k FROM (SELECT k FROM (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid >= (SELECT s FROM fenced_start) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) AS fenced_from UNION ALL SELECT k FROM (SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid < (SELECT s FROM fenced_start) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) AS fenced_before) AS fenced_chosen LIMIT $1)) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
         postgres_claim_filtered_keys: claim(Dialect::Postgres, &table(), 2, &[(&queue(), Test::Compare(Comparison::Eq)), (&queue(), Test::IsNotNull)]) =>
             r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = ANY (ARRAY(SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" = $4 AND fenced_free."Queue" IS NOT NULL AND fenced_free."ReportId" IN ($5, $6) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED)) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
+        postgres_claim_one_from: claim_one(&table(), ClaimPart::FromStart, &[(&queue(), Test::Compare(Comparison::Eq))]) =>
+            r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid >= $1::text::tid AND fenced_free."Queue" = $4 AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
+        postgres_claim_one_before: claim_one(&table(), ClaimPart::BeforeStart, &[]) =>
+            r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid < $1::text::tid AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
         sqlite_claim: claim(Dialect::Sqlite, &table(), 1, &[(&queue(), Test::Compare(Comparison::Ne))]) =>
             r#"UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = ?2, "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + ?3, "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE fenced_row."ReportId" IN (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" <> ?4 AND fenced_free."ReportId" IN (?5) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT ?1) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING "ReportId", "Generation", "LeaseEpoch""#,
         mssql_claim: claim(Dialect::Mssql, &table(), 1, &[(&queue(), Test::IsNull)]) =>

@@ -1101,6 +1101,9 @@ pub(crate) struct Statements {
     pub(crate) lock_after_begin: String,
     /// A claim of any rows, without a filter: [`batch::claim`].
     pub(crate) claim_any: String,
+    /// A claim of one row of any key, without a filter, from its start and before it:
+    /// [`batch::claim_one`]; empty but on PostgreSQL.
+    pub(crate) claim_one: [String; 2],
 }
 
 impl Statements {
@@ -1125,6 +1128,13 @@ impl Statements {
             },
             lock_after_begin: lock_after_begin(dialect, table),
             claim_any: batch::claim(dialect, table, 0, &[]),
+            claim_one: match dialect {
+                Dialect::Postgres => [
+                    batch::claim_one(table, batch::ClaimPart::FromStart, &[]),
+                    batch::claim_one(table, batch::ClaimPart::BeforeStart, &[]),
+                ],
+                Dialect::Sqlite | Dialect::Mssql => Default::default(),
+            },
         }
     }
 }

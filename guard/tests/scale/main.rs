@@ -14,6 +14,8 @@
 )]
 
 mod claims;
+#[cfg(feature = "postgres")]
+mod one_row;
 mod suite;
 
 // Each test binary compiles the shared fixtures on its own and uses only part of them.
@@ -205,6 +207,7 @@ mod postgres {
     /// The plans of the statements over many rows use the key's index on a table large
     /// enough that a scan would cost more.
     mod plans {
+        use fenced_guard::dialect::batch::ClaimPart;
         use fenced_guard::{Executor, Postgres, Store, dialect};
 
         use crate::suite::{jobs, provision_range};
@@ -342,6 +345,56 @@ mod postgres {
             assert!(
                 control.contains(" Join "),
                 "the earlier claim's generic plan joins no rows: the test could not tell\n{control}"
+            );
+            place.teardown().await;
+        }
+
+        /// A claim of one row, in a generic plan, looks from its block on (a TID range
+        /// scan) and updates its row found by key. Negative control: without its start
+        /// the same statement scans the table from its first block.
+        #[tokio::test]
+        async fn a_claim_of_one_rows_generic_plan_looks_from_its_block() {
+            let place = TestSchema::create("fenced_scale_", 1).await;
+            let store = Store::new(place.connect().await, jobs(&place));
+            store.create_schema().await.unwrap();
+            provision_range(&store, 1, 20_000).await;
+            let table = store.table().name().quoted(store.dialect());
+            place
+                .admin()
+                .execute_batch(&format!("ANALYZE {table}"))
+                .await
+                .unwrap();
+            let client = store.backend().client().await.unwrap();
+            client
+                .batch_execute("SET plan_cache_mode = force_generic_plan")
+                .await
+                .unwrap();
+            drop(client);
+            let values = "'(3,0)', '00000000-0000-0000-0000-000000000001', 1000";
+            for part in [ClaimPart::FromStart, ClaimPart::BeforeStart] {
+                let claim = dialect::batch::claim_one(store.table(), part, &[]);
+                let name = format!("fenced_claim_one_{part:?}").to_lowercase();
+                let shape = plan(&store, &name, &claim, values).await;
+                assert!(
+                    shape.contains("Tid Range Scan") && !shape.contains("Seq Scan"),
+                    "{part:?} does not look from its block:\n{shape}"
+                );
+                assert!(
+                    shape.contains("Index Scan using") && shape.contains("_pkey"),
+                    "{part:?} does not find its row by key:\n{shape}"
+                );
+            }
+            let claim = dialect::batch::claim_one(store.table(), ClaimPart::FromStart, &[]);
+            // The parameter stays, unused, so that the statement prepares alike.
+            let unstarted = claim.replace(
+                "fenced_free.ctid >= $1::text::tid AND ",
+                "$1::text IS NOT NULL AND ",
+            );
+            assert_ne!(unstarted, claim);
+            let control = plan(&store, "fenced_claim_one_control", &unstarted, values).await;
+            assert!(
+                control.contains("Seq Scan"),
+                "without its start the claim scans no table: the test could not tell\n{control}"
             );
             place.teardown().await;
         }
