@@ -376,7 +376,9 @@ impl<E: Executor> Store<E> {
         let rows = self.backend().query_rows(sql, params).await?;
         let key_type = self.table().key_type();
         let mut leases = Vec::with_capacity(rows.len());
-        let mut seen = HashMap::with_capacity(rows.len());
+        // One row returned has nothing to be compared with.
+        let many = rows.len() > 1;
+        let mut seen = HashMap::with_capacity(if many { rows.len() } else { 0 });
         for row in rows {
             let (Some(key), Some(generation), Some(epoch)) = (
                 row.first().and_then(|v| key_from(key_type, v)),
@@ -387,7 +389,7 @@ impl<E: Executor> Store<E> {
                     "a claim returned {row:?}, expected a key, its new generation and epoch"
                 )));
             };
-            if seen.insert(key.clone(), generation).is_some() {
+            if many && seen.insert(key.clone(), generation).is_some() {
                 return Err(Error::UnexpectedResult(format!(
                     "a claim returned the row under {key} twice"
                 )));

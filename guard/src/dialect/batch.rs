@@ -259,16 +259,23 @@ fn postgres_claim_head(table: &FencedTable, with: &str, set: &str) -> String {
 /// PostgreSQL: the end of a claim, after the rows it chose: each row still free when
 /// updated, and key, new generation and epoch returned.
 fn postgres_claim_tail(table: &FencedTable, current: &str) -> String {
-    let d = Dialect::Postgres;
+    format!(
+        "AND {} {}",
+        free(Dialect::Postgres, table, ROW, current),
+        postgres_claim_returning(table)
+    )
+}
+
+/// PostgreSQL: what a claim returns of each row it took: key, new generation, epoch.
+fn postgres_claim_returning(table: &FencedTable) -> String {
     let returned = [
         table.key_column(),
         table.generation_column(),
         table.epoch_column(),
     ];
     format!(
-        "AND {} RETURNING {}",
-        free(d, table, ROW, current),
-        returned.map(|c| at(d, ROW, c)).join(", ")
+        "RETURNING {}",
+        returned.map(|c| at(Dialect::Postgres, ROW, c)).join(", ")
     )
 }
 
@@ -299,6 +306,13 @@ pub enum ClaimPart {
 /// [`FromStart`](ClaimPart::FromStart) asks again [`BeforeStart`](ClaimPart::BeforeStart).
 /// A single statement over both parts, or one that draws its own start, costs the
 /// server about a quarter more than the claim itself (`BENCHMARKS.md`).
+///
+/// The `UPDATE` does not test the row free again, as [`claim`]'s does: the subquery's
+/// lock is taken on the row's latest version, which PostgreSQL tests against the
+/// subquery's conditions once locked (in `READ COMMITTED`; a later isolation level
+/// fails the statement instead), and the lock keeps every other writer off the row
+/// until the claim ends. A row free then stays free: an expiry stays past, and the
+/// epoch only moves on.
 pub fn claim_one(
     table: &FencedTable,
     part: ClaimPart,
@@ -322,7 +336,7 @@ pub fn claim_one(
         at(d, FREE, table.key_column()),
         table.name().quoted(d),
         tests.join(" AND "),
-        postgres_claim_tail(table, &current)
+        postgres_claim_returning(table)
     )
 }
 
@@ -493,9 +507,9 @@ mod tests {
         postgres_claim_filtered_keys: claim(Dialect::Postgres, &table(), 2, &[(&queue(), Test::Compare(Comparison::Eq)), (&queue(), Test::IsNotNull)]) =>
             r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = ANY (ARRAY(SELECT fenced_free."ReportId" AS k FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" = $4 AND fenced_free."Queue" IS NOT NULL AND fenced_free."ReportId" IN ($5, $6) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED)) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
         postgres_claim_one_from: claim_one(&table(), ClaimPart::FromStart, &[(&queue(), Test::Compare(Comparison::Eq))]) =>
-            r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid >= $1::text::tid AND fenced_free."Queue" = $4 AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
+            r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid >= $1::text::tid AND fenced_free."Queue" = $4 AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
         postgres_claim_one_before: claim_one(&table(), ClaimPart::BeforeStart, &[]) =>
-            r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid < $1::text::tid AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= clock_timestamp() OR fenced_row."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
+            r#"WITH fenced_epoch AS MATERIALIZED (SELECT (SELECT "Epoch" * 1000000 + ('x' || substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint FROM "app"."FencedEpoch" WHERE "Id" = 1) AS e) UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = $2, "LeaseUntilUtc" = clock_timestamp() + $3::bigint * interval '1 millisecond', "LeaseEpoch" = (SELECT e FROM fenced_epoch) WHERE fenced_row."ReportId" = (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free.ctid < $1::text::tid AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= clock_timestamp() OR fenced_free."LeaseEpoch" <> (SELECT e FROM fenced_epoch)) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED) RETURNING fenced_row."ReportId", fenced_row."Generation", fenced_row."LeaseEpoch""#,
         sqlite_claim: claim(Dialect::Sqlite, &table(), 1, &[(&queue(), Test::Compare(Comparison::Ne))]) =>
             r#"UPDATE "app"."Job" AS fenced_row SET "Generation" = fenced_row."Generation" + 1, "LeaseOwner" = ?2, "LeaseUntilUtc" = CAST(unixepoch('subsec') * 1000 AS INTEGER) + ?3, "LeaseEpoch" = (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1) WHERE fenced_row."ReportId" IN (SELECT fenced_free."ReportId" FROM "app"."Job" AS fenced_free WHERE fenced_free."Queue" <> ?4 AND fenced_free."ReportId" IN (?5) AND (fenced_free."LeaseUntilUtc" IS NULL OR fenced_free."LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR fenced_free."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) LIMIT ?1) AND (fenced_row."LeaseUntilUtc" IS NULL OR fenced_row."LeaseUntilUtc" <= CAST(unixepoch('subsec') * 1000 AS INTEGER) OR fenced_row."LeaseEpoch" <> (SELECT "Epoch" FROM "app"."FencedEpoch" WHERE "Id" = 1)) RETURNING "ReportId", "Generation", "LeaseEpoch""#,
         mssql_claim: claim(Dialect::Mssql, &table(), 1, &[(&queue(), Test::IsNull)]) =>

@@ -78,7 +78,7 @@ pub async fn provision_range<B: Backend>(store: &Store<B>, from: i64, to: i64) {
 }
 
 /// Every row's key and generation.
-async fn generations<B: Backend>(store: &Store<B>) -> Vec<(i64, i64)> {
+pub async fn generations<B: Backend>(store: &Store<B>) -> Vec<(i64, i64)> {
     let d = store.dialect();
     let t = store.table();
     let sql = format!(
@@ -428,7 +428,7 @@ where
 }
 
 /// Moves every row's expiry into the past with a raw UPDATE.
-async fn expire_all<B: Backend>(store: &Store<B>) {
+pub async fn expire_all<B: Backend>(store: &Store<B>) {
     let d = store.dialect();
     let t = store.table();
     let sql = format!(
