@@ -15,6 +15,9 @@
 //!
 //! Each process runs on a current-thread runtime, so that no idle worker thread adds
 //! instructions of its own.
+//!
+//! Leases are counted the same way, the client's and the server's: claims of one row
+//! against `try_acquire`s of a random key, on a table of [`CLAIM_ROWS`] rows.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -78,15 +81,36 @@ impl From<Database> for Counter {
     }
 }
 
-/// The rows of the table the server's count claims from.
+/// The rows of the table the leases' counts claim from.
 const CLAIM_ROWS: i64 = 100_000;
 
-/// The server's instructions per lease taken: a claim of one row, and a `try_acquire`
-/// of a random free key.
+/// Instructions per lease taken, the client's or the server's: a claim of one row, and
+/// a `try_acquire` of a random free key.
 #[derive(Clone, Copy, Debug)]
 struct Acquired {
+    counter: Counter,
     claim: f64,
     try_acquire: f64,
+}
+
+/// How a counted process takes its leases (`count-one --leases`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Taken {
+    /// Claims of one row.
+    Claim,
+    /// `try_acquire` of a random key.
+    TryAcquire,
+}
+
+impl Taken {
+    const ALL: [Taken; 2] = [Taken::Claim, Taken::TryAcquire];
+
+    fn label(self) -> &'static str {
+        match self {
+            Taken::Claim => "claim",
+            Taken::TryAcquire => "try_acquire",
+        }
+    }
 }
 
 /// One kind's count: instructions per transaction.
@@ -112,7 +136,7 @@ pub(crate) async fn run(settings: &Settings, log: &mut dyn FnMut(&str)) -> Resul
         databases.push(Database::Postgres);
     }
     let mut counted = Vec::new();
-    let mut acquired = None;
+    let mut acquired = Vec::new();
     for database in databases {
         for kind in Kind::ALL {
             log(&format!(
@@ -121,7 +145,14 @@ pub(crate) async fn run(settings: &Settings, log: &mut dyn FnMut(&str)) -> Resul
                 Counter::from(database).label()
             ));
             let run_of = |transactions: u64| {
-                instructions(&exe, out.path(), settings, database, kind, transactions)
+                let mut args = one_args(database, transactions);
+                args.push(format!("--kind={}", arg_name(kind)));
+                args.extend([
+                    "--sqlite-dir".into(),
+                    settings.sqlite_dir.display().to_string(),
+                ]);
+                let name = format!("{database:?}-{}-{transactions}", kind.label());
+                instructions(&exe, out.path(), &name, &args, settings.postgres.as_deref())
             };
             let warm = run_of(settings.warmup)?;
             let all = run_of(settings.warmup + settings.transactions)?;
@@ -132,12 +163,65 @@ pub(crate) async fn run(settings: &Settings, log: &mut dyn FnMut(&str)) -> Resul
             });
         }
     }
-    if settings.postgres.is_some() && settings.server {
-        let (server, leases) = count_server(settings, log).await?;
-        counted.extend(server);
-        acquired = Some(leases);
+    if let Some(postgres) = &settings.postgres {
+        log(&format!(
+            "count: claims of one row and try_acquire, {}",
+            Counter::PostgresClient.label()
+        ));
+        acquired.push(count_client_leases(&exe, out.path(), settings, postgres).await?);
+        if settings.server {
+            let (server, leases) = count_server(settings, log).await?;
+            counted.extend(server);
+            acquired.push(leases);
+        }
     }
-    Ok(markdown(settings, &counted, acquired))
+    Ok(markdown(settings, &counted, &acquired))
+}
+
+/// The client's instructions per lease taken, on a table of [`CLAIM_ROWS`] rows of the
+/// benchmark's own on `postgres`: each side in processes of its own, as the
+/// transactions' counts run.
+async fn count_client_leases(
+    exe: &Path,
+    out: &Path,
+    settings: &Settings,
+    postgres: &str,
+) -> Result<Acquired> {
+    let place = crate::paths::place::PgPlace::setup(postgres, false).await?;
+    let measured = async {
+        let table = place.table("Queue", CLAIM_ROWS).await?;
+        let mut per_lease = [0.0; 2];
+        for (taken, per) in Taken::ALL.into_iter().zip(&mut per_lease) {
+            let run_of = |leases: u64| {
+                let mut args = one_args(Database::Postgres, leases);
+                args.push(format!("--leases={}", arg_name(taken)));
+                args.push(format!("--table={}", table.name()));
+                args.push(format!("--rows={CLAIM_ROWS}"));
+                let name = format!("leases-{}-{leases}", taken.label());
+                instructions(exe, out, &name, &args, Some(&place.config))
+            };
+            let warm = run_of(settings.warmup)?;
+            let all = run_of(settings.warmup + settings.transactions)?;
+            *per = per_transaction(warm, all, settings.transactions)?;
+        }
+        Ok::<_, Error>(Acquired {
+            counter: Counter::PostgresClient,
+            claim: per_lease[0],
+            try_acquire: per_lease[1],
+        })
+    }
+    .await;
+    place.teardown().await?;
+    measured
+}
+
+/// The arguments every counted process takes.
+fn one_args(database: Database, transactions: u64) -> Vec<String> {
+    vec![
+        "count-one".into(),
+        format!("--database={}", arg_name(database)),
+        format!("--transactions={transactions}"),
+    ]
 }
 
 /// The PostgreSQL server's instructions per transaction of each kind, on a cluster of
@@ -197,6 +281,7 @@ async fn count_server(
             *per = per_transaction(warm, all, settings.transactions)?;
         }
         Ok::<_, Error>(Acquired {
+            counter: Counter::PostgresServer,
             claim: per_lease[0],
             try_acquire: per_lease[1],
         })
@@ -206,17 +291,16 @@ async fn count_server(
     Ok((counted, measured?))
 }
 
-/// The instructions of one process that runs `transactions` of `kind` on `database`
-/// under callgrind.
+/// The instructions of one counted process (`count-one` with `args`) under callgrind,
+/// its output named after `name`; `postgres` is the server it connects to.
 fn instructions(
     exe: &Path,
     out: &Path,
-    settings: &Settings,
-    database: Database,
-    kind: Kind,
-    transactions: u64,
+    name: &str,
+    args: &[String],
+    postgres: Option<&str>,
 ) -> Result<u64> {
-    let file = out.join(format!("{database:?}-{}-{transactions}.out", kind.label()));
+    let file = out.join(format!("{name}.out"));
     let mut command = Command::new("valgrind");
     command
         .arg("--tool=callgrind")
@@ -224,13 +308,8 @@ fn instructions(
         .arg("--quiet")
         .arg(format!("--callgrind-out-file={}", file.display()))
         .arg(exe)
-        .arg("count-one")
-        .arg(format!("--database={}", arg_name(database)))
-        .arg(format!("--kind={}", arg_name(kind)))
-        .arg(format!("--transactions={transactions}"))
-        .arg("--sqlite-dir")
-        .arg(&settings.sqlite_dir);
-    if let Some(postgres) = &settings.postgres {
+        .args(args);
+    if let Some(postgres) = postgres {
         command.env("FENCED_PG_URL", postgres);
     }
     let output = command.output().map_err(|source| {
@@ -248,9 +327,7 @@ fn instructions(
         let stderr = String::from_utf8_lossy(&output.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(8).collect();
         return Err(Error::Protocol(format!(
-            "the counted run of {} transactions on {} failed ({}): {}",
-            kind.label(),
-            Counter::from(database).label(),
+            "the counted run {name} failed ({}): {}",
             output.status,
             tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
         )));
@@ -301,7 +378,7 @@ fn per_transaction(warm: u64, all: u64, transactions: u64) -> Result<f64> {
 /// The counts as a table, each kind also against the plain and the *checked*
 /// transaction of its database as a ratio of instructions (theirs over its: below 1
 /// costs more, as a throughput ratio reads).
-fn markdown(settings: &Settings, counted: &[Counted], acquired: Option<Acquired>) -> String {
+fn markdown(settings: &Settings, counted: &[Counted], acquired: &[Acquired]) -> String {
     let of = |counter: Counter, kind: Kind| {
         counted
             .iter()
@@ -331,22 +408,26 @@ fn markdown(settings: &Settings, counted: &[Counted], acquired: Option<Acquired>
             ratio(of(c.counter, Kind::Checked)),
         );
     }
-    if let Some(acquired) = acquired {
+    if !acquired.is_empty() {
         let _ = write!(
             table,
-            "\nThe server's instructions per lease taken, {} after {} of warm-up, leases of \
-             1 ms from {CLAIM_ROWS} rows:\n\n\
+            "\nInstructions per lease taken, {} after {} of warm-up, leases of 1 ms from \
+             {CLAIM_ROWS} rows:\n\n\
              | database | lease taken by | instructions | try_acquire / this |\n\
-             |---|---|--:|--:|\n\
-             | {server} | claim of one row | {:.0} | {:.3} |\n\
-             | {server} | try_acquire of a random key | {:.0} | 1.000 |\n",
-            settings.transactions,
-            settings.warmup,
-            acquired.claim,
-            acquired.try_acquire / acquired.claim,
-            acquired.try_acquire,
-            server = Counter::PostgresServer.label(),
+             |---|---|--:|--:|\n",
+            settings.transactions, settings.warmup,
         );
+        for a in acquired {
+            let _ = write!(
+                table,
+                "| {counter} | claim of one row | {:.0} | {:.3} |\n\
+                 | {counter} | try_acquire of a random key | {:.0} | 1.000 |\n",
+                a.claim,
+                a.try_acquire / a.claim,
+                a.try_acquire,
+                counter = a.counter.label(),
+            );
+        }
     }
     table
 }
@@ -365,6 +446,19 @@ pub(crate) async fn run_one(
             crate::paths::postgres_transactions(postgres, kind, transactions).await
         }
     }
+}
+
+/// The process `run` counts for leases: `leases` taken as `taken` on the benchmark's
+/// table `table` of `rows` rows on `postgres`, then nothing else.
+pub(crate) async fn run_one_leases(
+    taken: Taken,
+    table: &str,
+    rows: i64,
+    leases: u64,
+    postgres: &str,
+) -> Result<()> {
+    let table = crate::workload::table(table)?;
+    crate::paths::acquisitions(postgres, &table, rows, taken == Taken::Claim, leases).await
 }
 
 #[cfg(test)]
@@ -422,7 +516,7 @@ mod tests {
             kind,
             per_transaction,
         });
-        let table = markdown(&settings, &counted, None);
+        let table = markdown(&settings, &counted, &[]);
         assert!(
             table.contains("| SQLite | plain | 30000 | 1.000 | 1.200 |"),
             "{table}"
@@ -432,10 +526,51 @@ mod tests {
             "{table}"
         );
         // Negative control: a database with no plain count has no ratio to it.
-        let alone = markdown(&settings, &counted[2..], None);
+        let alone = markdown(&settings, &counted[2..], &[]);
         assert!(
             alone.contains("| SQLite | fenced | 40000 | – | – |"),
             "{alone}"
         );
+        assert!(!alone.contains("per lease"), "{alone}");
+    }
+
+    #[test]
+    fn the_leases_table_sets_each_claim_against_its_try_acquire() {
+        let settings = Settings {
+            transactions: 10,
+            warmup: 1,
+            postgres: None,
+            server: false,
+            sqlite_dir: PathBuf::from("/tmp"),
+        };
+        let acquired = [
+            Acquired {
+                counter: Counter::PostgresClient,
+                claim: 20_000.0,
+                try_acquire: 16_000.0,
+            },
+            Acquired {
+                counter: Counter::PostgresServer,
+                claim: 200_000.0,
+                try_acquire: 170_000.0,
+            },
+        ];
+        let table = markdown(&settings, &[], &acquired);
+        for row in [
+            "| PostgreSQL, client | claim of one row | 20000 | 0.800 |",
+            "| PostgreSQL, client | try_acquire of a random key | 16000 | 1.000 |",
+            "| PostgreSQL, server | claim of one row | 200000 | 0.850 |",
+        ] {
+            assert!(table.contains(row), "{row} is not in\n{table}");
+        }
+    }
+
+    #[test]
+    fn a_counted_process_of_leases_reads_back_its_arguments() {
+        for taken in Taken::ALL {
+            assert_eq!(Taken::from_str(&arg_name(taken), false), Ok(taken));
+        }
+        // Negative control: the table's label is not a name clap reads.
+        assert!(Taken::from_str(Taken::TryAcquire.label(), false).is_err());
     }
 }

@@ -26,8 +26,8 @@
 //! transactions, claiming) against the same work on the driver alone (`paths/`,
 //! `fenced-bench paths --help`). `fenced-bench count` counts instructions per
 //! transaction with valgrind's callgrind, the client's and the PostgreSQL server's:
-//! plain, with the guard's check, and fenced; and the server's per lease claimed or
-//! acquired (`count.rs`, `fenced-bench count --help`).
+//! plain, with the guard's check, and fenced; and both per lease claimed or acquired
+//! (`count.rs`, `fenced-bench count --help`).
 
 mod chart;
 mod check;
@@ -141,8 +141,8 @@ enum Command {
     /// Instructions per transaction, counted by valgrind's callgrind: the plain
     /// transaction, the plain one with the guard's check-and-lock, and the guard's
     /// fenced transaction, on SQLite and PostgreSQL (the client, and the server on a
-    /// cluster of its own); and the server's per lease, claimed or acquired. Needs
-    /// `valgrind`.
+    /// cluster of its own); and the client's and the server's per lease, claimed or
+    /// acquired. Needs `valgrind`.
     Count(CountArgs),
     /// One counted process of `count`, run under callgrind.
     #[command(hide = true)]
@@ -185,17 +185,25 @@ impl CountArgs {
     }
 }
 
-/// The options of one counted process.
+/// The options of one counted process: transactions of a kind, or leases taken.
 #[derive(Debug, clap::Args)]
 struct CountOneArgs {
     #[arg(long, value_enum)]
     database: count::Database,
-    #[arg(long, value_enum)]
-    kind: paths::Kind,
+    #[arg(long, value_enum, required_unless_present = "leases")]
+    kind: Option<paths::Kind>,
+    /// How the leases are taken, on `--table` of `--rows` rows (PostgreSQL).
+    #[arg(long, value_enum, requires_all = ["table", "rows"], conflicts_with = "kind")]
+    leases: Option<count::Taken>,
+    #[arg(long)]
+    table: Option<String>,
+    #[arg(long)]
+    rows: Option<i64>,
+    /// Transactions, or leases.
     #[arg(long)]
     transactions: u64,
-    #[arg(long)]
-    sqlite_dir: PathBuf,
+    #[arg(long, required_unless_present = "leases")]
+    sqlite_dir: Option<PathBuf>,
 }
 
 /// The PostgreSQL server: `FENCED_PG_URL`, or the default.
@@ -599,14 +607,21 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Some(Command::Count(count)) => return run_count(count).await,
         Some(Command::CountOne(one)) => {
             let postgres = postgres_url();
-            count::run_one(
-                one.database,
-                one.kind,
-                one.transactions,
-                &postgres,
-                &one.sqlite_dir,
-            )
-            .await?;
+            match (one.kind, one.leases, &one.table, one.rows, &one.sqlite_dir) {
+                (Some(kind), None, _, _, Some(sqlite_dir)) => {
+                    count::run_one(one.database, kind, one.transactions, &postgres, sqlite_dir)
+                        .await?;
+                }
+                (None, Some(taken), Some(table), Some(rows), _) => {
+                    count::run_one_leases(taken, table, rows, one.transactions, &postgres).await?;
+                }
+                _ => {
+                    return Err(anyhow::Error::from(Error::Usage(
+                        "count-one takes --kind and --sqlite-dir, or --leases, --table and --rows"
+                            .into(),
+                    )));
+                }
+            }
             return Ok(());
         }
         None => {}
