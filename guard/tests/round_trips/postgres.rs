@@ -586,3 +586,73 @@ impl Executor for PrepareEach<'_> {
         Ok(self.0.batch_execute(sql).await?)
     }
 }
+
+/// A claim of one row waits for one round trip; a store's first claim reads the table's
+/// size in one more, and no later claim reads it again. Negative control: with every
+/// row past the table's first block held, a claim that starts past it looks again
+/// before its start, in a round trip of its own.
+#[tokio::test]
+async fn a_claim_of_one_row_waits_once() {
+    use fenced_guard::Candidates;
+
+    const ROWS: i64 = 1_000;
+    const CLAIMS: u64 = 10;
+    let wire = Wire::setup("fenced_rtt_claim_").await;
+    let own = wire.store().await;
+    let d = own.dialect();
+    let table = own.table().name().quoted(d);
+    let key = own.table().key_column().quoted(d);
+    let expiry = own.table().expiry_column().quoted(d);
+    own.backend()
+        .execute(
+            &format!(
+                "INSERT INTO {table} ({key}) SELECT gen_random_uuid() FROM generate_series(1, $1)"
+            ),
+            &[Value::I64(ROWS)],
+        )
+        .await
+        .unwrap();
+    let claims = async |store: &Store<Postgres>| {
+        for _ in 0..CLAIMS {
+            let got = store.claim(&Candidates::any(), 1, TTL).await.unwrap();
+            assert_eq!(got.len(), 1);
+        }
+    };
+
+    let proxy = wire.proxy().await;
+    let pool = wire.pool(&proxy);
+    // Connected, and the claim's statements prepared on the connection.
+    let warm = Store::new(pool.clone(), reports(&wire.schema));
+    assert_eq!(
+        warm.claim(&Candidates::any(), 1, TTL).await.unwrap().len(),
+        1
+    );
+    let store = Store::new(pool, reports(&wire.schema));
+    let (got, first) = counted(&proxy, store.claim(&Candidates::any(), 1, TTL)).await;
+    assert_eq!(got.unwrap().len(), 1);
+    assert_eq!(first, 2, "the table's size, then the claim");
+    let ((), waits) = counted(&proxy, claims(&store)).await;
+    assert_eq!(waits, CLAIMS, "one round trip a claim");
+
+    own.backend()
+        .execute(
+            &format!(
+                "UPDATE {table} SET {expiry} = clock_timestamp() + interval '1 hour', \
+                 {} = {} WHERE ctid >= '(1,0)'",
+                own.table().epoch_column().quoted(d),
+                dialect::epoch_subquery(d, own.table())
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    let ((), control) = counted(&proxy, claims(&store)).await;
+    println!(
+        "claims of one row: {waits} round trips for {CLAIMS}; past the first block held: {control}"
+    );
+    assert!(
+        control > CLAIMS,
+        "no claim looked again before its start: the test could not tell"
+    );
+    wire.schema.teardown().await;
+}
