@@ -45,8 +45,7 @@ use tracing::Instrument;
 
 use uuid::Uuid;
 
-use crate::dialect::Dialect;
-use crate::dialect::batch::{self, ClaimPart};
+use crate::dialect::{self, batch};
 use crate::error::{Error, Result};
 use crate::executor::Executor;
 use crate::lease::Lease;
@@ -230,8 +229,18 @@ impl<E: Executor> Store<E> {
         }
         let owner = Uuid::new_v4();
         let Some(keys) = &candidates.keys else {
-            if limit == 1 && self.dialect() == Dialect::Postgres {
-                return self.claim_one(&tests, &values, owner, ttl_ms, ttl).await;
+            if limit == 1 {
+                let rendered;
+                let parts = if tests.is_empty() {
+                    // Rendered once, with the store's other statements.
+                    self.statements().claim_one.as_ref()
+                } else {
+                    rendered = dialect::claim_one(self.dialect(), self.table(), &tests);
+                    rendered.as_ref()
+                };
+                if let Some(parts) = parts {
+                    return self.claim_one(parts, &values, owner, ttl_ms, ttl).await;
+                }
             }
             let params = claim_params(limit, owner, ttl_ms, &values, &[]);
             if tests.is_empty() {
@@ -262,12 +271,13 @@ impl<E: Executor> Store<E> {
         Ok(leases)
     }
 
-    /// A claim of one row of any key on PostgreSQL ([`batch::claim_one`]): from a block
-    /// drawn at random to the table's end, then, if that part had no free row, before
-    /// that block. Reads the table's size first when it is due ([`start`]).
+    /// A claim of one row of any key, where the dialect has one ([`batch::claim_one`],
+    /// PostgreSQL): `parts`, the statement from a block drawn at random to the table's
+    /// end, then, if that part had no free row, the one before that block. Reads the
+    /// table's size first when it is due ([`start`]).
     async fn claim_one(
         &self,
-        tests: &[(&Identifier, Test)],
+        parts: &[String; 2],
         values: &[Value],
         owner: Uuid,
         ttl_ms: i64,
@@ -289,15 +299,7 @@ impl<E: Executor> Store<E> {
         params.push(Value::Uuid(owner));
         params.push(Value::I64(ttl_ms));
         params.extend(values.iter().cloned());
-        let rendered;
-        let [from, before] = if tests.is_empty() {
-            // Rendered once, with the store's other statements.
-            &self.statements().claim_one
-        } else {
-            rendered = [ClaimPart::FromStart, ClaimPart::BeforeStart]
-                .map(|part| batch::claim_one(self.table(), part, tests));
-            &rendered
-        };
+        let [from, before] = parts;
         let leases = self.run_claim(from, &params, owner, ttl).await?;
         if !leases.is_empty() || block == 0 {
             return Ok(leases);

@@ -1101,9 +1101,8 @@ pub(crate) struct Statements {
     pub(crate) lock_after_begin: String,
     /// A claim of any rows, without a filter: [`batch::claim`].
     pub(crate) claim_any: String,
-    /// A claim of one row of any key, without a filter, from its start and before it:
-    /// [`batch::claim_one`]; empty but on PostgreSQL.
-    pub(crate) claim_one: [String; 2],
+    /// A claim of one row of any key, without a filter: [`claim_one`].
+    pub(crate) claim_one: Option<[String; 2]>,
 }
 
 impl Statements {
@@ -1128,14 +1127,25 @@ impl Statements {
             },
             lock_after_begin: lock_after_begin(dialect, table),
             claim_any: batch::claim(dialect, table, 0, &[]),
-            claim_one: match dialect {
-                Dialect::Postgres => [
-                    batch::claim_one(table, batch::ClaimPart::FromStart, &[]),
-                    batch::claim_one(table, batch::ClaimPart::BeforeStart, &[]),
-                ],
-                Dialect::Sqlite | Dialect::Mssql => Default::default(),
-            },
+            claim_one: claim_one(dialect, table, &[]),
         }
+    }
+}
+
+/// A claim of one row of any key among those that pass `conditions`, where `dialect`
+/// has a statement for it ([`batch::claim_one`], PostgreSQL): from the block the claim
+/// starts at, and before it. Elsewhere a claim of one row is a [`batch::claim`].
+pub(crate) fn claim_one(
+    dialect: Dialect,
+    table: &FencedTable,
+    conditions: &[(&Identifier, crate::claim::filter::Test)],
+) -> Option<[String; 2]> {
+    match dialect {
+        Dialect::Postgres => Some(
+            [batch::ClaimPart::FromStart, batch::ClaimPart::BeforeStart]
+                .map(|part| batch::claim_one(table, part, conditions)),
+        ),
+        Dialect::Sqlite | Dialect::Mssql => None,
     }
 }
 
