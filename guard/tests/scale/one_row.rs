@@ -253,3 +253,40 @@ async fn claimers_of_one_row_and_acquirers_take_each_generation_once() {
     );
     place.teardown().await;
 }
+
+/// A claim of one row on a caller's tokio-postgres client reads the table's size and
+/// claims there; in the caller's transaction, rolled back, it leaves the row free.
+#[tokio::test]
+async fn a_claim_of_one_row_runs_on_a_callers_client() {
+    use tokio_postgres::NoTls;
+
+    use crate::support::postgres::url;
+
+    let place = TestSchema::create("fenced_scale_", 1).await;
+    let store = store(&place).await;
+    let (mut client, connection) = tokio_postgres::connect(&url(), NoTls).await.unwrap();
+    tokio::spawn(connection);
+
+    let got = store
+        .on(&client)
+        .unwrap()
+        .claim(&Candidates::any(), 1, TTL)
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    let row = store.inspect(got[0].key().clone()).await.unwrap();
+    assert!(row.is_held() && row.is_of(&got[0]), "{row:?}");
+
+    let tx = client.transaction().await.unwrap();
+    let rolled_back = store
+        .on(&tx)
+        .unwrap()
+        .claim(&Candidates::any(), 1, TTL)
+        .await
+        .unwrap();
+    assert_eq!(rolled_back.len(), 1);
+    tx.rollback().await.unwrap();
+    let row = store.inspect(rolled_back[0].key().clone()).await.unwrap();
+    assert!(!row.is_held(), "{row:?}");
+    place.teardown().await;
+}
