@@ -304,8 +304,8 @@ pub enum ClaimPart {
 /// UPDATE SKIP LOCKED`) and updated by key; unlike [`claim`] of any rows, one statement
 /// looks through one part only, so a claim that finds no row
 /// [`FromStart`](ClaimPart::FromStart) asks again [`BeforeStart`](ClaimPart::BeforeStart).
-/// A single statement over both parts, or one that draws its own start, costs the
-/// server about a quarter more than the claim itself (`BENCHMARKS.md`).
+/// [`claim`]'s single statement over both parts, which draws its own start, costs the
+/// server about a third more for one row (`BENCHMARKS.md`).
 ///
 /// The `UPDATE` does not test the row free again, as [`claim`]'s does: the subquery's
 /// lock is taken on the row's latest version, which PostgreSQL tests against the
