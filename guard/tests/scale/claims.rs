@@ -109,6 +109,16 @@ pub fn check(claims: &[Claimed], rows: &[(i64, i64)]) -> Vec<Violation> {
     violations
 }
 
+/// The first ten of `violations`, for a failed test's message.
+pub fn first_ten(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .take(10)
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

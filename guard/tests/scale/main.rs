@@ -214,6 +214,22 @@ mod postgres {
         use crate::support::Place;
         use crate::support::postgres::TestSchema;
 
+        /// A store on 20,000 rows, analyzed, so that a scan would cost more than the
+        /// key's index.
+        async fn analyzed() -> (TestSchema, Store<Postgres>) {
+            let place = TestSchema::create("fenced_scale_", 1).await;
+            let store = Store::new(place.connect().await, jobs(&place));
+            store.create_schema().await.unwrap();
+            provision_range(&store, 1, 20_000).await;
+            let table = store.table().name().quoted(store.dialect());
+            place
+                .admin()
+                .execute_batch(&format!("ANALYZE {table}"))
+                .await
+                .unwrap();
+            (place, store)
+        }
+
         /// The plan of `sql` for these parameter values, as `EXPLAIN EXECUTE` shows it.
         async fn plan(store: &Store<Postgres>, name: &str, sql: &str, values: &str) -> String {
             let client = store.backend().client().await.unwrap();
@@ -241,16 +257,7 @@ mod postgres {
 
         #[tokio::test]
         async fn renewal_and_keyed_claims_use_the_key_index() {
-            let place = TestSchema::create("fenced_scale_", 1).await;
-            let store = Store::new(place.connect().await, jobs(&place));
-            store.create_schema().await.unwrap();
-            provision_range(&store, 1, 20_000).await;
-            let table = store.table().name().quoted(store.dialect());
-            place
-                .admin()
-                .execute_batch(&format!("ANALYZE {table}"))
-                .await
-                .unwrap();
+            let (place, store) = analyzed().await;
             let owner = "'00000000-0000-0000-0000-000000000001'";
             let d = store.dialect();
             let renewal = dialect::batch::renew_batch(d, store.table(), 2);
@@ -286,16 +293,8 @@ mod postgres {
         /// whole table, or a merge join walking the key's index up to them).
         #[tokio::test]
         async fn a_claims_generic_plan_finds_its_rows_by_key() {
-            let place = TestSchema::create("fenced_scale_", 1).await;
-            let store = Store::new(place.connect().await, jobs(&place));
-            store.create_schema().await.unwrap();
-            provision_range(&store, 1, 20_000).await;
+            let (place, store) = analyzed().await;
             let table = store.table().name().quoted(store.dialect());
-            place
-                .admin()
-                .execute_batch(&format!("ANALYZE {table}"))
-                .await
-                .unwrap();
             let claim = dialect::batch::claim(store.dialect(), store.table(), 0, &[]);
             // The earlier shape, rebuilt from the claim's own parts.
             let part = |after: &str, before: &str| -> String {
@@ -354,16 +353,7 @@ mod postgres {
         /// the same statement scans the table from its first block.
         #[tokio::test]
         async fn a_claim_of_one_rows_generic_plan_looks_from_its_block() {
-            let place = TestSchema::create("fenced_scale_", 1).await;
-            let store = Store::new(place.connect().await, jobs(&place));
-            store.create_schema().await.unwrap();
-            provision_range(&store, 1, 20_000).await;
-            let table = store.table().name().quoted(store.dialect());
-            place
-                .admin()
-                .execute_batch(&format!("ANALYZE {table}"))
-                .await
-                .unwrap();
+            let (place, store) = analyzed().await;
             let client = store.backend().client().await.unwrap();
             client
                 .batch_execute("SET plan_cache_mode = force_generic_plan")

@@ -244,12 +244,7 @@ async fn claimers_of_one_row_and_acquirers_take_each_generation_once() {
     assert!(
         violations.is_empty(),
         "seed {seed}: {}",
-        violations
-            .iter()
-            .take(10)
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ")
+        claims::first_ten(&violations)
     );
     place.teardown().await;
 }

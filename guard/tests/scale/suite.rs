@@ -392,12 +392,7 @@ pub async fn thirty_two_claimers_take_each_row_once_per_generation<P: Place>(pla
     assert!(
         violations.is_empty(),
         "seed {seed}: {}",
-        violations
-            .iter()
-            .take(10)
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ")
+        claims::first_ten(&violations)
     );
 }
 
