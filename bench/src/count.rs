@@ -190,29 +190,39 @@ async fn count_client_leases(
     let place = crate::paths::place::PgPlace::setup(postgres, false).await?;
     let measured = async {
         let table = place.table("Queue", CLAIM_ROWS).await?;
-        let mut per_lease = [0.0; 2];
-        for (taken, per) in Taken::ALL.into_iter().zip(&mut per_lease) {
-            let run_of = |leases: u64| {
-                let mut args = one_args(Database::Postgres, leases);
-                args.push(format!("--leases={}", arg_name(taken)));
-                args.push(format!("--table={}", table.name()));
-                args.push(format!("--rows={CLAIM_ROWS}"));
-                let name = format!("leases-{}-{leases}", taken.label());
-                instructions(exe, out, &name, &args, Some(&place.config))
-            };
-            let warm = run_of(settings.warmup)?;
-            let all = run_of(settings.warmup + settings.transactions)?;
-            *per = per_transaction(warm, all, settings.transactions)?;
-        }
-        Ok::<_, Error>(Acquired {
-            counter: Counter::PostgresClient,
-            claim: per_lease[0],
-            try_acquire: per_lease[1],
+        per_lease(settings, Counter::PostgresClient, async |taken, leases| {
+            let mut args = one_args(Database::Postgres, leases);
+            args.push(format!("--leases={}", arg_name(taken)));
+            args.push(format!("--table={}", table.name()));
+            args.push(format!("--rows={CLAIM_ROWS}"));
+            let name = format!("leases-{}-{leases}", taken.label());
+            instructions(exe, out, &name, &args, Some(&place.config))
         })
+        .await
     }
     .await;
     place.teardown().await?;
     measured
+}
+
+/// Instructions per lease taken each way, `run_of(taken, leases)` counting a run of
+/// `leases`: the warm-up's alone, then with the counted leases added.
+async fn per_lease(
+    settings: &Settings,
+    counter: Counter,
+    mut run_of: impl AsyncFnMut(Taken, u64) -> Result<u64>,
+) -> Result<Acquired> {
+    let mut per_lease = [0.0; 2];
+    for (taken, per) in Taken::ALL.into_iter().zip(&mut per_lease) {
+        let warm = run_of(taken, settings.warmup).await?;
+        let all = run_of(taken, settings.warmup + settings.transactions).await?;
+        *per = per_transaction(warm, all, settings.transactions)?;
+    }
+    Ok(Acquired {
+        counter,
+        claim: per_lease[0],
+        try_acquire: per_lease[1],
+    })
 }
 
 /// The arguments every counted process takes.
@@ -265,26 +275,18 @@ async fn count_server(
     let place = crate::paths::place::PgPlace::setup(&config, false).await?;
     let measured = async {
         let table = place.table("Queue", CLAIM_ROWS).await?;
-        let mut per_lease = [0.0; 2];
-        for (claim, per) in [true, false].into_iter().zip(&mut per_lease) {
-            let run_of = |leases: u64| {
-                server.instructions(crate::paths::acquisitions(
+        per_lease(settings, Counter::PostgresServer, async |taken, leases| {
+            server
+                .instructions(crate::paths::acquisitions(
                     &place.config,
                     &table,
                     CLAIM_ROWS,
-                    claim,
+                    taken == Taken::Claim,
                     leases,
                 ))
-            };
-            let warm = run_of(settings.warmup).await?;
-            let all = run_of(settings.warmup + settings.transactions).await?;
-            *per = per_transaction(warm, all, settings.transactions)?;
-        }
-        Ok::<_, Error>(Acquired {
-            counter: Counter::PostgresServer,
-            claim: per_lease[0],
-            try_acquire: per_lease[1],
+                .await
         })
+        .await
     }
     .await;
     place.teardown().await?;
