@@ -499,15 +499,20 @@ mod tests {
         assert!(per_transaction(1_000, 2_000, 0).is_err());
     }
 
-    #[test]
-    fn the_table_sets_each_kind_against_plain_and_checked() {
-        let settings = Settings {
+    /// Ten counted after one of warm-up, on no database.
+    fn settings() -> Settings {
+        Settings {
             transactions: 10,
             warmup: 1,
             postgres: None,
             server: false,
             sqlite_dir: PathBuf::from("/tmp"),
-        };
+        }
+    }
+
+    #[test]
+    fn the_table_sets_each_kind_against_plain_and_checked() {
+        let settings = settings();
         let counted = [
             (Kind::Plain, 30_000.0),
             (Kind::Checked, 36_000.0),
@@ -538,13 +543,7 @@ mod tests {
 
     #[test]
     fn the_leases_table_sets_each_claim_against_its_try_acquire() {
-        let settings = Settings {
-            transactions: 10,
-            warmup: 1,
-            postgres: None,
-            server: false,
-            sqlite_dir: PathBuf::from("/tmp"),
-        };
+        let settings = settings();
         let acquired = [
             Acquired {
                 counter: Counter::PostgresClient,

@@ -230,6 +230,16 @@ mod postgres {
             (place, store)
         }
 
+        /// Makes the store's connection plan every prepared statement generically, as
+        /// it does after a few runs of one whose custom plan costs no less.
+        async fn generic_plans(store: &Store<Postgres>) {
+            let client = store.backend().client().await.unwrap();
+            client
+                .batch_execute("SET plan_cache_mode = force_generic_plan")
+                .await
+                .unwrap();
+        }
+
         /// The plan of `sql` for these parameter values, as `EXPLAIN EXECUTE` shows it.
         async fn plan(store: &Store<Postgres>, name: &str, sql: &str, values: &str) -> String {
             let client = store.backend().client().await.unwrap();
@@ -325,12 +335,7 @@ mod postgres {
             );
             let owner = "'00000000-0000-0000-0000-000000000001'";
             let values = format!("1, {owner}, 1000");
-            let client = store.backend().client().await.unwrap();
-            client
-                .batch_execute("SET plan_cache_mode = force_generic_plan")
-                .await
-                .unwrap();
-            drop(client);
+            generic_plans(&store).await;
             let shape = plan(&store, "fenced_claim_now", &claim, &values).await;
             assert!(
                 shape.contains("= ANY") && !shape.contains(" Join "),
@@ -354,12 +359,7 @@ mod postgres {
         #[tokio::test]
         async fn a_claim_of_one_rows_generic_plan_looks_from_its_block() {
             let (place, store) = analyzed().await;
-            let client = store.backend().client().await.unwrap();
-            client
-                .batch_execute("SET plan_cache_mode = force_generic_plan")
-                .await
-                .unwrap();
-            drop(client);
+            generic_plans(&store).await;
             let values = "'(3,0)', '00000000-0000-0000-0000-000000000001', 1000";
             for part in [ClaimPart::FromStart, ClaimPart::BeforeStart] {
                 let claim = dialect::batch::claim_one(store.table(), part, &[]);
