@@ -38,6 +38,7 @@
 //! # fn main() {}
 //! ```
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -45,7 +46,8 @@ use tracing::Instrument;
 
 use uuid::Uuid;
 
-use crate::dialect::{self, batch};
+use crate::dialect;
+use crate::dialect::batch::{self, ClaimPart};
 use crate::error::{Error, Result};
 use crate::executor::Executor;
 use crate::lease::Lease;
@@ -229,18 +231,8 @@ impl<E: Executor> Store<E> {
         }
         let owner = Uuid::new_v4();
         let Some(keys) = &candidates.keys else {
-            if limit == 1 {
-                let rendered;
-                let parts = if tests.is_empty() {
-                    // Rendered once, with the store's other statements.
-                    self.statements().claim_one.as_ref()
-                } else {
-                    rendered = dialect::claim_one(self.dialect(), self.table(), &tests);
-                    rendered.as_ref()
-                };
-                if let Some(parts) = parts {
-                    return self.claim_one(parts, &values, owner, ttl_ms, ttl).await;
-                }
+            if limit == 1 && self.statements().claim_one.is_some() {
+                return self.claim_one(&tests, &values, owner, ttl_ms, ttl).await;
             }
             let params = claim_params(limit, owner, ttl_ms, &values, &[]);
             if tests.is_empty() {
@@ -272,12 +264,13 @@ impl<E: Executor> Store<E> {
     }
 
     /// A claim of one row of any key, where the dialect has one ([`batch::claim_one`],
-    /// PostgreSQL): `parts`, the statement from a block drawn at random to the table's
-    /// end, then, if that part had no free row, the one before that block. Reads the
-    /// table's size first when it is due ([`start`]).
+    /// PostgreSQL): the statement from a block drawn at random to the table's end,
+    /// then, if that part had no free row, the one before that block, each rendered
+    /// only when sent (or once with the store's statements, without a filter). Reads
+    /// the table's size first when it is due ([`start`]).
     async fn claim_one(
         &self,
-        parts: &[String; 2],
+        tests: &[(&Identifier, Test)],
         values: &[Value],
         owner: Uuid,
         ttl_ms: i64,
@@ -299,12 +292,37 @@ impl<E: Executor> Store<E> {
         params.push(Value::Uuid(owner));
         params.push(Value::I64(ttl_ms));
         params.extend(values.iter().cloned());
-        let [from, before] = parts;
-        let leases = self.run_claim(from, &params, owner, ttl).await?;
+        let leases = self
+            .run_claim(
+                &self.claim_one_text(ClaimPart::FromStart, tests)?,
+                &params,
+                owner,
+                ttl,
+            )
+            .await?;
         if !leases.is_empty() || block == 0 {
             return Ok(leases);
         }
-        self.run_claim(before, &params, owner, ttl).await
+        let before = self.claim_one_text(ClaimPart::BeforeStart, tests)?;
+        self.run_claim(&before, &params, owner, ttl).await
+    }
+
+    /// The text of one part of a claim of one row: the store's own without a filter,
+    /// rendered for `tests` otherwise.
+    fn claim_one_text(
+        &self,
+        part: ClaimPart,
+        tests: &[(&Identifier, Test)],
+    ) -> Result<Cow<'_, str>> {
+        if let (true, Some([from, before])) = (tests.is_empty(), &self.statements().claim_one) {
+            return Ok(Cow::Borrowed(match part {
+                ClaimPart::FromStart => from,
+                ClaimPart::BeforeStart => before,
+            }));
+        }
+        dialect::claim_one(self.dialect(), self.table(), part, tests)
+            .map(Cow::Owned)
+            .ok_or_else(|| Error::Config(format!("{} has no claim of one row", self.dialect())))
     }
 
     /// The blocks the table's main data takes ([`batch::table_blocks`]).

@@ -1101,7 +1101,8 @@ pub(crate) struct Statements {
     pub(crate) lock_after_begin: String,
     /// A claim of any rows, without a filter: [`batch::claim`].
     pub(crate) claim_any: String,
-    /// A claim of one row of any key, without a filter: [`claim_one`].
+    /// A claim of one row of any key, without a filter, in its two parts (in the
+    /// order of [`batch::ClaimPart`]): [`claim_one`].
     pub(crate) claim_one: Option<[String; 2]>,
 }
 
@@ -1127,24 +1128,29 @@ impl Statements {
             },
             lock_after_begin: lock_after_begin(dialect, table),
             claim_any: batch::claim(dialect, table, 0, &[]),
-            claim_one: claim_one(dialect, table, &[]),
+            claim_one: claim_one(dialect, table, batch::ClaimPart::FromStart, &[])
+                .zip(claim_one(
+                    dialect,
+                    table,
+                    batch::ClaimPart::BeforeStart,
+                    &[],
+                ))
+                .map(<[String; 2]>::from),
         }
     }
 }
 
-/// A claim of one row of any key among those that pass `conditions`, where `dialect`
-/// has a statement for it ([`batch::claim_one`], PostgreSQL): from the block the claim
-/// starts at, and before it. Elsewhere a claim of one row is a [`batch::claim`].
+/// One part of a claim of one row of any key among those that pass `conditions`,
+/// where `dialect` has a statement for it ([`batch::claim_one`], PostgreSQL).
+/// Elsewhere a claim of one row is a [`batch::claim`].
 pub(crate) fn claim_one(
     dialect: Dialect,
     table: &FencedTable,
+    part: batch::ClaimPart,
     conditions: &[(&Identifier, crate::claim::filter::Test)],
-) -> Option<[String; 2]> {
+) -> Option<String> {
     match dialect {
-        Dialect::Postgres => Some(
-            [batch::ClaimPart::FromStart, batch::ClaimPart::BeforeStart]
-                .map(|part| batch::claim_one(table, part, conditions)),
-        ),
+        Dialect::Postgres => Some(batch::claim_one(table, part, conditions)),
         Dialect::Sqlite | Dialect::Mssql => None,
     }
 }
