@@ -16,8 +16,10 @@
 //! Each process runs on a current-thread runtime, so that no idle worker thread adds
 //! instructions of its own.
 //!
-//! Leases are counted the same way, the client's and the server's: claims of one row
-//! against `try_acquire`s of a random key, on a table of [`CLAIM_ROWS`] rows.
+//! Two more pairs are counted the same way, the client's and the server's: claims of
+//! one row against `try_acquire`s of a random key, on a table of [`CLAIM_ROWS`] rows;
+//! and the lease cycle (acquire, publish, release) through a store kept on the caller's
+//! own client against the same statements prepared once on the driver.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -84,13 +86,37 @@ impl From<Database> for Counter {
 /// The rows of the table the leases' counts claim from.
 const CLAIM_ROWS: i64 = 100_000;
 
-/// Instructions per lease taken, the client's or the server's: a claim of one row, and
-/// a `try_acquire` of a random free key.
+/// Two ways of doing the same work with a lease, counted against each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Comparison {
+    /// A claim of one row against a `try_acquire` of a random free key.
+    Leases,
+    /// The lease cycle on the caller's client against the raw driver.
+    Cycles,
+}
+
+impl Comparison {
+    /// The labels of the way measured and of the way it is set against.
+    fn labels(self) -> [&'static str; 2] {
+        match self {
+            Comparison::Leases => ["claim of one row", "try_acquire of a random key"],
+            Comparison::Cycles => [
+                "lease cycle on the caller's client",
+                "lease cycle on the raw driver, prepared once",
+            ],
+        }
+    }
+}
+
+/// Instructions per lease each way of a comparison, the client's or the server's.
 #[derive(Clone, Copy, Debug)]
-struct Acquired {
+struct Compared {
     counter: Counter,
-    claim: f64,
-    try_acquire: f64,
+    comparison: Comparison,
+    /// The way measured: a claim, or the cycle on the caller's client.
+    this: f64,
+    /// The way it is set against: `try_acquire`, or the raw driver.
+    against: f64,
 }
 
 /// How a counted process takes its leases (`count-one --leases`).
@@ -109,6 +135,26 @@ impl Taken {
         match self {
             Taken::Claim => "claim",
             Taken::TryAcquire => "try_acquire",
+        }
+    }
+}
+
+/// Where a counted process runs its lease cycles (`count-one --cycles`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Cycled {
+    /// Through a store kept on the process's own client.
+    OnClient,
+    /// The same statements prepared once on tokio-postgres.
+    Raw,
+}
+
+impl Cycled {
+    const ALL: [Cycled; 2] = [Cycled::OnClient, Cycled::Raw];
+
+    fn label(self) -> &'static str {
+        match self {
+            Cycled::OnClient => "on-client",
+            Cycled::Raw => "raw",
         }
     }
 }
@@ -136,7 +182,7 @@ pub(crate) async fn run(settings: &Settings, log: &mut dyn FnMut(&str)) -> Resul
         databases.push(Database::Postgres);
     }
     let mut counted = Vec::new();
-    let mut acquired = Vec::new();
+    let mut compared = Vec::new();
     for database in databases {
         for kind in Kind::ALL {
             log(&format!(
@@ -165,64 +211,85 @@ pub(crate) async fn run(settings: &Settings, log: &mut dyn FnMut(&str)) -> Resul
     }
     if let Some(postgres) = &settings.postgres {
         log(&format!(
-            "count: claims of one row and try_acquire, {}",
+            "count: claims of one row and try_acquire, lease cycles on the caller's \
+             client and on the raw driver, {}",
             Counter::PostgresClient.label()
         ));
-        acquired.push(count_client_leases(&exe, out.path(), settings, postgres).await?);
+        compared.extend(count_client_leases(&exe, out.path(), settings, postgres).await?);
         if settings.server {
             let (server, leases) = count_server(settings, log).await?;
             counted.extend(server);
-            acquired.push(leases);
+            compared.extend(leases);
         }
     }
-    Ok(markdown(settings, &counted, &acquired))
+    Ok(markdown(settings, &counted, &compared))
 }
 
-/// The client's instructions per lease taken, on a table of [`CLAIM_ROWS`] rows of the
-/// benchmark's own on `postgres`: each side in processes of its own, as the
-/// transactions' counts run.
+/// The client's instructions per lease: taken, on a table of [`CLAIM_ROWS`] rows of the
+/// benchmark's own on `postgres`, and cycled, on a table of one row; each way in
+/// processes of its own, as the transactions' counts run.
 async fn count_client_leases(
     exe: &Path,
     out: &Path,
     settings: &Settings,
     postgres: &str,
-) -> Result<Acquired> {
+) -> Result<[Compared; 2]> {
     let place = crate::paths::place::PgPlace::setup(postgres, false).await?;
     let measured = async {
-        let table = place.table("Queue", CLAIM_ROWS).await?;
-        per_lease(settings, Counter::PostgresClient, async |taken, leases| {
+        let queue = place.table("Queue", CLAIM_ROWS).await?;
+        let leases = per_lease(settings, Taken::ALL, async |taken, leases| {
             let mut args = one_args(Database::Postgres, leases);
             args.push(format!("--leases={}", arg_name(taken)));
-            args.push(format!("--table={}", table.name()));
+            args.push(format!("--table={}", queue.name()));
             args.push(format!("--rows={CLAIM_ROWS}"));
             let name = format!("leases-{}-{leases}", taken.label());
             instructions(exe, out, &name, &args, Some(&place.config))
         })
-        .await
+        .await?;
+        let lease = place.table("CycleLease", 1).await?;
+        let cycles = per_lease(settings, Cycled::ALL, async |cycled, cycles| {
+            let mut args = one_args(Database::Postgres, cycles);
+            args.push(format!("--cycles={}", arg_name(cycled)));
+            args.push(format!("--table={}", lease.name()));
+            let name = format!("cycles-{}-{cycles}", cycled.label());
+            instructions(exe, out, &name, &args, Some(&place.config))
+        })
+        .await?;
+        Ok::<_, Error>([
+            Compared::of(Counter::PostgresClient, Comparison::Leases, leases),
+            Compared::of(Counter::PostgresClient, Comparison::Cycles, cycles),
+        ])
     }
     .await;
     place.teardown().await?;
     measured
 }
 
-/// Instructions per lease taken each way, `run_of(taken, leases)` counting a run of
+impl Compared {
+    fn of(counter: Counter, comparison: Comparison, [this, against]: [f64; 2]) -> Compared {
+        Compared {
+            counter,
+            comparison,
+            this,
+            against,
+        }
+    }
+}
+
+/// Instructions per lease each of two `ways`, `run_of(way, leases)` counting a run of
 /// `leases`: the warm-up's alone, then with the counted leases added.
-async fn per_lease(
+async fn per_lease<W: Copy>(
     settings: &Settings,
-    counter: Counter,
-    mut run_of: impl AsyncFnMut(Taken, u64) -> Result<u64>,
-) -> Result<Acquired> {
+    ways: [W; 2],
+    mut run_of: impl AsyncFnMut(W, u64) -> Result<u64>,
+) -> Result<[f64; 2]> {
     let mut per_lease = [0.0; 2];
-    for (taken, per) in Taken::ALL.into_iter().zip(&mut per_lease) {
-        let warm = run_of(taken, settings.warmup).await?;
-        let all = run_of(taken, settings.warmup + settings.transactions).await?;
+    for (way, per) in ways.into_iter().zip(&mut per_lease) {
+        let warm = run_of(way, settings.warmup).await?;
+        let all = run_of(way, settings.warmup + settings.transactions).await?;
         *per = per_transaction(warm, all, settings.transactions)?;
     }
-    Ok(Acquired {
-        counter,
-        claim: per_lease[0],
-        try_acquire: per_lease[1],
-    })
+    Ok(per_lease)
 }
 
 /// The arguments every counted process takes.
@@ -238,11 +305,12 @@ fn one_args(database: Database, transactions: u64) -> Vec<String> {
 /// the benchmark's own: each kind's runs (with the warm-up alone, then with the
 /// counted transactions added) in connections of their own, as the client's count
 /// runs them. Then as many leases taken by claims of one row and by `try_acquire`
-/// (leases of 1 ms, from [`CLAIM_ROWS`] rows), as `fenced-bench paths` sets them.
+/// (leases of 1 ms, from [`CLAIM_ROWS`] rows), and as many lease cycles on the caller's
+/// client and on the raw driver, as `fenced-bench paths` sets them.
 async fn count_server(
     settings: &Settings,
     log: &mut dyn FnMut(&str),
-) -> Result<(Vec<Counted>, Acquired)> {
+) -> Result<(Vec<Counted>, [Compared; 2])> {
     log("count: starting a PostgreSQL cluster of its own under callgrind");
     let server = server::CountedServer::start().await?;
     let config = server.config();
@@ -269,24 +337,41 @@ async fn count_server(
         });
     }
     log(&format!(
-        "count: claims of one row and try_acquire, {}",
+        "count: claims of one row and try_acquire, lease cycles on the caller's client \
+         and on the raw driver, {}",
         Counter::PostgresServer.label()
     ));
     let place = crate::paths::place::PgPlace::setup(&config, false).await?;
     let measured = async {
-        let table = place.table("Queue", CLAIM_ROWS).await?;
-        per_lease(settings, Counter::PostgresServer, async |taken, leases| {
+        let queue = place.table("Queue", CLAIM_ROWS).await?;
+        let leases = per_lease(settings, Taken::ALL, async |taken, leases| {
             server
                 .instructions(crate::paths::acquisitions(
                     &place.config,
-                    &table,
+                    &queue,
                     CLAIM_ROWS,
                     taken == Taken::Claim,
                     leases,
                 ))
                 .await
         })
-        .await
+        .await?;
+        let lease = place.table("CycleLease", 1).await?;
+        let cycles = per_lease(settings, Cycled::ALL, async |cycled, cycles| {
+            server
+                .instructions(crate::paths::cycles(
+                    &place.config,
+                    &lease,
+                    cycled == Cycled::OnClient,
+                    cycles,
+                ))
+                .await
+        })
+        .await?;
+        Ok::<_, Error>([
+            Compared::of(Counter::PostgresServer, Comparison::Leases, leases),
+            Compared::of(Counter::PostgresServer, Comparison::Cycles, cycles),
+        ])
     }
     .await;
     place.teardown().await?;
@@ -380,7 +465,7 @@ fn per_transaction(warm: u64, all: u64, transactions: u64) -> Result<f64> {
 /// The counts as a table, each kind also against the plain and the *checked*
 /// transaction of its database as a ratio of instructions (theirs over its: below 1
 /// costs more, as a throughput ratio reads).
-fn markdown(settings: &Settings, counted: &[Counted], acquired: &[Acquired]) -> String {
+fn markdown(settings: &Settings, counted: &[Counted], compared: &[Compared]) -> String {
     let of = |counter: Counter, kind: Kind| {
         counted
             .iter()
@@ -410,24 +495,28 @@ fn markdown(settings: &Settings, counted: &[Counted], acquired: &[Acquired]) -> 
             ratio(of(c.counter, Kind::Checked)),
         );
     }
-    if !acquired.is_empty() {
+    if !compared.is_empty() {
         let _ = write!(
             table,
-            "\nInstructions per lease taken, {} after {} of warm-up, leases of 1 ms from \
-             {CLAIM_ROWS} rows:\n\n\
-             | database | lease taken by | instructions | try_acquire / this |\n\
+            "\nInstructions per lease, {} after {} of warm-up: taken by a claim of one row \
+             or a `try_acquire` of a random key (leases of 1 ms from {CLAIM_ROWS} rows); \
+             and cycled (acquire, publish, release) through a store on the caller's own \
+             client or on the raw driver, statements prepared once. *against / this*: the \
+             second way's instructions over the first's.\n\n\
+             | database | lease | instructions | against / this |\n\
              |---|---|--:|--:|\n",
             settings.transactions, settings.warmup,
         );
-        for a in acquired {
+        for c in compared {
+            let [this, against] = c.comparison.labels();
             let _ = write!(
                 table,
-                "| {counter} | claim of one row | {:.0} | {:.3} |\n\
-                 | {counter} | try_acquire of a random key | {:.0} | 1.000 |\n",
-                a.claim,
-                a.try_acquire / a.claim,
-                a.try_acquire,
-                counter = a.counter.label(),
+                "| {counter} | {this} | {:.0} | {:.3} |\n\
+                 | {counter} | {against} | {:.0} | 1.000 |\n",
+                c.this,
+                c.against / c.this,
+                c.against,
+                counter = c.counter.label(),
             );
         }
     }
@@ -450,8 +539,8 @@ pub(crate) async fn run_one(
     }
 }
 
-/// The process `run` counts for leases: `leases` taken as `taken` on the benchmark's
-/// table `table` of `rows` rows on `postgres`, then nothing else.
+/// The process `run` counts for leases taken: `leases` taken as `taken` on the
+/// benchmark's table `table` of `rows` rows on `postgres`, then nothing else.
 pub(crate) async fn run_one_leases(
     taken: Taken,
     table: &str,
@@ -461,6 +550,18 @@ pub(crate) async fn run_one_leases(
 ) -> Result<()> {
     let table = crate::workload::table(table)?;
     crate::paths::acquisitions(postgres, &table, rows, taken == Taken::Claim, leases).await
+}
+
+/// The process `run` counts for lease cycles: `cycles` on the first row of the
+/// benchmark's table `table` on `postgres`, where `cycled` says, then nothing else.
+pub(crate) async fn run_one_cycles(
+    cycled: Cycled,
+    table: &str,
+    cycles: u64,
+    postgres: &str,
+) -> Result<()> {
+    let table = crate::workload::table(table)?;
+    crate::paths::cycles(postgres, &table, cycled == Cycled::OnClient, cycles).await
 }
 
 #[cfg(test)]
@@ -542,34 +643,49 @@ mod tests {
     }
 
     #[test]
-    fn the_leases_table_sets_each_claim_against_its_try_acquire() {
+    fn the_leases_table_sets_each_way_against_the_other() {
         let settings = settings();
-        let acquired = [
-            Acquired {
-                counter: Counter::PostgresClient,
-                claim: 20_000.0,
-                try_acquire: 16_000.0,
-            },
-            Acquired {
-                counter: Counter::PostgresServer,
-                claim: 200_000.0,
-                try_acquire: 170_000.0,
-            },
+        let compared = [
+            Compared::of(
+                Counter::PostgresClient,
+                Comparison::Leases,
+                [20_000.0, 16_000.0],
+            ),
+            Compared::of(
+                Counter::PostgresServer,
+                Comparison::Leases,
+                [200_000.0, 170_000.0],
+            ),
+            Compared::of(
+                Counter::PostgresServer,
+                Comparison::Cycles,
+                [400_000.0, 360_000.0],
+            ),
         ];
-        let table = markdown(&settings, &[], &acquired);
+        let table = markdown(&settings, &[], &compared);
         for row in [
             "| PostgreSQL, client | claim of one row | 20000 | 0.800 |",
             "| PostgreSQL, client | try_acquire of a random key | 16000 | 1.000 |",
             "| PostgreSQL, server | claim of one row | 200000 | 0.850 |",
+            "| PostgreSQL, server | lease cycle on the caller's client | 400000 | 0.900 |",
+            "| PostgreSQL, server | lease cycle on the raw driver, prepared once | 360000 | 1.000 |",
         ] {
             assert!(table.contains(row), "{row} is not in\n{table}");
         }
+        // Negative control: the client counted no cycles.
+        assert!(
+            !table.contains("| PostgreSQL, client | lease cycle"),
+            "{table}"
+        );
     }
 
     #[test]
     fn a_counted_process_of_leases_reads_back_its_arguments() {
         for taken in Taken::ALL {
             assert_eq!(Taken::from_str(&arg_name(taken), false), Ok(taken));
+        }
+        for cycled in Cycled::ALL {
+            assert_eq!(Cycled::from_str(&arg_name(cycled), false), Ok(cycled));
         }
         // Negative control: the table's label is not a name clap reads.
         assert!(Taken::from_str(Taken::TryAcquire.label(), false).is_err());

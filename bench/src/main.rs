@@ -141,8 +141,9 @@ enum Command {
     /// Instructions per transaction, counted by valgrind's callgrind: the plain
     /// transaction, the plain one with the guard's check-and-lock, and the guard's
     /// fenced transaction, on SQLite and PostgreSQL (the client, and the server on a
-    /// cluster of its own); and the client's and the server's per lease, claimed or
-    /// acquired. Needs `valgrind`.
+    /// cluster of its own); and the client's and the server's per lease: claimed or
+    /// acquired, and cycled on the caller's client or on the raw driver. Needs
+    /// `valgrind`.
     Count(CountArgs),
     /// One counted process of `count`, run under callgrind.
     #[command(hide = true)]
@@ -185,25 +186,43 @@ impl CountArgs {
     }
 }
 
-/// The options of one counted process: transactions of a kind, or leases taken.
+/// The options of one counted process: transactions of a kind, leases taken, or lease
+/// cycles.
 #[derive(Debug, clap::Args)]
 struct CountOneArgs {
     #[arg(long, value_enum)]
     database: count::Database,
-    #[arg(long, value_enum, required_unless_present = "leases")]
+    #[arg(long, value_enum, required_unless_present_any = ["leases", "cycles"])]
     kind: Option<paths::Kind>,
     /// How the leases are taken, on `--table` of `--rows` rows (PostgreSQL).
     #[arg(long, value_enum, requires_all = ["table", "rows"], conflicts_with = "kind")]
     leases: Option<count::Taken>,
+    /// Where the lease cycles run, on `--table`'s first row (PostgreSQL).
+    #[arg(
+        long,
+        value_enum,
+        requires = "table",
+        conflicts_with_all = ["kind", "leases"]
+    )]
+    cycles: Option<count::Cycled>,
     #[arg(long)]
     table: Option<String>,
     #[arg(long)]
     rows: Option<i64>,
-    /// Transactions, or leases.
+    /// Transactions, leases, or cycles.
     #[arg(long)]
     transactions: u64,
-    #[arg(long, required_unless_present = "leases")]
+    #[arg(long, required_unless_present_any = ["leases", "cycles"])]
     sqlite_dir: Option<PathBuf>,
+}
+
+/// What `count-one` takes, should clap have let through a mix it cannot run.
+fn count_one_usage() -> anyhow::Error {
+    anyhow::Error::from(Error::Usage(
+        "count-one takes --kind and --sqlite-dir, --leases with --table and --rows, or \
+         --cycles with --table"
+            .into(),
+    ))
 }
 
 /// The PostgreSQL server: `FENCED_PG_URL`, or the default.
@@ -607,20 +626,21 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Some(Command::Count(count)) => return run_count(count).await,
         Some(Command::CountOne(one)) => {
             let postgres = postgres_url();
-            match (one.kind, one.leases, &one.table, one.rows, &one.sqlite_dir) {
-                (Some(kind), None, _, _, Some(sqlite_dir)) => {
+            match (one.kind, one.leases, one.cycles, &one.table, one.rows) {
+                (Some(kind), None, None, _, _) => {
+                    let Some(sqlite_dir) = &one.sqlite_dir else {
+                        return Err(count_one_usage());
+                    };
                     count::run_one(one.database, kind, one.transactions, &postgres, sqlite_dir)
                         .await?;
                 }
-                (None, Some(taken), Some(table), Some(rows), _) => {
+                (None, Some(taken), None, Some(table), Some(rows)) => {
                     count::run_one_leases(taken, table, rows, one.transactions, &postgres).await?;
                 }
-                _ => {
-                    return Err(anyhow::Error::from(Error::Usage(
-                        "count-one takes --kind and --sqlite-dir, or --leases, --table and --rows"
-                            .into(),
-                    )));
+                (None, None, Some(cycled), Some(table), _) => {
+                    count::run_one_cycles(cycled, table, one.transactions, &postgres).await?;
                 }
+                _ => return Err(count_one_usage()),
             }
             return Ok(());
         }
@@ -748,6 +768,52 @@ mod tests {
         )
         .expect("parses")
         .command
+    }
+
+    /// `count-one` with `args`: its options, or clap's refusal.
+    fn count_one(args: &[&str]) -> Result<CountOneArgs, clap::Error> {
+        let parsed = Args::try_parse_from(
+            [
+                "fenced-bench",
+                "count-one",
+                "--database=postgres",
+                "--transactions=3",
+            ]
+            .into_iter()
+            .chain(args.iter().copied()),
+        )?;
+        match parsed.command {
+            Some(Command::CountOne(one)) => Ok(one),
+            _ => panic!("no count-one subcommand"),
+        }
+    }
+
+    #[test]
+    fn a_counted_process_takes_one_kind_of_work() {
+        let kind = count_one(&["--kind=fenced", "--sqlite-dir=/tmp"]).unwrap();
+        assert_eq!(kind.kind, Some(paths::Kind::Fenced));
+        let leases = count_one(&["--leases=claim", "--table=s.Queue", "--rows=10"]).unwrap();
+        assert_eq!(leases.leases, Some(count::Taken::Claim));
+        let cycles = count_one(&["--cycles=on-client", "--table=s.CycleLease"]).unwrap();
+        assert_eq!(
+            (cycles.cycles, cycles.table.as_deref()),
+            (Some(count::Cycled::OnClient), Some("s.CycleLease"))
+        );
+        // Negative controls: cycles without their table, two kinds of work at once, and
+        // no work at all.
+        for refused in [
+            &["--cycles=raw"][..],
+            &["--cycles=raw", "--leases=claim", "--table=t", "--rows=1"],
+            &[
+                "--cycles=raw",
+                "--kind=plain",
+                "--table=t",
+                "--sqlite-dir=/tmp",
+            ],
+            &[],
+        ] {
+            assert!(count_one(refused).is_err(), "{refused:?} was taken");
+        }
     }
 
     fn scale(args: &[&str]) -> Result<scale::Settings, Error> {

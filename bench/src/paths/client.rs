@@ -47,6 +47,48 @@ pub(crate) async fn run(
     Ok(())
 }
 
+/// Runs `count` lease cycles one after another on the first row of `table`, on one
+/// client of `config`: through a store kept `on` that client (`on_client`), or the
+/// same statements prepared once on the raw driver. Each must take its lease.
+pub(crate) async fn cycles(
+    config: &str,
+    table: &FencedTable,
+    on_client: bool,
+    count: u64,
+) -> Result<()> {
+    let key = Rows::Distinct.key(0);
+    let client = connect(config).await?;
+    if on_client {
+        // As in the timed run: the store's own pool is never used.
+        let store = Store::new(
+            Postgres::from_config(config.parse()?, NoTls, 1),
+            table.clone(),
+        );
+        let on = store.on(&client)?;
+        let mut cycle = OnClient(&on);
+        repeat(count, async || {
+            measure::Attempt::attempt(&mut cycle, key).await
+        })
+        .await
+    } else {
+        let sql = CycleSql::render(Dialect::Postgres, table, Shape::Three)?;
+        let mut cycle = RawCycle::prepare(client, &sql).await?;
+        repeat(count, async || cycle.attempt(key).await).await
+    }
+}
+
+/// Runs `attempt` `count` times; each must take its lease.
+async fn repeat(count: u64, mut attempt: impl AsyncFnMut() -> Result<bool>) -> Result<()> {
+    for _ in 0..count {
+        if !attempt().await? {
+            return Err(super::protocol(
+                "a counted cycle found its row's lease held",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The cycle through the guard on `on`, a store on the worker's own client.
 async fn on_client<E: fenced_guard::Executor>(on: &Store<E>, key: i64) -> Result<bool> {
     let Some(lease) = on.try_acquire(key, TTL).await? else {

@@ -26,6 +26,7 @@ mod sqlx;
 mod transaction;
 
 pub(crate) use claim::acquisitions;
+pub(crate) use client::cycles;
 pub(crate) use transaction::{Kind, postgres_transactions, sqlite_transactions};
 
 use std::fmt::Write as _;
