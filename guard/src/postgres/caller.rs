@@ -30,9 +30,11 @@ use crate::value::Value;
 /// work (it borrows the client shared: the service's own statements still run on it).
 ///
 /// Parameters are typed by the server from the statement, as when it prepares one, and
-/// every value is sent as the text its parameter's type reads: a value the type cannot
-/// read is the server's error, before the statement ran ([`Error::NotExecuted`]), which
-/// inside the caller's transaction aborts it, as any SQL error there does.
+/// every value is sent as the text its parameter's type reads, or in the binary form of
+/// a prepared parameter whose type is the value's own (`bigint` for an `i64`, `uuid`
+/// for a `Uuid`): a value the type cannot read is the server's error, before the
+/// statement ran ([`Error::NotExecuted`]), which inside the caller's transaction aborts
+/// it, as any SQL error there does.
 #[cfg(feature = "postgres")]
 pub struct PostgresClient<'a, C> {
     client: &'a C,
@@ -270,10 +272,28 @@ async fn collect(
 }
 
 /// A [`Value`] bound to a parameter whose type the server inferred: sent as the text
-/// that type reads (bytes as `bytea`'s hexadecimal, or as binary to a `bytea`
-/// parameter of a prepared statement).
+/// that type reads (bytes as `bytea`'s hexadecimal), or, to a parameter of a prepared
+/// statement whose type is the value's own, in that type's binary form, which the
+/// server reads without parsing.
 #[derive(Debug)]
 struct Inferred<'v>(&'v Value);
+
+impl Inferred<'_> {
+    /// Whether the value goes in `ty`'s binary form: only where that form holds it
+    /// exactly, so that any other pairing is still read (or refused) by the server as
+    /// text. An unnamed statement's parameters are all `unknown`, so its values go as
+    /// text.
+    fn is_binary(&self, ty: &Type) -> bool {
+        matches!(
+            (self.0, ty),
+            (Value::Bool(_), &Type::BOOL)
+                | (Value::I64(_), &Type::INT8)
+                | (Value::F64(_), &Type::FLOAT8)
+                | (Value::Bytes(_), &Type::BYTEA)
+                | (Value::Uuid(_), &Type::UUID)
+        )
+    }
+}
 
 impl ToSql for Inferred<'_> {
     fn to_sql(
@@ -281,10 +301,14 @@ impl ToSql for Inferred<'_> {
         ty: &Type,
         out: &mut BytesMut,
     ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        let binary = self.is_binary(ty);
         match self.0 {
             Value::Null => return Ok(IsNull::Yes),
+            Value::Bool(v) if binary => out.put_u8(u8::from(*v)),
             Value::Bool(v) => out.put_slice(if *v { b"t" } else { b"f" }),
+            Value::I64(v) if binary => out.put_i64(*v),
             Value::I64(v) => write!(out, "{v}")?,
+            Value::F64(v) if binary => out.put_f64(*v),
             // Rust writes the shortest text that reads back as the same double; the
             // server's spellings of the values that are not numbers.
             Value::F64(v) if v.is_nan() => out.put_slice(b"NaN"),
@@ -293,13 +317,14 @@ impl ToSql for Inferred<'_> {
             }
             Value::F64(v) => write!(out, "{v}")?,
             Value::Text(v) => out.put_slice(v.as_bytes()),
-            Value::Bytes(v) if *ty == Type::BYTEA => out.put_slice(v),
+            Value::Bytes(v) if binary => out.put_slice(v),
             Value::Bytes(v) => {
                 out.put_slice(b"\\x");
                 for byte in v {
                     write!(out, "{byte:02x}")?;
                 }
             }
+            Value::Uuid(v) if binary => out.put_slice(v.as_bytes()),
             Value::Uuid(v) => write!(out, "{}", v.hyphenated())?,
         }
         Ok(IsNull::No)
@@ -310,9 +335,10 @@ impl ToSql for Inferred<'_> {
     }
 
     fn encode_format(&self, ty: &Type) -> Format {
-        match self.0 {
-            Value::Bytes(_) if *ty == Type::BYTEA => Format::Binary,
-            _ => Format::Text,
+        if self.is_binary(ty) {
+            Format::Binary
+        } else {
+            Format::Text
         }
     }
 

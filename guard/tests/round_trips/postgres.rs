@@ -222,7 +222,8 @@ async fn prepared(client: &Client) -> usize {
 
 /// The values of every kind the guard binds, through the caller's client, read back as
 /// they were written, by an unnamed statement and by a prepared one: the server infers
-/// each parameter's type from the statement, and reads the value's text as that type.
+/// each parameter's type from the statement, and reads the value's text as that type,
+/// or, to a prepared statement's parameter of the value's own type, its binary form.
 #[tokio::test]
 async fn every_kind_of_value_round_trips_through_a_callers_client() {
     let wire = Wire::setup("fenced_rtt_values_").await;
@@ -278,13 +279,16 @@ async fn every_kind_of_value_round_trips_through_a_callers_client() {
         }
     }
     assert!(prepared(&client).await > 0, "no statement was prepared");
-    // NaN is not equal to itself as a Rust value: compared on the server only.
-    let nan = caller
-        .backend()
-        .query_row("SELECT $1::float8 = 'NaN'::float8", &[Value::F64(f64::NAN)])
-        .await
-        .unwrap();
-    assert_eq!(nan, Some(vec![Value::Bool(true)]));
+    // NaN is not equal to itself as a Rust value: compared on the server only, as
+    // text and then binary.
+    for round in 0..3 {
+        let nan = caller
+            .backend()
+            .query_row("SELECT $1::float8 = 'NaN'::float8", &[Value::F64(f64::NAN)])
+            .await
+            .unwrap();
+        assert_eq!(nan, Some(vec![Value::Bool(true)]), "round {round}");
+    }
     let null = caller
         .backend()
         .query_row("SELECT $1::bigint IS NULL", &[Value::Null])
@@ -305,6 +309,39 @@ async fn every_kind_of_value_round_trips_through_a_callers_client() {
             "{sql} {params:?}: {error:?}"
         );
     }
+    // The same from a prepared statement: a value whose type is not its parameter's
+    // goes as text, which the server reads or refuses, never as another type's bytes.
+    let narrow = "SELECT $1::int + 0, $2::uuid";
+    let id = Uuid::new_v4();
+    for _ in 0..2 {
+        let row = caller
+            .backend()
+            .query_row(narrow, &[Value::I64(7), Value::Uuid(id)])
+            .await
+            .unwrap();
+        assert_eq!(row, Some(vec![Value::I64(7), Value::Uuid(id)]));
+    }
+    for params in [
+        vec![Value::I64(i64::MAX), Value::Uuid(id)],
+        vec![Value::I64(7), Value::from("not a uuid")],
+        vec![Value::I64(7), Value::I64(1)],
+    ] {
+        let error = caller
+            .backend()
+            .query_row(narrow, &params)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, fenced_guard::Error::NotExecuted(_)),
+            "prepared, {params:?}: {error:?}"
+        );
+    }
+    let row = caller
+        .backend()
+        .query_row(narrow, &[Value::from("8"), Value::from(id.to_string())])
+        .await
+        .unwrap();
+    assert_eq!(row, Some(vec![Value::I64(8), Value::Uuid(id)]), "as text");
     drop(caller);
     wire.schema.teardown().await;
 }
