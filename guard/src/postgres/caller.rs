@@ -301,14 +301,14 @@ impl ToSql for Inferred<'_> {
         ty: &Type,
         out: &mut BytesMut,
     ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        let binary = self.is_binary(ty);
+        if self.is_binary(ty) {
+            // The binary form the guard's own pool sends to its prepared statements.
+            return self.0.to_sql(ty, out);
+        }
         match self.0 {
             Value::Null => return Ok(IsNull::Yes),
-            Value::Bool(v) if binary => out.put_u8(u8::from(*v)),
             Value::Bool(v) => out.put_slice(if *v { b"t" } else { b"f" }),
-            Value::I64(v) if binary => out.put_i64(*v),
             Value::I64(v) => write!(out, "{v}")?,
-            Value::F64(v) if binary => out.put_f64(*v),
             // Rust writes the shortest text that reads back as the same double; the
             // server's spellings of the values that are not numbers.
             Value::F64(v) if v.is_nan() => out.put_slice(b"NaN"),
@@ -317,14 +317,12 @@ impl ToSql for Inferred<'_> {
             }
             Value::F64(v) => write!(out, "{v}")?,
             Value::Text(v) => out.put_slice(v.as_bytes()),
-            Value::Bytes(v) if binary => out.put_slice(v),
             Value::Bytes(v) => {
                 out.put_slice(b"\\x");
                 for byte in v {
                     write!(out, "{byte:02x}")?;
                 }
             }
-            Value::Uuid(v) if binary => out.put_slice(v.as_bytes()),
             Value::Uuid(v) => write!(out, "{}", v.hyphenated())?,
         }
         Ok(IsNull::No)
