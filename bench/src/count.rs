@@ -130,13 +130,6 @@ pub(crate) enum Taken {
 
 impl Taken {
     const ALL: [Taken; 2] = [Taken::Claim, Taken::TryAcquire];
-
-    fn label(self) -> &'static str {
-        match self {
-            Taken::Claim => "claim",
-            Taken::TryAcquire => "try_acquire",
-        }
-    }
 }
 
 /// Where a counted process runs its lease cycles (`count-one --cycles`).
@@ -150,13 +143,6 @@ pub(crate) enum Cycled {
 
 impl Cycled {
     const ALL: [Cycled; 2] = [Cycled::OnClient, Cycled::Raw];
-
-    fn label(self) -> &'static str {
-        match self {
-            Cycled::OnClient => "on-client",
-            Cycled::Raw => "raw",
-        }
-    }
 }
 
 /// One kind's count: instructions per transaction.
@@ -242,7 +228,7 @@ async fn count_client_leases(
             args.push(format!("--leases={}", arg_name(taken)));
             args.push(format!("--table={}", queue.name()));
             args.push(format!("--rows={CLAIM_ROWS}"));
-            let name = format!("leases-{}-{leases}", taken.label());
+            let name = format!("leases-{}-{leases}", arg_name(taken));
             instructions(exe, out, &name, &args, Some(&place.config))
         })
         .await?;
@@ -251,7 +237,7 @@ async fn count_client_leases(
             let mut args = one_args(Database::Postgres, cycles);
             args.push(format!("--cycles={}", arg_name(cycled)));
             args.push(format!("--table={}", lease.name()));
-            let name = format!("cycles-{}-{cycles}", cycled.label());
+            let name = format!("cycles-{}-{cycles}", arg_name(cycled));
             instructions(exe, out, &name, &args, Some(&place.config))
         })
         .await?;
@@ -687,7 +673,7 @@ mod tests {
         for cycled in Cycled::ALL {
             assert_eq!(Cycled::from_str(&arg_name(cycled), false), Ok(cycled));
         }
-        // Negative control: the table's label is not a name clap reads.
-        assert!(Taken::from_str(Taken::TryAcquire.label(), false).is_err());
+        // Negative control: the method's own spelling is not a name clap reads.
+        assert!(Taken::from_str("try_acquire", false).is_err());
     }
 }

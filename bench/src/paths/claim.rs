@@ -54,14 +54,10 @@ pub(crate) async fn acquisitions(
         rows,
         rng: StdRng::seed_from_u64(0),
     };
-    for _ in 0..count {
-        if !cycle.attempt(0).await? {
-            return Err(crate::paths::protocol(
-                "a counted acquisition found no free row",
-            ));
-        }
-    }
-    Ok(())
+    super::each_taken(count, "a counted acquisition", async || {
+        cycle.attempt(0).await
+    })
+    .await
 }
 
 struct Claims<'p> {

@@ -66,27 +66,15 @@ pub(crate) async fn cycles(
         );
         let on = store.on(&client)?;
         let mut cycle = OnClient(&on);
-        repeat(count, async || {
+        super::each_taken(count, "a counted cycle", async || {
             measure::Attempt::attempt(&mut cycle, key).await
         })
         .await
     } else {
         let sql = CycleSql::render(Dialect::Postgres, table, Shape::Three)?;
         let mut cycle = RawCycle::prepare(client, &sql).await?;
-        repeat(count, async || cycle.attempt(key).await).await
+        super::each_taken(count, "a counted cycle", async || cycle.attempt(key).await).await
     }
-}
-
-/// Runs `attempt` `count` times; each must take its lease.
-async fn repeat(count: u64, mut attempt: impl AsyncFnMut() -> Result<bool>) -> Result<()> {
-    for _ in 0..count {
-        if !attempt().await? {
-            return Err(super::protocol(
-                "a counted cycle found its row's lease held",
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The cycle through the guard on `on`, a store on the worker's own client.

@@ -386,6 +386,21 @@ pub(crate) fn markdown(settings: &Settings, results: &Results) -> String {
     out
 }
 
+/// Runs `attempt` `count` times one after another, as a counted process does; each
+/// must take its lease, else the error says `what` found none.
+pub(crate) async fn each_taken(
+    count: u64,
+    what: &str,
+    mut attempt: impl AsyncFnMut() -> Result<bool>,
+) -> Result<()> {
+    for _ in 0..count {
+        if !attempt().await? {
+            return Err(protocol(format!("{what} took no lease")));
+        }
+    }
+    Ok(())
+}
+
 /// A benchmark error for an operation the driver's side refused or miscounted.
 pub(crate) fn protocol(what: impl Into<String>) -> Error {
     Error::Protocol(what.into())
